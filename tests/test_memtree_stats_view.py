@@ -1,0 +1,126 @@
+"""MemTree diagnostics (Table 5, revenue), persistence and the HTML view."""
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+from memsys.memtree import MemTree
+from memsys.memtree_view import render_html
+from memsys.memtree_stats import revenue_exact, revenue_sampled, structure_stats
+from memtree_fakes import WordEmbedder, WordTokenizer, make_tree, unit
+
+TABLE = {"a1": [1, 0, 0, 0], "a2": [1, 0.2, 0, 0], "a3": [1, 0, 0.3, 0], "b": [0, 1, 0, 0],
+         "c": [0.6, 0, 0, 0.8], "d": [0, 0, 0, 1]}
+TEXTS = ["a1", "a2", "b", "a3", "d", "c"]
+
+
+def _built(**kw) -> MemTree:
+    tree = make_tree(TABLE, **kw)
+    for i, t in enumerate(TEXTS):
+        tree.insert_unit(unit(t, i))
+    return tree
+
+
+def test_structure_stats_match_the_tree():
+    tree = _built()
+    s = structure_stats(tree)
+    leaves = [v for v in range(1, tree.n_nodes) if not tree.children[v]]
+    assert s["nodes"] == tree.n_nodes - 1 and s["leaf_nodes"] == len(leaves) == len(TEXTS)
+    assert s["branching_nodes"] == s["nodes"] - s["leaf_nodes"]
+    assert s["depth_max"] == max(tree.depth)
+    fanouts = [len(c) for c in tree.children if c]
+    assert s["branching_factor"] == pytest.approx(np.mean(fanouts))
+    assert s["height_to_width_ratio"] == pytest.approx(max(tree.depth) / np.median(fanouts))
+
+
+def test_stats_json_has_table5_fig4_and_per_insertion_records():
+    tree = _built()
+    stats = json.loads(json.dumps(tree.stats()))
+    assert set(stats["structure"]) >= {"nodes", "leaf_nodes", "branching_nodes", "depth_max", "depth_mean",
+                                       "branching_factor", "height_to_width_ratio"}
+    assert sum(d["nodes"] for d in stats["depth_profile"].values()) == tree.n_nodes - 1
+    calls = [r["llm_calls"] for r in stats["insertions"]]
+    assert len(calls) == len(TEXTS) and sum(calls) == tree.llm.calls
+    assert stats["insertion"]["llm_calls_per_insertion_mean"] == pytest.approx(np.mean(calls))
+    assert stats["insertion"]["llm_calls_per_insertion_std"] == pytest.approx(np.std(calls))
+
+
+def _brute_revenue(tree: MemTree) -> float:
+    leaves = [v for v in range(1, tree.n_nodes) if not tree.children[v]]
+    n = len(leaves)
+
+    def ancestors(v):
+        out = []
+        while v >= 0:
+            out.append(v)
+            v = tree.parent[v]
+        return out
+
+    def n_leaves(v):
+        return sum(1 for x in leaves if v in ancestors(x))
+
+    total = 0.0
+    for i, j in itertools.combinations(leaves, 2):
+        lca = next(a for a in ancestors(i) if a in set(ancestors(j)))
+        w = max(0.0, float(tree.embeddings[i] @ tree.embeddings[j]))
+        total += w * (n - n_leaves(lca))
+    return total
+
+
+def test_revenue_exact_matches_brute_force_and_sampled_is_close():
+    tree = _built()
+    exact = revenue_exact(tree)
+    assert exact["revenue"] == pytest.approx(_brute_revenue(tree))
+    assert exact["revenue"] > 0 and 0 < exact["normalised"] <= 1
+    est = revenue_sampled(tree, samples=20000, seed=0)
+    assert abs(est["revenue"] - exact["revenue"]) < 4 * est["stderr"] + 1e-9
+    tree.revenue_exact_max_leaves = 2
+    assert tree.stats()["revenue"]["method"] == "sampled"
+
+
+def test_revenue_rewards_grouping_similar_leaves():
+    # Two tight clusters: a tree that groups them earns more than a flat tree.
+    table = {"p": [1, 0], "q": [0.99, 0.14], "r": [0, 1], "s": [0.14, 0.99]}
+    grouped = make_tree(table, base_threshold=0.5)
+    flat = make_tree(table, base_threshold=1.01)
+    for tree in (grouped, flat):
+        for i, t in enumerate("pqrs"):
+            tree.insert_unit(unit(t, i))
+    assert structure_stats(flat)["depth_max"] == 1 and structure_stats(grouped)["depth_max"] == 2
+    assert revenue_exact(flat)["revenue"] == pytest.approx(0.0)
+    assert revenue_exact(grouped)["revenue"] > 0
+
+
+def test_save_load_roundtrip_answers_the_same_without_llm_calls(tmp_path):
+    tree = _built(top_k=3)
+    tree.save(tmp_path)
+    assert {p.name for p in tmp_path.iterdir()} == {"tree.json", "embeddings.npy", "tree.html"}
+    loaded = MemTree.load(tmp_path, llm=None, embedder=WordEmbedder(TABLE), tokenizer=WordTokenizer())
+    for q in ["a1", "b d", "c"]:
+        assert [(i.node_id, round(i.score, 6), i.source_unit_ids, i.level) for i in loaded.search(q, 100)] == \
+               [(i.node_id, round(i.score, 6), i.source_unit_ids, i.level) for i in tree.search(q, 100)]
+    assert loaded.stats()["structure"] == tree.stats()["structure"]
+    loaded.llm = tree.llm
+    loaded.insert_unit(unit("a2 b", 99))  # keeps growing after reload
+    assert loaded.n_nodes > tree.n_nodes
+
+
+def test_load_without_embeddings_reembeds(tmp_path):
+    tree = _built()
+    tree.save(tmp_path)
+    (tmp_path / "embeddings.npy").unlink()
+    loaded = MemTree.load(tmp_path, embedder=WordEmbedder(TABLE), tokenizer=WordTokenizer())
+    np.testing.assert_allclose(loaded.embeddings, tree.embeddings, atol=1e-6)
+
+
+def test_html_view_is_nested_details_with_escaped_previews():
+    tree = make_tree(TABLE)
+    tree.insert_unit(unit("a1 <script>x</script>"))
+    tree.insert_unit(unit("a2", 1))
+    page = render_html(tree)
+    assert page.startswith("<!doctype html>") and "<script>" not in page
+    assert page.count("<details") == 2  # root and the expanded parent
+    assert "d=1 · 2 children" in page and "d=2 · 0 children" in page and "&lt;script&gt;" in page
