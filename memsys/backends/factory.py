@@ -28,6 +28,11 @@ class Services:
         self.llm.close()
 
 
+def _plain(node: Any) -> dict:
+    """A resolved plain dict from an optional config node."""
+    return OmegaConf.to_container(node, resolve=True) if node is not None else {}
+
+
 def build_cache(cfg: DictConfig) -> CallCache | None:
     if not cfg.get("cache", {}).get("enabled", True):
         return None
@@ -48,9 +53,9 @@ def _instantiate_backend(section: DictConfig, group: str) -> Any:
 
 def build_services(cfg: DictConfig, meter: Meter | None = None, cache: CallCache | None = None) -> Services:
     """Instantiate ``cfg.llm.backend`` and ``cfg.embedder.backend`` behind the cached facades."""
-    meter = meter or Meter(prices=OmegaConf.to_container(cfg.llm.get("prices", {}) or {}, resolve=True))
+    meter = meter or Meter(prices=_plain(cfg.llm.get("prices")))
     cache = cache if cache is not None else build_cache(cfg)
-    retry = RetryPolicy(**OmegaConf.to_container(cfg.llm.get("retry", {}) or {}, resolve=True))
+    retry = RetryPolicy(**_plain(cfg.llm.get("retry")))
     llm = LLM(_instantiate_backend(cfg.llm, "llm"), meter=meter, cache=cache,
               max_in_flight=int(cfg.llm.get("max_in_flight", 8)), retry=retry,
               progress=bool(cfg.get("progress", True)))

@@ -1,0 +1,44 @@
+"""memharness entry point: compose the config, build, answer, score, write the run folder.
+
+    python run.py memory=memtree dataset=multihop
+    python run.py -m memory=full_context,memorystream,memtree dataset=sample
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+log = logging.getLogger("memharness")
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="config")
+def main(cfg: DictConfig) -> float | None:
+    from data_prep.base import DatasetError
+    from eval.runner import run
+    from memsys.backends.types import ConfigError
+
+    out_dir = Path(HydraConfig.get().runtime.output_dir)
+    try:
+        metrics = run(cfg, out_dir)
+    except (ConfigError, DatasetError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
+    judge = metrics["metrics"].get("judge", {}).get("mean")
+    counts = metrics["counts"]
+    log.info("%s on %s: judge=%s scored=%d/%d failed=%d judge_unparsed=%d -> %s", cfg.memory.name,
+             cfg.dataset.name, "n/a" if judge is None else f"{judge:.3f}", counts["scored"], counts["questions"],
+             counts["answer_failed"] + counts["retrieve_failed"], counts["judge_unparsed"], out_dir)
+    return judge
+
+
+if __name__ == "__main__":
+    main()
