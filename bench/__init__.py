@@ -1,0 +1,1 @@
+"""Benchmarks: each module exposes ``main() -> dict`` that prints and returns its figures."""
