@@ -141,6 +141,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.startswith("/stats"):
             self._send(200, self.state.snapshot(detail="detail" in self.path))
         elif self.path.rstrip("/") in ("/v1/models", "/models"):
+            with self.state.lock:
+                self.state.auth_seen += bool(self.headers.get("Authorization"))
             self._send(200, {"object": "list", "data": [{"id": "fault-model", "object": "model"}]})
         else:
             self._send(404, {"error": {"message": f"no route {self.path}"}})
