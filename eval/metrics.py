@@ -87,6 +87,8 @@ def parse_choice(reply: str, n_options: int) -> int | None:
     """Read an option letter (A, B, ...) from a multiple-choice reply; None if absent or ambiguous."""
     letters = "ABCDEFGHIJ"[:n_options]
     text = reply.strip()
+    if re.match(rf"^\(?[{letters}]\)?\s*(?:or|and|/|,)\s*\(?[{letters}]\b", text):
+        return None  # "A or B" names two options
     match = re.match(rf"^\(?([{letters}])\)?(?:[\s.:)]|$)", text)
     if match:
         return letters.index(match.group(1))
