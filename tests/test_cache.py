@@ -1,0 +1,107 @@
+"""The persistent call cache: what the key covers, what is cached, concurrent writers, warm reruns."""
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing as mp
+import threading
+
+import pytest
+
+from memsys.backends.cache import CallCache
+from memsys.backends.llm import LLM
+from memsys.backends.meter import Meter
+from memsys.backends.types import ChatRequest, Completion
+
+BASE = ChatRequest.user("q", system="s", max_tokens=8, temperature=0.0, seed=1, stop=("x",), choices=("a", "b"))
+CHANGED = {"messages": (("user", "q2"),), "max_tokens": 9, "temperature": 0.5, "seed": 2, "stop": ("y",),
+           "choices": ("a", "c"), "json_output": True}
+
+
+class CountingBackend:
+    model_id = "fake:echo"
+    max_concurrency = None
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def chat(self, request: ChatRequest) -> Completion:
+        with self._lock:
+            self.calls += 1
+        return Completion(text=f"echo {request.messages[-1][1]}", prompt_tokens=3, completion_tokens=2)
+
+
+def test_every_generation_parameter_is_in_the_key():
+    fields = {f.name for f in dataclasses.fields(ChatRequest)}
+    assert fields == set(CHANGED), "a new ChatRequest field needs a case here"
+    base = BASE.cache_key("m")
+    for name, value in CHANGED.items():
+        assert dataclasses.replace(BASE, **{name: value}).cache_key("m") != base, name
+    assert BASE.cache_key("other-model") != base
+    assert BASE.cache_key("m") == base  # content-addressed: same content, same key
+
+
+def test_sampled_calls_are_cached_only_with_a_seed(tmp_path):
+    backend = CountingBackend()
+    llm = LLM(backend, cache=CallCache(tmp_path / "c.sqlite"), progress=False)
+    unseeded = ChatRequest.user("p", temperature=0.8)
+    seeded = ChatRequest.user("p", temperature=0.8, seed=3)
+    for _ in range(2):
+        llm.complete_one(unseeded)
+        llm.complete_one(seeded)
+    assert backend.calls == 3  # unseeded twice, seeded once
+    assert not unseeded.cacheable and seeded.cacheable and ChatRequest.user("p").cacheable
+
+
+def test_warm_rerun_makes_zero_backend_calls(tmp_path):
+    requests = [ChatRequest.user(f"q{i}") for i in range(25)]
+    cold_backend, warm_backend = CountingBackend(), CountingBackend()
+    cold = LLM(cold_backend, cache=CallCache(tmp_path / "c.sqlite"), meter=Meter(), progress=False)
+    first = cold.complete(requests)
+    warm = LLM(warm_backend, cache=CallCache(tmp_path / "c.sqlite"), meter=Meter(), progress=False)
+    second = warm.complete(requests)
+    assert cold_backend.calls == 25 and warm_backend.calls == 0
+    assert [c.text for c in first] == [c.text for c in second] and all(c.cached for c in second)
+    hits = warm.meter.stages["other"]
+    assert hits.cache_hits == 25 and hits.calls == 0 and hits.prompt_tokens == 0
+
+
+def _writer(path: str, worker: int, n: int) -> None:
+    cache = CallCache(path)
+    for i in range(n):
+        cache.put_chat(f"k{worker}-{i}", "m", {"text": f"{worker}:{i}"})
+        cache.put_chat("shared", "m", {"text": "same"})
+
+
+def test_several_processes_write_at_once(tmp_path):
+    path = str(tmp_path / "c.sqlite")
+    CallCache(path)
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(path, w, 150)) for w in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    cache = CallCache(path)
+    assert len(cache) == 4 * 150 + 1
+    assert cache.get_chat("k3-149") == {"text": "3:149"} and cache.get_chat("shared") == {"text": "same"}
+    assert cache._conn().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_embeddings_round_trip(tmp_path):
+    import numpy as np
+
+    cache = CallCache(tmp_path / "c.sqlite")
+    cache.put_embeddings("m", {"a": np.arange(4, dtype=np.float32)})
+    got = cache.get_embeddings(["a", "missing"])
+    assert list(got) == ["a"] and got["a"].tolist() == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("threads", [8])
+def test_threads_share_one_cache(tmp_path, threads):
+    backend = CountingBackend()
+    llm = LLM(backend, cache=CallCache(tmp_path / "c.sqlite"), max_in_flight=threads, progress=False)
+    llm.complete([ChatRequest.user(f"q{i % 10}") for i in range(10)])
+    llm.complete([ChatRequest.user(f"q{i % 10}") for i in range(40)])
+    assert backend.calls == 10
