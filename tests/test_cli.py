@@ -1,0 +1,85 @@
+"""run.py as a user runs it: clear errors for mistakes, and end to end with the real embedded models."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_py(tmp_path: Path, *overrides: str, multirun: bool = False, timeout: int = 900) -> subprocess.CompletedProcess:
+    env = {**os.environ, "MEMHARNESS_CACHE": str(tmp_path / "cache.sqlite"), "MEMHARNESS_DATA": str(tmp_path / "data"),
+           "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT / "tests")}
+    where = [f"hydra.sweep.dir={tmp_path / 'runs'}"] if multirun else [f"hydra.run.dir={tmp_path / 'run'}"]
+    cmd = [sys.executable, "run.py", *(["-m"] if multirun else []), *where, "progress=false", *overrides]
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_unknown_memory_lists_valid_names(tmp_path):
+    proc = run_py(tmp_path, "memory=nonexistent")
+    assert proc.returncode != 0
+    assert "memory/nonexistent" in proc.stderr
+    for name in ("full_context", "memorystream", "memtree"):
+        assert name in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_unknown_dataset_and_llm_list_valid_names(tmp_path):
+    proc = run_py(tmp_path, "dataset=nope")
+    assert proc.returncode != 0 and "sample" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run_py(tmp_path, "llm=nope")
+    assert proc.returncode != 0 and "local" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_missing_dataset_file_names_the_setting(tmp_path):
+    proc = run_py(tmp_path, "dataset.loader.path=/nonexistent/sample.json", "llm=fake", "embedder=fake",
+                  f"hydra.searchpath=[file://{ROOT / 'tests' / 'conf'}]")
+    assert proc.returncode == 2
+    assert "dataset.loader.path" in proc.stderr and "/nonexistent/sample.json" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_end_to_end_with_real_embedded_models(tmp_path):
+    """The real SmolLM2 + MiniLM on a 3-question subset, through run.py."""
+    proc = run_py(tmp_path, "memory=memorystream", "dataset.limit=3")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = tmp_path / "run"
+    metrics = json.loads((out / "metrics.json").read_text())
+    samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert len(samples) == 3 == metrics["counts"]["questions"]
+    assert metrics["llm"].startswith("llama.cpp:SmolLM2") and metrics["embedder"].startswith("st:")
+    for s in samples:
+        assert s["status"] == "scored" and s["prediction"]  # the real model answered
+        assert s["retrieved"] and all(i["source_unit_ids"] for i in s["retrieved"])
+        # the judge is grammar-constrained to a digit on llama.cpp
+        assert s["judge_status"] == "parsed" and s["metrics"]["judge"] in (0.0, 1.0)
+        assert 0.0 <= s["metrics"]["rouge_l_recall"] <= 1.0
+    calls = metrics["calls"]
+    assert calls["answer"]["calls"] == 3 and calls["judge"]["calls"] == 3
+    assert calls["total"]["prompt_tokens"] > 0 and calls["build"]["embed_texts"] > 0
+    # a warm rerun of the same command makes no backend calls and reproduces the metrics
+    proc = run_py(tmp_path, "memory=memorystream", "dataset.limit=3", f"hydra.run.dir={tmp_path / 'run2'}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    warm = json.loads((tmp_path / "run2" / "metrics.json").read_text())
+    assert warm["calls"]["total"]["calls"] == 0 and warm["calls"]["total"]["embed_calls"] == 0
+    assert warm["metrics"] == metrics["metrics"]
+
+
+@pytest.mark.slow
+def test_multirun_writes_one_folder_per_memory_and_a_table(tmp_path):
+    proc = run_py(tmp_path, "memory=full_context,memorystream", "dataset.limit=2", "llm=fake", "embedder=fake",
+                  f"hydra.searchpath=[file://{ROOT / 'tests' / 'conf'}]", multirun=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    folders = sorted(p.parent for p in (tmp_path / "runs").rglob("metrics.json"))
+    assert [f.parent.name for f in folders] == ["full_context-sample", "memorystream-sample"]
+    tables = subprocess.run([sys.executable, "-m", "eval.report", str(tmp_path / "runs"), "--out",
+                             str(tmp_path / "tables"), "--name", "t"], cwd=ROOT, capture_output=True, text=True)
+    assert tables.returncode == 0, tables.stderr
+    md = (tmp_path / "tables" / "t.md").read_text()
+    assert "| full_context | sample | 2 |" in md and "| memorystream | sample | 2 |" in md
