@@ -205,7 +205,6 @@ class MemTree(MemorySystem):
         failures = self.update_path(path, unit.text)
         leaf = self._new_node(content_id("memtree-leaf", unit.id, prefix="l-"), unit.text, vector, attach,
                               unit.id, 1)
-        self._tokens[leaf] = None
         for v in [ROOT, *path]:
             self.n_units[v] += 1
             self._provenance.pop(v, None)
