@@ -97,7 +97,8 @@ class _State:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.counts: Counter[str] = Counter()
+        self.counts: Counter[str] = Counter(dict.fromkeys(("chat_requests", "chat_ok", "embed_requests",
+                                                          "embed_texts"), 0))
         self.injected: Counter[str] = Counter()
         self.per_prompt: Counter[str] = Counter()
         self.auth_seen = 0
@@ -214,12 +215,16 @@ class _Handler(BaseHTTPRequestHandler):
                          "usage": {"prompt_tokens": sum(len(str(t).split()) for t in texts)}})
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # the default 5 drops SYNs when dozens of clients connect at once
+
+
 class FaultServer:
     """The server in a background thread: ``with FaultServer(FaultConfig(...)) as srv: srv.url``."""
 
     def __init__(self, config: FaultConfig | None = None, host: str = "127.0.0.1", port: int = 0) -> None:
-        self.httpd = ThreadingHTTPServer((host, port), _Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = _Server((host, port), _Handler)
         self.httpd.fault_config = config or FaultConfig()  # type: ignore[attr-defined]
         self.httpd.state = _State()  # type: ignore[attr-defined]
         self._thread: threading.Thread | None = None

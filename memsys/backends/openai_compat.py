@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import logging
 import os
 import time
 from typing import Any
@@ -20,6 +21,8 @@ from .types import BackendError, ChatRequest, Completion, ConfigError
 
 STRUCTURED_MODES = ("none", "grammar", "guided_choice", "logit_bias", "json_schema")
 _RETRYABLE_STATUS = {408, 409, 425, 429}
+# httpx logs every request at INFO; thousands of lines per run drown the progress bars.
+logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
 def read_api_key(env_name: str | None, setting: str) -> str | None:
@@ -62,7 +65,9 @@ class _HttpClient:
         self.setting = setting
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         limits = httpx.Limits(max_connections=pool, max_keepalive_connections=pool)
-        self._client = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout_s, limits=limits)
+        # A busy server may be slow to accept; connecting gets at least 5 s whatever the read timeout.
+        timeout = httpx.Timeout(timeout_s, connect=max(timeout_s, 5.0))
+        self._client = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout, limits=limits)
 
     def check_reachable(self) -> None:
         """Fail fast with a ConfigError if the server cannot be reached or rejects the key."""
