@@ -96,7 +96,7 @@ def load(path: str | None = None, data_dir: str | None = None, integrity: str = 
 
 # ----------------------------------------------------------------------------- parsing model output
 
-TURN_RE = re.compile(r"^\W*(Alex|Bob)\W*:\s*(.*)$", re.I)
+TURN_RE = re.compile(r"^\W*(Alex|Bob)\W*?:[\s*_]*(.*)$", re.I)  # tolerate markdown bold
 
 
 def parse_turns(text: str) -> list[tuple[str, str]]:

@@ -7,6 +7,7 @@ evidence and are excluded unless ``include_null`` is set (the count is recorded)
 """
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,18 @@ from .base import Dataset, DatasetError
 
 HUB_ID = "yixuantt/MultiHopRAG"
 CORPUS, QUERIES = "corpus.json", "MultiHopRAG.json"
+PINS = {"MultiHopRAG.json": "03cfb4926461f868684903aadc8024447bdda5bb3f6804741424cce338515bff",
+        "corpus.json": "20b61b5ab84de84a927420c5d265b7ec8d859ae49980699958a787ade9e4d28f"}
 TYPES = ("inference_query", "comparison_query", "temporal_query", "null_query")
+
+
+def _iso_dates(article: Any) -> Any:
+    """``datasets`` parses ``published_at`` into a naive UTC datetime; the files hold ISO strings with offset."""
+    when = article.get("published_at") if isinstance(article, dict) else None
+    if isinstance(when, datetime):
+        when = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+        return {**article, "published_at": when.isoformat()}
+    return article
 
 
 def article_text(article: dict[str, Any]) -> str:
@@ -32,7 +44,7 @@ def build_units(corpus: list[Any], where: str, chunk_size: int) -> tuple[list[Un
     units: list[Unit] = []
     index: dict[str, tuple[str, int]] = {}
     for i, art in enumerate(corpus):
-        loc = f"{where}[{i}]"
+        loc, art = f"{where}[{i}]", _iso_dates(art)
         for key in ("title", "source", "published_at", "body"):
             hub.need(art, key, str, loc)
         source_id = art.get("url") or art["title"]
@@ -140,5 +152,5 @@ def load(path: str | None = None, data_dir: str | None = None, revision: str | N
     ds = build_dataset(hub.read_json(corpus_file), hub.read_json(query_file), (str(corpus_file), str(query_file)),
                        chunk_size, include_null)
     ds.files, ds.revision = hub.file_hashes([corpus_file, query_file]), rev
-    ds.metadata["matches_sha256_pins"] = check_pins(ds.files, dict(sha256_pins or {}))
+    ds.metadata["matches_sha256_pins"] = check_pins(ds.files, PINS if sha256_pins is None else dict(sha256_pins))
     return hub.finish(ds, integrity)

@@ -1,0 +1,54 @@
+"""With no network and no local copy, choosing a dataset fails fast and says what to do."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from data_prep import hub, msc, msc_e, multihop, quality
+from data_prep.base import DatasetError
+
+LOADERS = [(msc, "MemGPT/MSC-Self-Instruct", "msc"), (quality, "emozilla/quality", "quality"),
+           (multihop, "yixuantt/MultiHopRAG", "multihop")]
+
+
+@pytest.mark.parametrize("module,hub_id,name", LOADERS)
+def test_offline_env_fails_fast_naming_id_cache_and_setting(module, hub_id, name, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    start = time.monotonic()
+    with pytest.raises(DatasetError) as err:
+        module.load(path=None, data_dir=str(tmp_path))
+    message = str(err.value)
+    assert time.monotonic() - start < 2
+    assert hub_id in message and str(tmp_path / name) in message and "dataset.loader.path=" in message
+    assert "HF_HUB_OFFLINE is set" in message
+
+
+@pytest.mark.parametrize("module,hub_id,name", LOADERS)
+def test_unreachable_hub_fails_fast(module, hub_id, name, tmp_path, monkeypatch):
+    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # discard port: refused at once
+    monkeypatch.setattr(hub, "HUB_TIMEOUT_S", 1.0)
+    with pytest.raises(DatasetError, match=r"127\.0\.0\.1:9 is unreachable.*dataset\.loader\.path="):
+        module.load(path=None, data_dir=str(tmp_path))
+
+
+def test_cached_copy_is_used_without_network(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from pathlib import Path
+    import shutil
+
+    fixture = Path(__file__).parent / "fixtures" / "msc" / "msc_self_instruct.jsonl"
+    (tmp_path / "msc").mkdir()
+    shutil.copy(fixture, tmp_path / "msc" / fixture.name)
+    (tmp_path / "msc" / "REVISION").write_text("MemGPT/MSC-Self-Instruct@abc123\n")
+    ds = msc.load(path=None, data_dir=str(tmp_path))
+    assert ds.revision == "MemGPT/MSC-Self-Instruct@abc123" and len(ds.episodes) == 3
+
+
+def test_missing_local_path_and_msc_e_without_file(tmp_path):
+    with pytest.raises(DatasetError, match=r"dataset.loader.path='.*nowhere' does not exist"):
+        quality.load(path=str(tmp_path / "nowhere"))
+    with pytest.raises(DatasetError, match=r"python -m data_prep.msc_e generate.*dataset.loader.path="):
+        msc_e.load(path=None, data_dir=str(tmp_path))
