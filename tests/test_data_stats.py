@@ -1,0 +1,50 @@
+"""Table A.1 statistics over the fixtures, checked against hand-counted values."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from data_prep import msc, multihop, quality, stats
+
+FIX = Path(__file__).parent / "fixtures"
+
+
+def test_msc_stats_match_hand_counts():
+    s = stats.dataset_stats(msc.load(str(FIX / "msc")))
+    assert s["Conversation sessions"] == 3
+    assert s["Rounds per session"] == {"mean": 10.0, "std": 0.0}
+    assert s["Queries per episode"] == {"mean": 1.0, "std": 0.0}
+    assert s["categories"] == {"type": {"msc": 3}} and s["Tokens per round"]["mean"] > 10
+
+
+def test_multihop_counts_articles_and_types():
+    ds = multihop.load(str(FIX / "multihop"), include_null=True)
+    s = stats.dataset_stats(ds)
+    assert s["Articles"] == 4 and s["Total queries"] == 4
+    assert s["categories"]["type"] == {"comparison": 1, "inference": 1, "null": 1, "temporal": 1}
+    from memsys.tokens import get_tokenizer
+
+    corpus = json.loads((FIX / "multihop" / "corpus.json").read_text())
+    expected = [get_tokenizer().count(multihop.article_text(a)) for a in corpus]
+    assert s["Tokens per article"]["mean"] == pytest.approx(sum(expected) / 4, abs=2)
+
+
+def test_quality_easy_hard_split():
+    s = stats.dataset_stats(quality.load(str(FIX / "quality")))
+    assert s["Documents"] == 2 and s["Queries per episode"] == {"mean": 4.0, "std": 0.0}
+    assert s["categories"]["difficulty"] == {"easy": 4, "hard": 4}
+
+
+def test_cli_reports_available_and_unavailable(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    assert stats.main(["--data-dir", str(tmp_path), "--path", f"novelqa={FIX / 'novelqa'}",
+                       "--path", f"msc_e={FIX / 'msc_e'}"]) == 0
+    out = capsys.readouterr().out
+    assert "== novelqa\n  Books                    2" in out and "- aspect=character" in out
+    assert "== msc_e\n  Conversation sessions    1" in out and "Queries per episode      3.0 ± 0.0" in out
+    assert "== msc: not available locally" in out and "== multihop: not available locally" in out
+    import os
+
+    assert "HF_HUB_OFFLINE" not in os.environ
