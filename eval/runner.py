@@ -132,6 +132,27 @@ def judge_all(pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: Di
         record["metrics"]["judge"] = None if verdict is None else float(verdict)
 
 
+def judge_calibration(pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: DictConfig,
+                      services: Services) -> dict[str, Any] | None:
+    """How the judge scores known cases: the reference itself (should be 1) and another
+    question's reference (should be 0). A judge that says 1 to both is uninformative."""
+    limit = int(cfg.eval.judge.get("calibration_max", 0))
+    questions = [q for q, _, r in pending if r.get("mode") == "generative"][:limit]
+    if len(questions) < 2:
+        return None
+    refs = [reference_text(q) for q in questions]
+    requests = [judge_request(q, ref, ref, cfg.eval.judge) for q, ref in zip(questions, refs)]
+    requests += [judge_request(q, ref, refs[(i + 1) % len(refs)], cfg.eval.judge)
+                 for i, (q, ref) in enumerate(zip(questions, refs))]
+    with services.meter.stage("judge"):
+        verdicts = [parse_judge(c.text) if c.ok else None for c in services.llm.complete(requests, desc="calibrate")]
+    n = len(questions)
+    same, other = verdicts[:n], verdicts[n:]
+    return {"n": n, "says_1_to_reference": sum(v == 1 for v in same) / n,
+            "says_0_to_other_reference": sum(v == 0 for v in other) / n,
+            "unparsed": sum(v is None for v in verdicts)}
+
+
 def summarize_run(samples: list[dict], cfg: DictConfig) -> dict[str, Any]:
     metrics = list(cfg.eval.metrics) + ["mc_accuracy", "context_tokens"]
     boot = cfg.eval.bootstrap
@@ -155,17 +176,19 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
             episode_pending, memory_stats[episode.id] = run_episode(episode, cfg, services, out_dir)
             pending.extend(episode_pending)
         answer_all(pending, cfg, services)
+        calibration = None
         if cfg.eval.judge.enabled:
             judge_all(pending, cfg, services)
+            calibration = judge_calibration(pending, cfg, services)
     finally:
         services.close()
     samples = [record for _, _, record in pending]
-    metrics = write_outputs(out_dir, cfg, dataset, samples, memory_stats, services, time.time() - started)
-    return metrics
+    return write_outputs(out_dir, cfg, dataset, samples, memory_stats, services, time.time() - started,
+                         judge_calibration=calibration)
 
 
 def write_outputs(out_dir: Path, cfg: DictConfig, dataset: Dataset, samples: list[dict], memory_stats: dict,
-                  services: Services, wall_s: float) -> dict[str, Any]:
+                  services: Services, wall_s: float, judge_calibration: dict | None = None) -> dict[str, Any]:
     with open(out_dir / "samples.jsonl", "w", encoding="utf-8") as f:
         for s in samples:
             f.write(json.dumps(s, ensure_ascii=False) + "\n")
@@ -176,6 +199,7 @@ def write_outputs(out_dir: Path, cfg: DictConfig, dataset: Dataset, samples: lis
         "memory": cfg.memory.name, "dataset": cfg.dataset.name, "seed": int(cfg.seed),
         "llm": services.llm.model_id, "embedder": services.embedder.model_id,
         **summarize_run(samples, cfg),
+        "judge_calibration": judge_calibration,
         "data": {"name": dataset.name, "revision": dataset.revision, "files": dataset.files,
                  "checksum": dataset.checksum(), "episodes": len(dataset.episodes),
                  "questions": dataset.num_questions, **({"subset": {k: dataset.metadata[k] for k in

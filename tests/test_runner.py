@@ -45,7 +45,8 @@ def test_run_folder_holds_provenance(make_cfg, tmp_path):
     assert on_disk["seed"] == 0 and on_disk["env"]["git"]["sha"]
     assert on_disk["env"]["packages"]["numpy"]
     assert set(on_disk["time"]) >= {"build_s", "retrieve_s", "answer_s", "judge_s", "total_s"}
-    assert on_disk["calls"]["answer"]["calls"] == 3 and on_disk["calls"]["judge"]["calls"] == 3
+    # 3 judge calls for the answers, 2 x 3 for the judge calibration
+    assert on_disk["calls"]["answer"]["calls"] == 3 and on_disk["calls"]["judge"]["calls"] == 3 + 2 * 3
     assert on_disk["data"]["subset"] == {"limit": 3, "subset_seed": 0}
     assert metrics["counts"]["questions"] == 3
     assert "fakes.ScriptedChat" in (out / "config.yaml").read_text()
@@ -106,3 +107,16 @@ def test_generative_agents_scoring_normalises_components(make_cfg, tmp_path):
     stats = json.loads((out / "memory_stats.json").read_text())
     for ep in stats.values():
         assert ep["importance_unparsed"] == 0 and ep["importance_mean"] == 7.0
+
+
+def test_judge_calibration_exposes_a_judge_that_always_says_one(make_cfg, tmp_path):
+    always_one = run(make_cfg("memory=full_context", "dataset.limit=4", 'llm.backend.script=[["[Verdict]","1"]]'),
+                     tmp_path / "a")["judge_calibration"]
+    assert always_one == {"n": 4, "says_1_to_reference": 1.0, "says_0_to_other_reference": 0.0, "unparsed": 0}
+    # another model id, so the first run's cached replies do not apply;
+    # a judge that says 1 only when the prediction repeats the reference word for word
+    cfg = make_cfg("memory=full_context", "dataset.limit=4", "+llm.backend.model_id=fake-strict-judge")
+    ref = "Pepper, a grey greyhound"  # one of the 4 references in this subset
+    cfg.llm.backend.script = [[f"[Reference answer]\n{ref}\n\n[Predicted answer]\n{ref}\n", "1"], ["[Verdict]", "0"]]
+    cal = run(cfg, tmp_path / "b")["judge_calibration"]
+    assert cal == {"n": 4, "says_1_to_reference": 0.25, "says_0_to_other_reference": 1.0, "unparsed": 0}
