@@ -59,13 +59,15 @@ def latest_per_config(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def table_rows(runs: list[dict[str, Any]], metrics: Sequence[str]) -> tuple[list[str], list[list[Any]]]:
     present = [m for m in metrics if any(m in r["metrics"] for r in runs)]
-    header = ["memory", "dataset", "n", "failed", "judge_unparsed", *present, "build_s", "llm_calls"]
+    header = ["memory", "dataset", "n", "failed", "judge_unparsed", *present, "judge_check", "build_s", "llm_calls"]
     rows = []
     for r in sorted(runs, key=lambda r: (r["dataset"], r["memory"])):
         c = r["counts"]
         row = [r["memory"], r["dataset"], c["questions"], c["answer_failed"] + c["retrieve_failed"],
                c["judge_unparsed"]]
         row += [r["metrics"].get(m) for m in present]
+        cal = r.get("judge_calibration")
+        row.append(f"{cal['says_1_to_reference']:.2f}/{cal['says_0_to_other_reference']:.2f}" if cal else None)
         row += [round(r["time"]["build_s"], 1), r["calls"]["total"]["calls"]]
         rows.append(row)
     return header, rows
@@ -112,7 +114,9 @@ def write_tables(runs: list[dict[str, Any]], out: Path, name: str, metrics: Sequ
     md += ["| " + " | ".join(_cell(v, (i, j) in best, "md") for j, v in enumerate(row)) + " |"
            for i, row in enumerate(rows)]
     md.append("")
-    md.append("Means with bootstrap 95% CIs; best per dataset in bold (lower is better for context_tokens).")
+    md.append("Means with bootstrap 95% CIs; best per dataset in bold (lower is better for context_tokens). "
+              "judge_check: how often the judge says 1 to the reference itself / 0 to another question's "
+              "reference (1.00/1.00 is a sound judge; x/0.00 is a judge that always agrees).")
     paths["md"].write_text("\n".join(md) + "\n")
     with open(paths["csv"], "w", newline="") as f:
         writer = csv.writer(f)
