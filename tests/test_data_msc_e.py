@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -84,10 +85,12 @@ def test_generator_end_to_end_with_embedded_model_feeds_the_loader(tmp_path):
     out = tmp_path / "msc_e"
     cmd = [sys.executable, "-m", "data_prep.msc_e", "generate", "--input", str(FIX / "msc" / "msc_self_instruct.jsonl"),
            "--out", str(out), "--rounds", "11", "--limit", "1", f"cache.path={tmp_path / 'calls.sqlite'}",
-           f"data_dir={tmp_path}", "progress=false", "dataset.generator.max_tokens=60",
-           "dataset.generator.qa_max_tokens=80", "dataset.generator.qa_window_rounds=11",
-           "dataset.generator.max_attempts=2"]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+           f"data_dir={tmp_path}", "progress=false", "dataset.generator.max_tokens=50",
+           "dataset.generator.qa_max_tokens=70", "dataset.generator.qa_window_rounds=11",
+           "dataset.generator.max_attempts=1",
+           "embedder=fake", f"hydra.searchpath=[file://{ROOT / 'tests' / 'conf'}]"]  # the generator embeds nothing
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     card = (out / "CARD.md").read_text()
     assert "SmolLM2-135M-Instruct" in card and "malformed_steps" in card and "Write exactly {n_rounds}" in card
