@@ -122,6 +122,7 @@ def _download(cache: Path, revision: str | None) -> str:
 
     corpus, files, sha = hub.hub_rows(HUB_ID, "corpus", "train", cache, revision)
     queries, _, _ = hub.hub_rows(HUB_ID, "MultiHopRAG", "train", cache, sha)
+    corpus = [_iso_dates(a) for a in corpus]
     for name, rows in ((CORPUS, corpus), (QUERIES, queries)):
         (cache / name).write_text(json.dumps(rows, ensure_ascii=False, default=str), encoding="utf-8")
     return f"{HUB_ID}@{sha}"

@@ -52,3 +52,47 @@ def test_missing_local_path_and_msc_e_without_file(tmp_path):
         quality.load(path=str(tmp_path / "nowhere"))
     with pytest.raises(DatasetError, match=r"python -m data_prep.msc_e generate.*dataset.loader.path="):
         msc_e.load(path=None, data_dir=str(tmp_path))
+
+
+def test_hub_path_downloads_into_cache_records_revision_and_then_works_offline(tmp_path, monkeypatch):
+    """The Hub branch with the network replaced by rows that datasets.load_dataset("json") produced."""
+    from pathlib import Path
+
+    datasets = pytest.importorskip("datasets")
+    fix = Path(__file__).parent / "fixtures" / "multihop"
+
+    def fake_rows(hub_id, config, split, cache, revision):
+        name = {"corpus": "corpus.json", "MultiHopRAG": "MultiHopRAG.json"}[config]
+        ds = datasets.load_dataset("json", data_files=str(fix / name), split="train", cache_dir=str(tmp_path / "hf"))
+        cache.mkdir(parents=True, exist_ok=True)
+        (cache / "REVISION").write_text(f"{hub_id}@feedbeef\n")
+        return [dict(r) for r in ds], {}, "feedbeef"
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(hub, "hub_offline_reason", lambda: None)
+    monkeypatch.setattr(hub, "hub_rows", fake_rows)
+    online = multihop.load(path=None, data_dir=str(tmp_path / "data"))
+    assert online.revision == "yixuantt/MultiHopRAG@feedbeef"
+    assert set(Path(p).name for p in online.files) == {"corpus.json", "MultiHopRAG.json"}
+    assert online.checksum() == multihop.load(str(fix)).checksum()  # same text as the files
+    monkeypatch.setattr(hub, "hub_rows", None)  # a second load must not touch the Hub
+    again = multihop.load(path=None, data_dir=str(tmp_path / "data"))
+    assert again.revision == online.revision and again.checksum() == online.checksum()
+
+
+def test_msc_hub_branch_uses_the_downloaded_file(tmp_path, monkeypatch):
+    import shutil
+    from pathlib import Path
+
+    fixture = Path(__file__).parent / "fixtures" / "msc" / "msc_self_instruct.jsonl"
+
+    def fake_download(hub_id, filename, cache, revision):
+        cache.mkdir(parents=True, exist_ok=True)
+        shutil.copy(fixture, cache / filename)
+        return cache / filename, "cafe01"
+
+    monkeypatch.setattr(hub, "hub_offline_reason", lambda: None)
+    monkeypatch.setattr(hub, "hub_download", fake_download)
+    ds = msc.load(path=None, data_dir=str(tmp_path))
+    assert ds.revision == "MemGPT/MSC-Self-Instruct@cafe01"
+    assert list(ds.files) == [str(tmp_path / "msc" / "msc_self_instruct.jsonl")]
