@@ -202,7 +202,7 @@ def write_outputs(out_dir: Path, cfg: DictConfig, dataset: Dataset, samples: lis
         "judge_calibration": judge_calibration,
         "data": {"name": dataset.name, "revision": dataset.revision, "files": dataset.files,
                  "checksum": dataset.checksum(), "episodes": len(dataset.episodes),
-                 "questions": dataset.num_questions, **({"subset": {k: dataset.metadata[k] for k in
+                 "questions": dataset.num_questions, "metadata": dataset.metadata, **({"subset": {k: dataset.metadata[k] for k in
                                                                     ("limit", "subset_seed") if k in dataset.metadata}})},
         "time": {"total_s": wall_s, **{f"{s}_s": calls[s]["wall_s"] for s in ("build", "retrieve", "answer", "judge")},
                  "backend_s": backend_s, "harness_s": max(0.0, wall_s - backend_s)},
