@@ -209,5 +209,5 @@ def write_outputs(out_dir: Path, cfg: DictConfig, dataset: Dataset, samples: lis
         "calls": calls,
         "env": environment(),
     }
-    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=1))
+    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=1, default=str))
     return metrics
