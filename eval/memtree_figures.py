@@ -101,7 +101,7 @@ def mean_structure(run: dict) -> dict[str, float]:
     return {k: float(np.mean([s["structure"][k] for s in run["stats"]])) for k in keys}
 
 
-def fig_thresholds(runs: dict[tuple, dict], out: Path) -> list[Path]:
+def fig_thresholds(runs: dict[tuple, dict], out: Path, metric: str = "accuracy") -> list[Path]:
     """Fig. A.6 (node share per depth for each θ0, λ) and Fig. A.7 (accuracy heatmap)."""
     import matplotlib.pyplot as plt
 
@@ -135,7 +135,7 @@ def fig_thresholds(runs: dict[tuple, dict], out: Path) -> list[Path]:
     ax.set_ylabel("θ0 (base threshold)")
     for (a, b), v in np.ndenumerate(grid):
         ax.text(b, a, "–" if np.isnan(v) else f"{v:.1f}", ha="center", va="center", color="w")
-    fig.colorbar(im, ax=ax, label="accuracy (%)")
+    fig.colorbar(im, ax=ax, label=f"{metric} (%)")
     fig.tight_layout()
     paths.append(out / "fig_a7_threshold_accuracy.png")
     fig.savefig(paths[-1], dpi=120)
@@ -143,7 +143,7 @@ def fig_thresholds(runs: dict[tuple, dict], out: Path) -> list[Path]:
     return paths
 
 
-def fig_retrieval(runs: dict[tuple, dict], out: Path) -> list[Path]:
+def fig_retrieval(runs: dict[tuple, dict], out: Path, metric: str = "accuracy") -> list[Path]:
     """Fig. A.4: accuracy vs k, one line per retrieval mode."""
     import matplotlib.pyplot as plt
 
@@ -153,7 +153,7 @@ def fig_retrieval(runs: dict[tuple, dict], out: Path) -> list[Path]:
         if pts:
             ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], marker="o", label=mode)
     ax.set_xlabel("k")
-    ax.set_ylabel("accuracy (%)")
+    ax.set_ylabel(f"{metric} (%)")
     ax.legend()
     fig.tight_layout()
     path = out / "fig_a4_retrieval_ablation.png"
@@ -225,16 +225,17 @@ def main(argv: list[str] | None = None) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     runs = [r for r in (load_run(f, args.metric) for f in find_runs(args.paths)) if r is not None]
     written: list[Path] = []
+    label = args.metric or "accuracy (first of: " + ", ".join(ACCURACY_KEYS[:2]) + ", ...)"
     for dataset in sorted({r["dataset"] for r in runs}):
         group = [r for r in runs if r["dataset"] == dataset]
         sub = out / dataset
         sub.mkdir(exist_ok=True)
         grid = _select(group, ("base_threshold", "rate"))
         if len(grid) > 1:
-            written += fig_thresholds(grid, sub)
+            written += fig_thresholds(grid, sub, label)
         ablation = _select(group, ("retrieval", "top_k"))
         if len({k[0] for k in ablation}) > 1 or len(ablation) > 1:
-            written += fig_retrieval(ablation, sub)
+            written += fig_retrieval(ablation, sub, label)
         orders = _select(group, ("insert_order_seed",))
         if len(orders) > 1:
             written += order_table(orders, sub)
