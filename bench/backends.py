@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -46,9 +49,47 @@ def _timed_batches(llm: LLM) -> float:
     return time.perf_counter() - start
 
 
+class _ServerProcess:
+    """The fault server in its own process, as a real server would be (no shared GIL)."""
+
+    def __init__(self, latency_ms: float) -> None:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}/v1"
+        self.proc = subprocess.Popen([sys.executable, "-m", "memsys.backends.fault_server", "--port", str(port),
+                                      "--latency-ms", str(latency_ms)], cwd=REPO, stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while not self._ready():
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                self.proc.kill()
+                raise RuntimeError("fault server did not start")
+            time.sleep(0.1)
+
+    def _ready(self) -> bool:
+        try:
+            self.stats()
+            return True
+        except OSError:
+            return False
+
+    def stats(self) -> dict[str, Any]:
+        import urllib.request
+
+        with urllib.request.urlopen(self.url.replace("/v1", "/stats"), timeout=2) as resp:
+            return json.loads(resp.read())
+
+    def __enter__(self) -> "_ServerProcess":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
 def bench_llm_calls(tmp: Path) -> dict[str, Any]:
     """(a) and (b) on the 256-call workload through the LLM facade."""
-    with FaultServer(FaultConfig(latency_ms=LATENCY_S * 1000)) as srv:
+    with _ServerProcess(latency_ms=LATENCY_S * 1000) as srv:
         def make_llm() -> LLM:
             backend = OpenAIBackend(model="bench", base_url=srv.url, api_key_env=None, structured="guided_choice")
             return LLM(backend, meter=Meter(), cache=CallCache(tmp / "calls.sqlite"), max_in_flight=IN_FLIGHT,
