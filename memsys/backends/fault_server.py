@@ -15,6 +15,7 @@ import argparse
 import hashlib
 import json
 import re
+import socket
 import threading
 import time
 from collections import Counter
@@ -119,6 +120,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args: Any) -> None:  # quiet: tests read /stats instead
         pass
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out as two writes; without TCP_NODELAY, Nagle's algorithm holds
+        # the body back until the client's (delayed) ACK of the headers on a kept-alive connection.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     @property
     def cfg(self) -> FaultConfig:
