@@ -76,7 +76,7 @@ class LLM:
             return [self._one(requests[0], stage)]
         bar = None
         if self.progress and len(requests) >= self.progress_min_batch:
-            bar = tqdm(total=len(requests), desc=desc or stage, leave=False)
+            bar = tqdm(total=len(requests), desc=desc or stage, leave=False, disable=None)  # None: off when not a TTY
         futures = [self._pool.submit(self._one, r, stage) for r in requests]
         results = []
         for fut in futures:
