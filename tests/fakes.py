@@ -58,3 +58,14 @@ class HashEmbed:
                 out[i, int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dim] += 1.0
             out[i, 0] += 1e-3  # no all-zero vector
         return out
+
+
+def dataset_with_problems(path: str | None = None, parts: object = None):
+    """A loader result with one empty unit and evidence pointing at a missing source."""
+    from data_prep.base import Dataset
+    from memsys.types import Episode, Evidence, Question, units_from_texts
+
+    units = units_from_texts(["The tram line opens in March.", ""], source_id="doc")
+    question = Question(id="q", text="When does the tram open?", answers=("March",), position=2,
+                        evidence=(Evidence(source_id="missing-doc"),))
+    return Dataset(name="problems", episodes=[Episode(id="ep", units=units, questions=[question])])

@@ -120,3 +120,11 @@ def test_judge_calibration_exposes_a_judge_that_always_says_one(make_cfg, tmp_pa
     cfg.llm.backend.script = [[f"[Reference answer]\n{ref}\n\n[Predicted answer]\n{ref}\n", "1"], ["[Verdict]", "0"]]
     cal = run(cfg, tmp_path / "b")["judge_calibration"]
     assert cal == {"n": 4, "says_1_to_reference": 0.25, "says_0_to_other_reference": 1.0, "unparsed": 0, "failed": 0}
+
+
+def test_integrity_problems_are_recorded_not_fatal(make_cfg, tmp_path):
+    cfg = make_cfg("memory=full_context",
+                   "dataset.loader._target_=fakes.dataset_with_problems")
+    metrics = run(cfg, tmp_path / "r")
+    assert metrics["data"]["metadata"]["integrity"] == {"empty_texts": 1, "dangling_evidence": 1}
+    assert metrics["counts"]["questions"] == 1 and metrics["counts"]["scored"] == 1
