@@ -54,7 +54,7 @@ def parse_question(raw: dict[str, Any], where: str) -> Question:
     if isinstance(raw.get("Answer"), str) and raw["Answer"].strip():
         answers, mode = (raw["Answer"],), "generative"
     elif gold_index is not None:
-        answers, mode = (options[gold_index],), "multiple_choice"
+        answers, mode = (), "multiple_choice"  # scored by option letter; the judge's reference is the gold option
     else:
         raise DatasetError(f"{where}: no gold label (neither 'Answer' nor 'Gold'); NovelQA's public release "
                            "withholds them, so this file cannot be scored locally")

@@ -52,7 +52,9 @@ def _question(raw: dict[str, Any], where: str, episode_id: str, mode: str) -> tu
 
 def _make_question(qid: str, text: str, options: list[str], gold: int, hard: bool, mode: str) -> Question:
     mc = mode == "multiple_choice"
-    return Question(id=qid, text=text, answers=(options[gold],), position=0,
+    # Multiple choice is scored by the option letter (the gold option's text stays the reference via
+    # gold_option); free-form mode takes the gold option's text as the answer (MemTree's setting).
+    return Question(id=qid, text=text, answers=() if mc else (options[gold],), position=0,
                     options=tuple(options) if mc else None, gold_option=gold if mc else None,
                     categories={"difficulty": "hard" if hard else "easy"})
 

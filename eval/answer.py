@@ -58,8 +58,9 @@ def reference_text(question: Question) -> str:
 
 
 def mc_correct(question: Question, reply: str) -> tuple[int | None, float | None]:
-    """Parsed option index and 0/1 correctness (None when the reply names no single option)."""
+    """Parsed option index and 0/1 correctness. A reply naming no single option is wrong (0), as
+    in multiple-choice convention; the runner also counts it as ``mc_unparsed``."""
     choice = parse_choice(reply, len(question.options or ()))
-    if choice is None or question.gold_option is None:
+    if question.gold_option is None:
         return choice, None
-    return choice, float(choice == question.gold_option)
+    return choice, float(choice is not None and choice == question.gold_option)

@@ -91,7 +91,12 @@ def test_quality_chunks_are_512_tokens_without_overlap():
 def test_quality_multiple_choice_mode_keeps_options_and_zero_based_gold():
     ds = quality.load(str(FIX / "quality"), mode="multiple_choice")
     q = ds.episodes[0].questions[0]
-    assert q.options[q.gold_option] == q.answers[0] and q.gold_option == 1
+    assert q.gold_option == 1 and q.answers == ()  # scored by letter; the reference is the gold option
+    from eval.answer import is_multiple_choice, reference_text
+
+    assert is_multiple_choice(q, "auto") and reference_text(q) == q.options[1]
+    free = quality.load(str(FIX / "quality")).episodes[0].questions[0]
+    assert free.options is None and free.answers == (q.options[1],) and not is_multiple_choice(free, "auto")
 
 
 def test_quality_mirror_parquet_and_jsonl_agree_with_official(tmp_path):
@@ -195,7 +200,7 @@ def test_novelqa_books_layout_labels_and_modes():
     b1, b2 = ds.episodes
     assert b1.metadata["title"] == "The Island Maps" and len(b1.units) > 1
     mc = b1.questions[1]
-    assert (mc.options, mc.gold_option, mc.answers) == (("Yes", "No"), 0, ("Yes",))
+    assert (mc.options, mc.gold_option, mc.answers) == (("Yes", "No"), 0, ())
     assert mc.categories == {"aspect": "character", "complexity": "sh", "mode": "multiple_choice"}
     gen = b2.questions[1]
     assert gen.answers == ("She is a clockmaker.",) and gen.options[gen.gold_option] == "Clockmaker"

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from pathlib import Path
 
 from data_prep.base import subset
 from data_prep.sample import load as load_sample
@@ -97,7 +98,7 @@ def test_multiple_choice_mode_scores_letters(make_cfg, tmp_path):
     req = answer_request(q, [], cfg)
     assert req.choices == ("A", "B", "C") and "(B) blue" in req.messages[-1][1]
     assert is_multiple_choice(q, "auto") and not is_multiple_choice(q, "generative")
-    assert mc_correct(q, "B") == (1, 1.0) and mc_correct(q, "C") == (2, 0.0) and mc_correct(q, "??") == (None, None)
+    assert mc_correct(q, "B") == (1, 1.0) and mc_correct(q, "C") == (2, 0.0) and mc_correct(q, "??") == (None, 0.0)
 
 
 def test_generative_agents_scoring_normalises_components(make_cfg, tmp_path):
@@ -128,3 +129,26 @@ def test_integrity_problems_are_recorded_not_fatal(make_cfg, tmp_path):
     metrics = run(cfg, tmp_path / "r")
     assert metrics["data"]["metadata"]["integrity"] == {"empty_texts": 1, "dangling_evidence": 1}
     assert metrics["counts"]["questions"] == 1 and metrics["counts"]["scored"] == 1
+
+
+def test_multiple_choice_run_on_quality_fixture(make_cfg, tmp_path):
+    fixture = Path(__file__).resolve().parent / "fixtures" / "quality"
+    cfg = make_cfg("dataset=quality", "memory=full_context", f"dataset.loader.path={fixture}",
+                   "dataset.loader.mode=multiple_choice", 'llm.backend.script=[["Options:","B"]]')
+    metrics = run(cfg, tmp_path / "r")
+    samples = _samples(tmp_path / "r")
+    assert samples and all(s["mode"] == "multiple_choice" and "judge" not in s["metrics"] for s in samples)
+    assert all(s["predicted_option"] == 1 and "(B)" in s["prompt"] for s in samples)
+    expected = sum(s["gold_option"] == 1 for s in samples) / len(samples)
+    assert metrics["metrics"]["mc_accuracy"]["mean"] == pytest.approx(expected)
+    assert metrics["counts"]["mc_unparsed"] == 0
+
+
+def test_unparsed_multiple_choice_reply_counts_as_wrong(make_cfg, tmp_path):
+    fixture = Path(__file__).resolve().parent / "fixtures" / "quality"
+    cfg = make_cfg("dataset=quality", "memory=full_context", f"dataset.loader.path={fixture}",
+                   "dataset.loader.mode=multiple_choice", 'llm.backend.script=[["Options:","none of them"]]')
+    metrics = run(cfg, tmp_path / "r")
+    n = metrics["counts"]["questions"]
+    assert metrics["counts"]["mc_unparsed"] == n and metrics["metrics"]["mc_accuracy"] == {
+        "mean": 0.0, "n": n, "ci_low": 0.0, "ci_high": 0.0}
