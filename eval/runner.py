@@ -103,6 +103,8 @@ def answer_all(pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: D
         record["prompt"] = req.messages[-1][1]
         record["prediction"] = comp.text.strip()
         record["answer_cached"] = comp.cached
+        if comp.extra.get("prompt_tokens_cut"):  # the backend had to cut the prompt to fit its context
+            record["prompt_tokens_cut"] = comp.extra["prompt_tokens_cut"]
         if not comp.ok:
             record.update(status="answer_failed", error=comp.error)
             continue

@@ -99,12 +99,14 @@ class LLM:
             if hit is not None:
                 self.meter.add(stage, cache_hits=1)
                 return Completion(text=hit["text"], prompt_tokens=hit.get("prompt_tokens", 0),
-                                  completion_tokens=hit.get("completion_tokens", 0), cached=True)
+                                  completion_tokens=hit.get("completion_tokens", 0), cached=True,
+                                  extra=hit.get("extra", {}))
         completion = self._call_with_retries(request, stage)
         if completion.ok and key is not None:
             self.cache.put_chat(key, self.model_id, {"text": completion.text,
                                                      "prompt_tokens": completion.prompt_tokens,
-                                                     "completion_tokens": completion.completion_tokens})
+                                                     "completion_tokens": completion.completion_tokens,
+                                                     "extra": completion.extra})
         return completion
 
     def _call_with_retries(self, request: ChatRequest, stage: str) -> Completion:

@@ -51,7 +51,8 @@ class LlamaCppBackend:
         path = model_path or bundled_smollm2_path()
         if not Path(path).is_file():
             raise ConfigError(f"llm.model_path={path!r} is not a file")
-        self.model_id = f"llama.cpp:{model_name or Path(path).name}"
+        # n_ctx is part of the id: a shorter context cuts prompts, so its answers must not be reused.
+        self.model_id = f"llama.cpp:{model_name or Path(path).name}:ctx{n_ctx}"
         self.n_ctx = n_ctx
         self._llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads or os.cpu_count(), seed=seed,
                           verbose=False)
@@ -66,21 +67,23 @@ class LlamaCppBackend:
             self._grammars[choices] = LlamaGrammar.from_string(f"root ::= {alternatives}", verbose=False)
         return self._grammars[choices]
 
-    def _fit_prompt(self, request: ChatRequest) -> list[dict[str, str]]:
-        """Truncate the longest message from the middle so prompt + output fit the context."""
+    def _fit_prompt(self, request: ChatRequest) -> tuple[list[dict[str, str]], int]:
+        """Cut the longest message in the middle so prompt + output fit the context.
+
+        Returns the messages and how many prompt tokens were cut (0 when it fits)."""
         messages = request.message_dicts()
         limit = self.n_ctx - request.max_tokens - 64
         tokenize = self._llm.tokenize
         total = sum(len(tokenize(m["content"].encode(), add_bos=False)) for m in messages)
         if total <= limit:
-            return messages
+            return messages, 0
         longest = max(range(len(messages)), key=lambda i: len(messages[i]["content"]))
         tokens = tokenize(messages[longest]["content"].encode(), add_bos=False)
         keep = max(0, len(tokens) - (total - limit))
         head, tail = tokens[: keep // 2], tokens[len(tokens) - (keep - keep // 2):]
         text = (self._llm.detokenize(head) + b"\n[...]\n" + self._llm.detokenize(tail)).decode("utf-8", "ignore")
         messages[longest] = {**messages[longest], "content": text}
-        return messages
+        return messages, total - limit
 
     def chat(self, request: ChatRequest) -> Completion:
         kwargs: dict = dict(max_tokens=request.max_tokens, temperature=request.temperature,
@@ -93,13 +96,15 @@ class LlamaCppBackend:
             kwargs["response_format"] = {"type": "json_object"}
         with self._lock:
             try:
-                out = self._llm.create_chat_completion(messages=self._fit_prompt(request), **kwargs)
+                messages, cut = self._fit_prompt(request)
+                out = self._llm.create_chat_completion(messages=messages, **kwargs)
             except (ValueError, RuntimeError) as err:
                 raise BackendError(f"llama.cpp failed: {err}", retryable=False) from err
         usage = out.get("usage") or {}
         return Completion(text=out["choices"][0]["message"]["content"] or "",
                           prompt_tokens=usage.get("prompt_tokens", 0),
-                          completion_tokens=usage.get("completion_tokens", 0))
+                          completion_tokens=usage.get("completion_tokens", 0),
+                          extra={"prompt_tokens_cut": cut} if cut else {})
 
 
 class SentenceTransformerBackend:
