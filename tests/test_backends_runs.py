@@ -127,4 +127,4 @@ def test_openai_backend_against_real_llama_cpp_server(tmp_path):
     counts = metrics["counts"]
     assert counts["questions"] == 2 and counts["scored"] == 2 and counts["judge_failed"] == 0
     assert metrics["calls"]["answer"]["calls"] == 2 and metrics["calls"]["answer"]["completion_tokens"] > 0
-    assert metrics["llm"] == "openai:smollm2"
+    assert metrics["llm"].startswith("openai:smollm2@")

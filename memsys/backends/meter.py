@@ -63,7 +63,8 @@ class Meter:
                 setattr(counts, k, getattr(counts, k) + v)
 
     def add_llm_cost(self, model: str, prompt_tokens: int, completion_tokens: int, stage: str | None = None) -> None:
-        price = self.prices.get(model)
+        # "openai:gpt-4o-mini@1a2b3c4d" is priced as "openai:gpt-4o-mini" (the suffix is a settings hash)
+        price = self.prices.get(model) or self.prices.get(model.split("@")[0])
         if price:
             cost = (prompt_tokens * price.get("prompt", 0.0) + completion_tokens * price.get("completion", 0.0)) / 1e6
             self.add(stage, cost_usd=cost)

@@ -8,6 +8,7 @@ variable named in the config and only ever lives in the HTTP client's headers.
 from __future__ import annotations
 
 import email.utils
+import hashlib
 import json
 import logging
 import os
@@ -119,7 +120,9 @@ class OpenAIBackend:
         if structured not in STRUCTURED_MODES:
             raise ConfigError(f"llm.backend.structured={structured!r}; expected one of {STRUCTURED_MODES}")
         self.model = model
-        self.model_id = model_id or f"openai:{model}"
+        # Cache identity: the same model name behind another server, another constraint mode or other
+        # extra request fields gives other replies, so those settings are part of the default id.
+        self.model_id = model_id or f"openai:{model}@{_settings_hash(base_url, structured, extra_body or {})}"
         self.structured = structured
         self.json_mode = json_mode
         self.logit_bias_encoding = logit_bias_encoding
@@ -180,6 +183,12 @@ class OpenAIBackend:
         self._http.close()
 
 
+def _settings_hash(*settings: Any) -> str:
+    """A short stable hash of the request-shaping settings (part of a backend's cache identity)."""
+    blob = json.dumps(settings, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:8]
+
+
 def _logit_bias_fields(choices: tuple[str, ...], encoding: str, max_tokens: int) -> dict[str, Any]:
     """Push the first token of each choice to the top and cap the length at the longest choice."""
     from ..tokens import get_tokenizer
@@ -208,7 +217,8 @@ class OpenAIEmbedBackend:
                  check_connection: bool = True, model_id: str | None = None) -> None:
         self.model = model
         self.dimensions = dimensions
-        self.model_id = model_id or f"openai:{model}" + (f":{dimensions}" if dimensions else "")
+        self.model_id = model_id or (f"openai:{model}" + (f":{dimensions}" if dimensions else "")
+                                     + f"@{_settings_hash(base_url)}")
         self.max_retries = max_retries
         self.base_delay_s = base_delay_s
         key = read_api_key(api_key_env, "embedder.backend.api_key_env")
