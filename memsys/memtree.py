@@ -154,7 +154,8 @@ class MemTree(MemorySystem):
         unit_id = self.leaf_unit[leaf]
         copy = self._new_node(self.ids[leaf], self.texts[leaf], self._emb[leaf].copy(), leaf, unit_id, 1)
         self._tokens[copy] = self._tokens[leaf]
-        self.ids[leaf] = content_id("memtree-parent", self.ids[leaf], prefix="p-")
+        # The node index makes the id unique: the same leaf copy can be expanded again later.
+        self.ids[leaf] = content_id("memtree-parent", self.ids[leaf], leaf, prefix="p-")
         self.leaf_unit[leaf] = None
         return copy
 

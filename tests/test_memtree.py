@@ -188,3 +188,10 @@ def test_traversal_retrieval_takes_top_k_per_level():
 def test_empty_tree_returns_nothing():
     tree = make_tree(TABLE)
     assert tree.search("a1", 100) == [] and tree.stats()["structure"]["nodes"] == 0
+
+
+def test_node_ids_stay_unique_when_the_same_leaf_copy_is_expanded_again():
+    table = {"a": [1.0, 0.0], "b": [1.0, 0.0], "c": [1.0, 0.0], "d": [1.0, 0.0]}
+    tree = make_tree(table, base_threshold=0.1)
+    tree.insert([unit(w, i) for i, w in enumerate("abcd")])
+    assert len(tree.ids) == len(set(tree.ids))
