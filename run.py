@@ -38,7 +38,7 @@ def main(cfg: DictConfig) -> float | None:
     counts = metrics["counts"]
     log.info("%s on %s: judge=%s scored=%d/%d failed=%d judge_unparsed=%d -> %s", cfg.memory.name,
              cfg.dataset.name, "n/a" if judge is None else f"{judge:.3f}", counts["scored"], counts["questions"],
-             counts["answer_failed"] + counts["retrieve_failed"], counts["judge_unparsed"], out_dir)
+             counts["answer_failed"] + counts["retrieve_failed"] + counts["build_failed"], counts["judge_unparsed"], out_dir)
     return judge
 
 

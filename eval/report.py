@@ -63,7 +63,8 @@ def table_rows(runs: list[dict[str, Any]], metrics: Sequence[str]) -> tuple[list
     rows = []
     for r in sorted(runs, key=lambda r: (r["dataset"], r["memory"])):
         c = r["counts"]
-        row = [r["memory"], r["dataset"], c["questions"], c["answer_failed"] + c["retrieve_failed"],
+        row = [r["memory"], r["dataset"], c["questions"],
+               c["answer_failed"] + c["retrieve_failed"] + c.get("build_failed", 0),
                c["judge_unparsed"]]
         row += [r["metrics"].get(m) for m in present]
         cal = r.get("judge_calibration")

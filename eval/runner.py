@@ -69,22 +69,25 @@ def run_episode(episode: Episode, cfg: DictConfig, services: Services, out_dir: 
     """Stream the episode's inserts and questions; return (pending samples, memory stats)."""
     meter, budget = services.meter, int(cfg.dataset.budget_tokens)
     memory = build_memory(cfg, services)
-    pending = []
+    pending, build_error = [], None
     for kind, payload in episode.events():
         if kind == "insert":
-            with meter.stage("build"):
-                memory.insert(payload)
+            if build_error is None:
+                build_error = _guarded(lambda: memory.insert(payload), meter, "build", episode.id)
             continue
         record = sample_record(episode, payload)
-        with meter.stage("build"):
-            memory.ensure_built()
-        with meter.stage("retrieve"):
-            try:
-                items = memory.retrieve(payload.text, budget)
-            except Exception as err:  # recorded and counted, never dropped
-                log.exception("retrieval failed for %s", payload.id)
-                record.update(status="retrieve_failed", error=f"{type(err).__name__}: {err}")
-                items = []
+        items: list[RetrievedItem] = []
+        if build_error is None:
+            build_error = _guarded(memory.ensure_built, meter, "build", episode.id)
+        if build_error is not None:  # the memory could not be built: every later question fails, counted
+            record.update(status="build_failed", error=build_error)
+        else:
+            with meter.stage("retrieve"):
+                try:
+                    items = memory.retrieve(payload.text, budget)
+                except Exception as err:  # recorded and counted, never dropped
+                    log.exception("retrieval failed for %s", payload.id)
+                    record.update(status="retrieve_failed", error=f"{type(err).__name__}: {err}")
         record["retrieved"] = [i.to_json() for i in items]
         record["context_tokens"] = sum(i.tokens or services.tokenizer.count(i.text) for i in items)
         pending.append((payload, items, record))
@@ -92,6 +95,17 @@ def run_episode(episode: Episode, cfg: DictConfig, services: Services, out_dir: 
     if hasattr(memory, "save"):
         memory.save(out_dir / "memory" / episode.id)
     return pending, stats
+
+
+def _guarded(step: Any, meter: Any, stage: str, episode_id: str) -> str | None:
+    """Run one build step under its stage; return the error text instead of raising."""
+    with meter.stage(stage):
+        try:
+            step()
+        except Exception as err:
+            log.exception("building memory failed for episode %s", episode_id)
+            return f"{type(err).__name__}: {err}"
+    return None
 
 
 def answer_all(pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: DictConfig, services: Services) -> None:

@@ -11,6 +11,7 @@ import threading
 
 import numpy as np
 
+from baselines.full_context import FullContext
 from memsys.backends.types import BackendError, ChatRequest, Completion
 
 
@@ -69,3 +70,16 @@ def dataset_with_problems(path: str | None = None, parts: object = None):
     question = Question(id="q", text="When does the tram open?", answers=("March",), position=2,
                         evidence=(Evidence(source_id="missing-doc"),))
     return Dataset(name="problems", episodes=[Episode(id="ep", units=units, questions=[question])])
+
+
+class FailingMemory(FullContext):
+    """A full-context memory whose insert raises when a unit contains ``fail_on``."""
+
+    def __init__(self, fail_on: str = "", **services) -> None:
+        super().__init__(**services)
+        self.fail_on = fail_on
+
+    def add(self, units) -> None:
+        if any(self.fail_on in u.text for u in units):
+            raise RuntimeError(f"cannot insert a unit containing {self.fail_on!r}")
+        super().add(units)

@@ -152,3 +152,14 @@ def test_unparsed_multiple_choice_reply_counts_as_wrong(make_cfg, tmp_path):
     n = metrics["counts"]["questions"]
     assert metrics["counts"]["mc_unparsed"] == n and metrics["metrics"]["mc_accuracy"] == {
         "mean": 0.0, "n": n, "ci_low": 0.0, "ci_high": 0.0}
+
+
+def test_a_memory_that_fails_to_build_fails_its_episode_questions_and_the_run_goes_on(make_cfg, tmp_path):
+    cfg = make_cfg("memory=full_context", "memory._target_=fakes.FailingMemory", "+memory.fail_on=greyhound")
+    metrics = run(cfg, tmp_path / "r")
+    samples = _samples(tmp_path / "r")
+    failed = [s for s in samples if s["status"] == "build_failed"]
+    assert {s["episode_id"] for s in failed} == {"dlg-garden"}  # the episode holding the greyhound
+    assert all("greyhound" in s["error"] and "judge" not in s["metrics"] for s in failed)
+    assert metrics["counts"]["build_failed"] == len(failed) == 3
+    assert metrics["counts"]["scored"] == len(samples) - 3
