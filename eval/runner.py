@@ -91,7 +91,7 @@ def run_episode(episode: Episode, cfg: DictConfig, services: Services, out_dir: 
         record["retrieved"] = [i.to_json() for i in items]
         record["context_tokens"] = sum(i.tokens or services.tokenizer.count(i.text) for i in items)
         pending.append((payload, items, record))
-    stats = memory.stats()
+    stats = {**memory.stats(), **({"build_error": build_error} if build_error else {})}
     if hasattr(memory, "save"):
         memory.save(out_dir / "memory" / episode.id)
     return pending, stats
