@@ -30,7 +30,7 @@ def main(cfg: DictConfig) -> float | None:
     install_log_redaction()
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
-        metrics = run(cfg, out_dir)
+        metrics = run(cfg, out_dir, overrides=list(HydraConfig.get().overrides.task))
     except (ConfigError, DatasetError) as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)

@@ -49,21 +49,30 @@ def load_run(folder: Path) -> dict[str, Any]:
     return {"folder": str(folder), **metrics}
 
 
+_NOT_CONFIG = ("memory=", "dataset=", "hydra.", "progress=")
+
+
+def setting(run: dict[str, Any]) -> str:
+    """The run's command-line overrides beyond memory and dataset (e.g. a sweep's parameters)."""
+    return " ".join(sorted(o for o in run.get("overrides", []) if not o.startswith(_NOT_CONFIG)))
+
+
 def latest_per_config(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Keep the newest run (by folder name, a timestamp) of each (memory, dataset) pair."""
-    best: dict[tuple[str, str], dict[str, Any]] = {}
+    """Keep the newest run (by folder name, a timestamp) of each (memory, dataset, setting)."""
+    best: dict[tuple[str, str, str], dict[str, Any]] = {}
     for run in sorted(runs, key=lambda r: Path(r["folder"]).name):
-        best[(run["memory"], run["dataset"])] = run
+        best[(run["memory"], run["dataset"], setting(run))] = run
     return list(best.values())
 
 
 def table_rows(runs: list[dict[str, Any]], metrics: Sequence[str]) -> tuple[list[str], list[list[Any]]]:
     present = [m for m in metrics if any(m in r["metrics"] for r in runs)]
-    header = ["memory", "dataset", "n", "failed", "judge_unparsed", *present, "judge_check", "build_s", "llm_calls"]
+    with_setting = any(setting(r) for r in runs)
+    header = ["memory", *(["setting"] if with_setting else []), "dataset", "n", "failed", "judge_unparsed", *present, "judge_check", "build_s", "llm_calls"]
     rows = []
-    for r in sorted(runs, key=lambda r: (r["dataset"], r["memory"])):
+    for r in sorted(runs, key=lambda r: (r["dataset"], r["memory"], setting(r))):
         c = r["counts"]
-        row = [r["memory"], r["dataset"], c["questions"],
+        row = [r["memory"], *([setting(r) or "-"] if with_setting else []), r["dataset"], c["questions"],
                c["answer_failed"] + c["retrieve_failed"] + c.get("build_failed", 0),
                c["judge_unparsed"]]
         row += [r["metrics"].get(m) for m in present]
@@ -77,11 +86,12 @@ def table_rows(runs: list[dict[str, Any]], metrics: Sequence[str]) -> tuple[list
 def best_by_dataset(header: list[str], rows: list[list[Any]]) -> set[tuple[int, int]]:
     """(row, column) cells holding the best mean of a metric within each dataset, by its direction."""
     marked = set()
+    ds = header.index("dataset")
     for col, name in enumerate(header):
         if name not in HIGHER_IS_BETTER:
             continue
-        for dataset in {row[1] for row in rows}:
-            cells = [(i, row[col]["mean"]) for i, row in enumerate(rows) if row[1] == dataset and row[col]]
+        for dataset in {row[ds] for row in rows}:
+            cells = [(i, row[col]["mean"]) for i, row in enumerate(rows) if row[ds] == dataset and row[col]]
             if len(cells) < 2:
                 continue
             pick = max if HIGHER_IS_BETTER[name] else min
@@ -139,7 +149,7 @@ def write_plot(runs: list[dict[str, Any]], out: Path, name: str, metrics: Sequen
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = sorted(runs, key=lambda r: (r["dataset"], r["memory"]))
+    runs = sorted(runs, key=lambda r: (r["dataset"], r["memory"], setting(r)))
     present = [m for m in metrics if any(m in r["metrics"] for r in runs)]
     if not present:
         raise ReportError(f"none of the metrics {list(metrics)} is in the runs")
@@ -156,7 +166,8 @@ def write_plot(runs: list[dict[str, Any]], out: Path, name: str, metrics: Sequen
                 errs[1].append(s["ci_high"] - s["mean"])
         ax.bar(xs, means, width, yerr=errs, capsize=3, label=metric)
     ax.set_xticks([i + width * (len(present) - 1) / 2 for i in range(len(runs))])
-    ax.set_xticklabels([f"{r['memory']}\n{r['dataset']}" for r in runs], fontsize=8)
+    ax.set_xticklabels([f"{r['memory']}\n{r['dataset']}" + (f"\n{setting(r)}" if setting(r) else "") for r in runs],
+                       fontsize=7)
     ax.set_ylim(0, 1.2)  # headroom so the legend row never covers a bar
     ax.set_ylabel("score (mean, 95% CI)")
     ax.legend(fontsize=8, loc="upper center", ncol=len(present), frameon=False)

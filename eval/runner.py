@@ -184,8 +184,10 @@ def summarize_run(samples: list[dict], cfg: DictConfig) -> dict[str, Any]:
             "breakdowns": aggregate.breakdowns(samples, metrics, list(cfg.eval.position_buckets), *args)}
 
 
-def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
-    """Run one evaluation and write config.yaml, samples.jsonl, metrics.json, memory_stats.json."""
+def run(cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None) -> dict[str, Any]:
+    """Run one evaluation and write config.yaml, samples.jsonl, metrics.json, memory_stats.json.
+
+    ``overrides`` (the command line's) are recorded so reports can tell runs of a sweep apart."""
     started = time.time()
     out_dir.mkdir(parents=True, exist_ok=True)
     resolved = redact(OmegaConf.to_container(cfg, resolve=True))
@@ -206,11 +208,12 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
         services.close()
     samples = [record for _, _, record in pending]
     return write_outputs(out_dir, cfg, dataset, samples, memory_stats, services, time.time() - started,
-                         judge_calibration=calibration)
+                         judge_calibration=calibration, overrides=overrides or [])
 
 
 def write_outputs(out_dir: Path, cfg: DictConfig, dataset: Dataset, samples: list[dict], memory_stats: dict,
-                  services: Services, wall_s: float, judge_calibration: dict | None = None) -> dict[str, Any]:
+                  services: Services, wall_s: float, judge_calibration: dict | None = None,
+                  overrides: list[str] | None = None) -> dict[str, Any]:
     with open(out_dir / "samples.jsonl", "w", encoding="utf-8") as f:
         for s in samples:
             f.write(json.dumps(s, ensure_ascii=False) + "\n")
@@ -219,6 +222,7 @@ def write_outputs(out_dir: Path, cfg: DictConfig, dataset: Dataset, samples: lis
     backend_s = calls["total"]["backend_s"]
     metrics = {
         "memory": cfg.memory.name, "dataset": cfg.dataset.name, "seed": int(cfg.seed),
+        "overrides": redact(list(overrides or [])),
         "llm": services.llm.model_id, "embedder": services.embedder.model_id,
         **summarize_run(samples, cfg),
         "judge_calibration": judge_calibration,

@@ -85,4 +85,6 @@ def test_multirun_writes_one_folder_per_memory_and_a_table(tmp_path):
                              str(tmp_path / "tables"), "--name", "t"], cwd=ROOT, capture_output=True, text=True)
     assert tables.returncode == 0, tables.stderr
     md = (tmp_path / "tables" / "t.md").read_text()
-    assert "| full_context | sample | 2 |" in md and "| memorystream | sample | 2 |" in md
+    rows = [line for line in md.splitlines() if line.startswith("| full_context |") or line.startswith("| memorystream |")]
+    assert len(rows) == 2 and all("| sample | 2 |" in row for row in rows)
+    assert "dataset.limit=2" in rows[0]  # the shared overrides name the setting the runs were made in

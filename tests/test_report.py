@@ -14,12 +14,13 @@ def _summary(mean):
     return {"mean": mean, "n": 4, "ci_low": mean - 0.1, "ci_high": mean + 0.1}
 
 
-def write_run(root: Path, memory: str, stamp: str, judge: float, ctx: float, n: int = 4, dataset="sample") -> Path:
+def write_run(root: Path, memory: str, stamp: str, judge: float, ctx: float, n: int = 4, dataset="sample",
+              overrides: list[str] | None = None) -> Path:
     folder = root / f"{memory}-{dataset}" / stamp
     folder.mkdir(parents=True)
     counts = {"questions": n, "scored": n, "retrieve_failed": 0, "answer_failed": 0, "judge_failed": 0,
               "judge_unparsed": 0, "mc_unparsed": 0}
-    metrics = {"memory": memory, "dataset": dataset, "counts": counts,
+    metrics = {"memory": memory, "dataset": dataset, "counts": counts, "overrides": overrides or [],
                "metrics": {"judge": _summary(judge), "f1": _summary(0.5), "context_tokens": _summary(ctx)},
                "time": {"build_s": 1.0}, "calls": {"total": {"calls": 10}}}
     (folder / "metrics.json").write_text(json.dumps(metrics))
@@ -65,3 +66,15 @@ def test_report_errors_are_raised(tmp_path):
     (bad / "samples.jsonl").unlink()
     with pytest.raises(ReportError, match="no samples.jsonl"):
         build_report([bad], tmp_path / "t", "x")
+
+
+def test_runs_of_a_sweep_keep_one_row_per_setting(tmp_path):
+    runs = tmp_path / "runs"
+    for i, theta in enumerate(("0.1", "0.4", "0.4")):
+        write_run(runs, "memtree", f"2026-01-0{i + 1}_00-00-00", judge=0.1 * (i + 1), ctx=1,
+                  overrides=["memory=memtree", f"memory.base_threshold={theta}", "hydra.run.dir=x"])
+    out = build_report([runs], tmp_path / "tables", "sweep")
+    rows = [line for line in out["md"].read_text().splitlines() if line.startswith("| memtree")]
+    assert len(rows) == 2  # two settings; of the two 0.4 runs the newer (judge 0.3) is kept
+    assert "| memory.base_threshold=0.1 |" in rows[0] and "| memory.base_threshold=0.4 |" in rows[1]
+    assert "0.300" in rows[1] and "hydra" not in out["md"].read_text()
