@@ -191,7 +191,7 @@ def bench_sample_runs(tmp: Path) -> dict[str, Any]:
     """(b) for a whole sample run through the openai backend, and (c) with the embedded models."""
     out: dict[str, Any] = {}
     with FaultServer(FaultConfig(latency_ms=LATENCY_S * 1000)) as srv:
-        http = [f"llm=openai", f"llm.backend.base_url={srv.url}", "llm.backend.api_key_env=null",
+        http = ["llm=openai", f"llm.backend.base_url={srv.url}", "llm.backend.api_key_env=null",
                 "llm.backend.model=bench", "llm.backend.structured=guided_choice", "embedder=openai",
                 f"embedder.backend.base_url={srv.url}", "embedder.backend.api_key_env=null"]
         _, cold_s, _, _ = _sample_run(tmp, "http-cold", http)

@@ -197,7 +197,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         written = build_report(args.runs, args.out, args.name, latest_only=not args.all)
     except ReportError as err:
-        raise SystemExit(f"error: {err}")
+        raise SystemExit(f"error: {err}") from None
     for fmt, path in written.items():
         print(f"{fmt}: {path}")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +74,7 @@ def run_episode(episode: Episode, cfg: DictConfig, services: Services, out_dir: 
     for kind, payload in episode.events():
         if kind == "insert":
             if build_error is None:
-                build_error = _guarded(lambda: memory.insert(payload), meter, "build", episode.id)
+                build_error = _guarded(partial(memory.insert, payload), meter, "build", episode.id)
             continue
         record = sample_record(episode, payload)
         items: list[RetrievedItem] = []
@@ -132,8 +133,7 @@ def answer_all(pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: D
             prediction_text = q.options[choice] if choice is not None else ""
         else:
             prediction_text = record["prediction"]
-        record["metrics"].update(lexical_scores(prediction_text, [reference_text(q)] if not q.answers
-                                                else list(q.answers)))
+        record["metrics"].update(lexical_scores(prediction_text, list(q.answers) or [reference_text(q)]))
         record["metrics"]["context_tokens"] = record["context_tokens"]
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from memsys.tokens import chunk_text, get_tokenizer
-from memsys.types import Episode, Evidence, Question, Unit, content_id, units_from_texts
+from memsys.types import Episode, Evidence, Question, content_id, units_from_texts
 
 
 def _episode(question_positions):
