@@ -1,6 +1,6 @@
 """MemTree figures and tables from run folders only (metrics.json, memory_stats.json, config.yaml).
 
-    python -m eval.memtree_figures results/runs/memtree-sample --out results/figures/memtree
+    python -m memharness.eval.memtree_figures results/runs/memtree-sample --out results/figures/memtree
 
 Finds every run folder under the given paths and draws what the runs support:
   - Fig. A.6 depth distribution and Fig. A.7 accuracy heatmap over the θ0 x λ grid,
@@ -21,7 +21,9 @@ from typing import Any
 import numpy as np
 import yaml
 
-DEFAULTS = {"base_threshold": 0.4, "rate": 0.5, "retrieval": "collapsed", "insert_order_seed": None}
+DEFAULTS = {"base_threshold": 0.4, "rate": 0.5, "traversal": "collapsed", "insert_order_seed": None}
+# Runs made before the hierarchy core name the traversal "retrieval" and top-down "traversal".
+_LEGACY = {"retrieval": "traversal"}
 ACCURACY_KEYS = ("judge", "mc_accuracy", "accuracy", "exact_match", "f1")
 
 
@@ -71,7 +73,9 @@ def load_run(folder: Path, metric: str | None) -> dict[str, Any] | None:
     if not stats:
         return None
     cfg = yaml.safe_load((folder / "config.yaml").read_text()) if (folder / "config.yaml").exists() else {}
-    settings = dict(stats[0].get("config", {}))
+    settings = {_LEGACY.get(k, k): v for k, v in stats[0].get("config", {}).items()}
+    if settings.get("traversal") == "traversal":
+        settings["traversal"] = "top_down"
     dataset = (cfg.get("dataset") or {}).get("name") or folder.parent.name.split("-", 1)[-1]
     return {"folder": folder, "dataset": dataset, "settings": settings, "stats": stats,
             "accuracy": accuracy(json.loads((folder / "metrics.json").read_text()), metric)}
@@ -144,11 +148,11 @@ def fig_thresholds(runs: dict[tuple, dict], out: Path, metric: str = "accuracy")
 
 
 def fig_retrieval(runs: dict[tuple, dict], out: Path, metric: str = "accuracy") -> list[Path]:
-    """Fig. A.4: accuracy vs k, one line per retrieval mode."""
+    """Fig. A.4: accuracy vs k, one line per traversal (collapsed; top-down, the paper's "traversal")."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(4.5, 3.2))
-    for mode in ("collapsed", "traversal"):
+    for mode in ("collapsed", "top_down", "collapsed_expand"):
         pts = sorted((k[1], r["accuracy"]) for k, r in runs.items() if k[0] == mode and r["accuracy"] is not None)
         if pts:
             ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], marker="o", label=mode)
@@ -233,7 +237,7 @@ def main(argv: list[str] | None = None) -> list[Path]:
         grid = _select(group, ("base_threshold", "rate"))
         if len(grid) > 1:
             written += fig_thresholds(grid, sub, label)
-        ablation = _select(group, ("retrieval", "top_k"))
+        ablation = _select(group, ("traversal", "top_k"))
         if len({k[0] for k in ablation}) > 1 or len(ablation) > 1:
             written += fig_retrieval(ablation, sub, label)
         orders = _select(group, ("insert_order_seed",))

@@ -181,7 +181,7 @@ def test_traversal_retrieval_takes_top_k_per_level():
     assert tree.texts[nodes[-1]] == "a3"
     two = tree.traversal_retrieve(q, 2)
     assert len([v for v, _ in two if tree.depth[v] == 1]) == 2
-    tree.retrieval = "traversal"
+    tree.traversal = "top_down"
     assert [i.node_id for i in tree.search("a3", 1000)][:2] == [tree.ids[v] for v, _ in two][:2]
 
 

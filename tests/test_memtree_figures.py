@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from eval import memtree_figures as mf
+from memharness.eval import memtree_figures as mf
 from memtree_fakes import make_tree, unit
 
 TABLE = {"a1": [1, 0, 0], "a2": [1, 0.2, 0], "b": [0, 1, 0], "c": [0.6, 0, 0.8]}
@@ -38,8 +38,8 @@ def test_figures_and_order_spread(tmp_path):
         for rate in (0.25, 0.5):
             _run(runs, f"t{k}", 0.5 + 0.1 * k, base_threshold=theta, rate=rate)
             k += 1
-    for i, (mode, topk) in enumerate([("collapsed", 1), ("traversal", 1), ("traversal", 3)]):
-        _run(runs, f"r{i}", 0.3, retrieval=mode, top_k=topk)
+    for i, (mode, topk) in enumerate([("collapsed", 1), ("top_down", 1), ("top_down", 3)]):
+        _run(runs, f"r{i}", 0.3, traversal=mode, top_k=topk)
     accs = [0.2, 0.4, 0.9]
     trees = [_run(runs, f"o{i}", a, insert_order_seed=s) for i, (a, s) in enumerate(zip(accs, [1, 2, 3]))]
     out = tmp_path / "fig"

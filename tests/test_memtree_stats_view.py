@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import itertools
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from memsys.memtree import MemTree
-from memsys.memtree_view import render_html
-from memsys.memtree_stats import revenue_exact, revenue_sampled, structure_stats
+from memharness.memsys.memtree import MemTree
+from memharness.memsys.hierarchy.diagnostics import structure_stats
+from memharness.memsys.hierarchy.revenue import revenue_exact, revenue_sampled
+from memharness.memsys.hierarchy.view import render_html
 from memtree_fakes import WordEmbedder, WordTokenizer, make_tree, unit
 
 TABLE = {"a1": [1, 0, 0, 0], "a2": [1, 0.2, 0, 0], "a3": [1, 0, 0.3, 0], "b": [0, 1, 0, 0],
@@ -26,14 +28,34 @@ def _built(**kw) -> MemTree:
 
 def test_structure_stats_match_the_tree():
     tree = _built()
-    s = structure_stats(tree)
+    s = structure_stats(tree.store)
     leaves = [v for v in range(1, tree.n_nodes) if not tree.children[v]]
     assert s["nodes"] == tree.n_nodes - 1 and s["leaf_nodes"] == len(leaves) == len(TEXTS)
     assert s["branching_nodes"] == s["nodes"] - s["leaf_nodes"]
     assert s["depth_max"] == max(tree.depth)
-    fanouts = [len(c) for c in tree.children if c]
+    assert s["depth_mean"] == pytest.approx(np.mean(tree.depth[1:]))
+    fanouts = [len(c) for v, c in enumerate(tree.children) if c and v != 0]  # the root is not counted
     assert s["branching_factor"] == pytest.approx(np.mean(fanouts))
     assert s["height_to_width_ratio"] == pytest.approx(max(tree.depth) / np.median(fanouts))
+    assert s["root_children"] == len(tree.children[0])
+
+
+def test_branching_factor_without_the_root_reproduces_table5():
+    """Table 5: 3,164 nodes, 1,458 branching nodes, branching factor 2.1. Counting the root's edges gives
+    3,164 / 1,459 = 2.17; without them (N - root children) / 1,458 rounds to 2.1 for 30 < root children <= 175."""
+    from memharness.memsys.hierarchy.store import HierarchyStore
+
+    store = HierarchyStore(with_root=True)
+    vec = np.ones(2, np.float32) / np.sqrt(2)
+    # a root with 3 children, each a chain parent -> 2 leaves: 9 nodes, 3 branching, 6 leaves
+    for _ in range(3):
+        p = store.add_node("p", "p", vec, 1)
+        store.link(store.root, p)
+        for _ in range(2):
+            store.link(p, store.add_node("l", "l", vec, 0))
+    s = structure_stats(store)
+    assert (s["nodes"], s["branching_nodes"], s["root_children"]) == (9, 3, 3)
+    assert s["branching_factor"] == pytest.approx((9 - 3) / 3)
 
 
 def test_stats_json_has_table5_fig4_and_per_insertion_records():
@@ -72,12 +94,12 @@ def _brute_revenue(tree: MemTree) -> float:
 
 def test_revenue_exact_matches_brute_force_and_sampled_is_close():
     tree = _built()
-    exact = revenue_exact(tree)
+    exact = revenue_exact(tree.store)
     assert exact["revenue"] == pytest.approx(_brute_revenue(tree))
     assert exact["revenue"] > 0 and 0 < exact["normalised"] <= 1
-    est = revenue_sampled(tree, samples=20000, seed=0)
+    est = revenue_sampled(tree.store, samples=20000, seed=0)
     assert abs(est["revenue"] - exact["revenue"]) < 4 * est["stderr"] + 1e-9
-    tree.revenue_exact_max_leaves = 2
+    tree.diagnostics["revenue_exact_max_leaves"] = 2
     assert tree.stats()["revenue"]["method"] == "sampled"
 
 
@@ -89,15 +111,15 @@ def test_revenue_rewards_grouping_similar_leaves():
     for tree in (grouped, flat):
         for i, t in enumerate("pqrs"):
             tree.insert_unit(unit(t, i))
-    assert structure_stats(flat)["depth_max"] == 1 and structure_stats(grouped)["depth_max"] == 2
-    assert revenue_exact(flat)["revenue"] == pytest.approx(0.0)
-    assert revenue_exact(grouped)["revenue"] > 0
+    assert structure_stats(flat.store)["depth_max"] == 1 and structure_stats(grouped.store)["depth_max"] == 2
+    assert revenue_exact(flat.store)["revenue"] == pytest.approx(0.0)
+    assert revenue_exact(grouped.store)["revenue"] > 0
 
 
 def test_save_load_roundtrip_answers_the_same_without_llm_calls(tmp_path):
     tree = _built(top_k=3)
     tree.save(tmp_path)
-    assert {p.name for p in tmp_path.iterdir()} == {"tree.json", "embeddings.npy", "tree.html"}
+    assert {p.name for p in tmp_path.iterdir()} == {"hierarchy.json", "embeddings.npy", "view.html"}
     loaded = MemTree.load(tmp_path, llm=None, embedder=WordEmbedder(TABLE), tokenizer=WordTokenizer())
     for q in ["a1", "b d", "c"]:
         assert [(i.node_id, round(i.score, 6), i.source_unit_ids, i.level) for i in loaded.search(q, 100)] == \
@@ -116,11 +138,25 @@ def test_load_without_embeddings_reembeds(tmp_path):
     np.testing.assert_allclose(loaded.embeddings, tree.embeddings, atol=1e-6)
 
 
-def test_html_view_is_nested_details_with_escaped_previews():
+def test_trees_saved_before_the_core_still_load_and_answer_the_same():
+    """tests/fixtures/memtree_v1 was written by the pre-core MemTree (tree.json) with its search results."""
+    folder = Path(__file__).parent / "fixtures" / "memtree_v1"
+    expected = json.loads((folder / "expected.json").read_text())
+    loaded = MemTree.load(folder, embedder=WordEmbedder(TABLE), tokenizer=WordTokenizer())
+    for q, items in expected["searches"].items():
+        assert [[i.node_id, round(i.score, 6), list(i.source_unit_ids), i.level] for i in loaded.search(q, 100)] == items
+    for key in ("nodes", "leaf_nodes", "branching_nodes", "depth_max", "depth_mean", "height_to_width_ratio"):
+        assert loaded.stats()["structure"][key] == pytest.approx(expected["structure"][key])
+    assert loaded.traversal == "collapsed" and loaded.top_k == 3
+
+
+def test_html_view_embeds_escaped_nodes_and_retrievals(tmp_path):
     tree = make_tree(TABLE)
     tree.insert_unit(unit("a1 <script>x</script>"))
     tree.insert_unit(unit("a2", 1))
-    page = render_html(tree)
-    assert page.startswith("<!doctype html>") and "<script>" not in page
-    assert page.count("<details") == 2  # root and the expanded parent
-    assert "d=1 · 2 children" in page and "d=2 · 0 children" in page and "&lt;script&gt;" in page
+    tree.search("a2", 100)
+    page = render_html(tree.store, retrievals=tree.retrievals)
+    assert page.startswith("<!doctype html>") and "</script>x" not in page and "<\\/script>" in page
+    data = json.loads(page.split("id='data'>")[1].split("</script>")[0].replace("<\\/", "</"))
+    assert len(data["nodes"]) == tree.n_nodes and data["top"] == tree.children[0]
+    assert data["retrievals"][0]["question"] == "a2" and data["retrievals"][0]["nodes"]

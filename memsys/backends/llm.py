@@ -19,7 +19,7 @@ from tqdm.auto import tqdm
 
 from .cache import CallCache
 from .meter import Meter, current_stage
-from .types import BackendError, ChatRequest, Completion
+from .types import BackendError, ChatRequest, Completion, Logprob, LogprobRequest
 
 
 class ChatBackend(Protocol):
@@ -132,6 +132,36 @@ class LLM:
                 self.meter.add(stage, retries=1)
                 time.sleep(wait)
                 attempt += 1
+
+    @property
+    def supports_logprobs(self) -> bool:
+        """True when the backend can score prompt tokens (``backend.logprob``)."""
+        return callable(getattr(self.backend, "logprob", None))
+
+    def logprobs(self, requests: Sequence[LogprobRequest]) -> list[Logprob]:
+        """Score each request's text after its prefix, through the cache; failures come back with ``error``."""
+        if not self.supports_logprobs:
+            raise BackendError(f"backend {self.model_id} does not expose prompt log-probabilities")
+        stage = current_stage()
+        return list(self._pool.map(lambda r: self._logprob_one(r, stage), requests))
+
+    def _logprob_one(self, request: LogprobRequest, stage: str) -> Logprob:
+        key = request.cache_key(self.model_id) if self.cache is not None else None
+        if key is not None:
+            hit = self.cache.get_chat(key)
+            if hit is not None:
+                self.meter.add(stage, cache_hits=1)
+                return Logprob(logprob=hit["logprob"], tokens=hit["tokens"], cached=True)
+        start = time.perf_counter()
+        try:
+            total, tokens = self.backend.logprob(request)
+        except BackendError as err:
+            self.meter.add(stage, failures=1, backend_s=time.perf_counter() - start)
+            return Logprob(error=f"{type(err).__name__}: {err}")
+        self.meter.add(stage, calls=1, backend_s=time.perf_counter() - start, prompt_tokens=tokens)
+        if key is not None:
+            self.cache.put_chat(key, self.model_id, {"logprob": total, "tokens": tokens})
+        return Logprob(logprob=total, tokens=tokens)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

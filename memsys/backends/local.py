@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .types import BackendError, ChatRequest, Completion, ConfigError
+from .types import BackendError, ChatRequest, Completion, ConfigError, LogprobRequest
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -58,6 +58,34 @@ class LlamaCppBackend:
                           verbose=False)
         self._lock = threading.Lock()
         self._grammars: dict[tuple[str, ...], object] = {}
+        self._path, self._n_threads, self._seed = path, n_threads or os.cpu_count(), seed
+        self._scorer = None  # a second instance keeping every position's logits, made on first use
+
+    def logprob(self, request: LogprobRequest) -> tuple[float, int]:
+        """Sum of the log-probabilities of ``request.text``'s tokens after ``request.prefix``.
+
+        Prompt log-probs need the logits of every position (``logits_all``), which the generating
+        instance does not keep; a second instance with a 2,048-token context is loaded on first use.
+        Prefix and text are tokenised apart and concatenated; text that does not fit is cut.
+        """
+        from llama_cpp import Llama
+
+        with self._lock:
+            if self._scorer is None:
+                self._scorer = Llama(model_path=self._path, n_ctx=2048, n_threads=self._n_threads, seed=self._seed,
+                                     logits_all=True, verbose=False)
+            llm = self._scorer
+            head = llm.tokenize(request.prefix.encode(), add_bos=True)
+            body = llm.tokenize(request.text.encode(), add_bos=False)[: max(1, 2048 - len(head) - 1)]
+            if not body:
+                return 0.0, 0
+            llm.reset()
+            llm.eval(head + body)
+            logits = np.asarray(llm.scores[len(head) - 1: len(head) + len(body) - 1], dtype=np.float64)
+        top = logits.max(axis=1, keepdims=True)
+        logz = (top + np.log(np.exp(logits - top).sum(axis=1, keepdims=True)))[:, 0]
+        picked = logits[np.arange(len(body)), body]
+        return float((picked - logz).sum()), len(body)
 
     def _grammar(self, choices: tuple[str, ...]):
         from llama_cpp import LlamaGrammar

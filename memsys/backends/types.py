@@ -45,6 +45,35 @@ class ChatRequest:
         return self.temperature == 0 or self.seed is not None
 
 
+@dataclass(frozen=True)
+class LogprobRequest:
+    """Score ``text`` as a continuation of ``prefix``: the sum of its tokens' log-probabilities.
+
+    Used by diagnostics (SS_θ), never to generate; only backends with a ``logprob`` method serve it.
+    """
+
+    prefix: str
+    text: str
+
+    def cache_key(self, model_id: str) -> str:
+        payload = {"kind": "logprob", "model": model_id, "prefix": self.prefix, "text": self.text}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Logprob:
+    """Total log-probability of the scored text and its token count; ``error`` when the call failed."""
+
+    logprob: float = 0.0
+    tokens: int = 0
+    cached: bool = False
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
 @dataclass
 class Completion:
     """A completion with token usage. ``error`` is set when every retry failed."""
