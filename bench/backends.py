@@ -21,12 +21,12 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from memsys.backends.cache import CallCache
-from memsys.backends.fault_server import FaultConfig, FaultServer
-from memsys.backends.llm import LLM, RetryPolicy
-from memsys.backends.meter import Meter
-from memsys.backends.openai_compat import OpenAIBackend
-from memsys.backends.types import ChatRequest
+from memharness.memsys.backends.cache import CallCache
+from memharness.memsys.backends.fault_server import FaultConfig, FaultServer
+from memharness.memsys.backends.llm import LLM, RetryPolicy
+from memharness.memsys.backends.meter import Meter
+from memharness.memsys.backends.openai_compat import OpenAIBackend
+from memharness.memsys.backends.types import ChatRequest
 
 REPO = Path(__file__).resolve().parents[1]
 LATENCY_S, CALLS, IN_FLIGHT = 0.2, 256, 32
@@ -58,7 +58,7 @@ class _ServerProcess:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{port}/v1"
-        self.proc = subprocess.Popen([sys.executable, "-m", "memsys.backends.fault_server", "--port", str(port),
+        self.proc = subprocess.Popen([sys.executable, "-m", "memharness.memsys.backends.fault_server", "--port", str(port),
                                       "--latency-ms", str(latency_ms)], cwd=REPO, stdout=subprocess.DEVNULL)
         deadline = time.monotonic() + 30
         while not self._ready():
@@ -153,7 +153,7 @@ class _Recording:
 
 @contextlib.contextmanager
 def _record_backends(spans: _Intervals) -> Iterator[None]:
-    from memsys.backends import factory
+    from memharness.memsys.backends import factory
 
     original = factory._instantiate_backend
 
@@ -174,7 +174,7 @@ def _sample_run(tmp: Path, name: str, overrides: list[str]) -> tuple[dict[str, A
     """One runner.run on the bundled sample: (metrics, wall s, backend-busy s, backend start-up s)."""
     from hydra import compose, initialize_config_dir
 
-    from eval.runner import run
+    from memharness.eval.runner import run
 
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=[f"cache.path={tmp / 'run-cache.sqlite'}", f"data_dir={tmp / 'data'}",

@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from memsys.backends.embed import Embedder
-from memsys.backends.llm import LLM
-from memsys.backends.types import Completion
-from memsys.memtree import MemTree
-from memsys.types import Unit, content_id
+from memharness.memsys.backends.embed import Embedder
+from memharness.memsys.backends.llm import LLM
+from memharness.memsys.backends.types import Completion
+from memharness.memsys.memtree import MemTree
+from memharness.memsys.types import Unit, content_id
 
 DIM, CLUSTERS = 384, 40
 PROMPT = "{n_children}|{current_content}|{new_content}"

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable
 
-from memsys.types import Episode, Question
+from memharness.memsys.types import Episode, Question
 
 
 class DatasetError(Exception):

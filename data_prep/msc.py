@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from memsys.types import Episode, Question, content_id, units_from_texts
+from memharness.memsys.types import Episode, Question, content_id, units_from_texts
 
 from . import hub
 from .base import Dataset, DatasetError

@@ -11,8 +11,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from memsys.tokens import chunk_text, get_tokenizer
-from memsys.types import Episode, Evidence, Question, Unit, content_id, units_from_texts
+from memharness.memsys.tokens import chunk_text, get_tokenizer
+from memharness.memsys.types import Episode, Evidence, Question, Unit, content_id, units_from_texts
 
 from . import hub
 from .base import Dataset, DatasetError

@@ -13,8 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from memsys.tokens import chunk_text, get_tokenizer
-from memsys.types import Episode, Question, units_from_texts
+from memharness.memsys.tokens import chunk_text, get_tokenizer
+from memharness.memsys.types import Episode, Question, units_from_texts
 
 from . import hub
 from .base import Dataset, DatasetError

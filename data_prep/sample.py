@@ -16,8 +16,8 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from memsys.tokens import chunk_text, get_tokenizer
-from memsys.types import Episode, Evidence, Question, Unit, content_id
+from memharness.memsys.tokens import chunk_text, get_tokenizer
+from memharness.memsys.types import Episode, Evidence, Question, Unit, content_id
 
 from .base import Dataset, DatasetError, sha256_file
 

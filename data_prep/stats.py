@@ -1,7 +1,7 @@
 """Dataset statistics in the shape of MemTree Table A.1, for every dataset available locally.
 
-    python -m data_prep.stats                       # looks in $MEMHARNESS_DATA or ./data
-    python -m data_prep.stats --path quality=/data/QuALITY.v1.0.1.htmlstripped.dev --json
+    python -m memharness.data_prep.stats                       # looks in $MEMHARNESS_DATA or ./data
+    python -m memharness.data_prep.stats --path quality=/data/QuALITY.v1.0.1.htmlstripped.dev --json
 
 Never downloads: the Hub is switched off for this command.
 """
@@ -16,7 +16,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from memsys.tokens import get_tokenizer
+from memharness.memsys.tokens import get_tokenizer
 
 from .base import Dataset, DatasetError
 
@@ -106,7 +106,7 @@ def load_local(name: str, data_dir: str, path: str | None) -> Dataset:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m data_prep.stats", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m memharness.data_prep.stats", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", default=os.environ.get("MEMHARNESS_DATA", str(Path.cwd() / "data")))
     parser.add_argument("--path", action="append", default=[], metavar="NAME=PATH",
                         help="a local file or folder for one dataset (repeatable)")

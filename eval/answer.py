@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from memsys.backends.types import ChatRequest
-from memsys.types import Question, RetrievedItem
+from memharness.memsys.backends.types import ChatRequest
+from memharness.memsys.types import Question, RetrievedItem
 
 from .metrics import parse_choice
 

@@ -1,7 +1,10 @@
-"""memharness entry point: compose the config, build, answer, score, write the run folder.
+"""The ``memharness`` command: compose the config, build, answer, score, write the run folder.
 
-    python run.py memory=memtree dataset=multihop
-    python run.py -m memory=full_context,memorystream,memtree dataset=sample
+    memharness memory=memtree dataset=multihop          # or, in a checkout: python run.py ...
+    memharness -m memory=full_context,memorystream,memtree dataset=sample
+
+The configs ship inside the package (``memharness.conf``), so the command works from any folder;
+run folders, the call cache and downloads go under the current folder unless configured.
 """
 from __future__ import annotations
 
@@ -20,12 +23,12 @@ from omegaconf import DictConfig
 log = logging.getLogger("memharness")
 
 
-@hydra.main(version_base="1.3", config_path="conf", config_name="config")
+@hydra.main(version_base="1.3", config_path="pkg://memharness.conf", config_name="config")
 def main(cfg: DictConfig) -> float | None:
-    from data_prep.base import DatasetError
-    from eval.runner import run
-    from memsys.backends.secrets import install_log_redaction
-    from memsys.backends.types import ConfigError
+    from memharness.data_prep.base import DatasetError
+    from memharness.eval.runner import run
+    from memharness.memsys.backends.secrets import install_log_redaction
+    from memharness.memsys.backends.types import ConfigError
 
     install_log_redaction()
     out_dir = Path(HydraConfig.get().runtime.output_dir)

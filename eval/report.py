@@ -1,7 +1,7 @@
 """Tables and plots from run folders (reads only metrics.json and samples.jsonl).
 
-    python -m eval.report                      # latest run of each memory x dataset under results/runs
-    python -m eval.report RUN_OR_PARENT ... --out results/tables --name sample
+    python -m memharness.eval.report                      # latest run of each memory x dataset under results/runs
+    python -m memharness.eval.report RUN_OR_PARENT ... --out results/tables --name sample
 """
 from __future__ import annotations
 

@@ -16,16 +16,16 @@ from typing import Any
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from data_prep.base import Dataset, DatasetError, check_integrity, subset
-from memsys.backends.factory import Services, build_services
-from memsys.backends.types import ConfigError
-from memsys.base import MemorySystem
-from memsys.types import Episode, Question, RetrievedItem
+from memharness.data_prep.base import Dataset, DatasetError, check_integrity, subset
+from memharness.memsys.backends.factory import Services, build_services
+from memharness.memsys.backends.types import ConfigError
+from memharness.memsys.base import MemorySystem
+from memharness.memsys.types import Episode, Question, RetrievedItem
 
 from . import aggregate
 from .answer import answer_request, is_multiple_choice, judge_request, mc_correct, reference_text
 from .metrics import lexical_scores, parse_judge
-from memsys.backends.secrets import redact
+from memharness.memsys.backends.secrets import redact
 
 from .provenance import environment
 

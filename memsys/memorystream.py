@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from memsys.backends.types import ChatRequest
+from memharness.memsys.backends.types import ChatRequest
 
 from .base import MemorySystem, fill_budget
 from .types import RetrievedItem, Unit

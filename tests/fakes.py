@@ -11,8 +11,8 @@ import threading
 
 import numpy as np
 
-from baselines.full_context import FullContext
-from memsys.backends.types import BackendError, ChatRequest, Completion
+from memharness.baselines.full_context import FullContext
+from memharness.memsys.backends.types import BackendError, ChatRequest, Completion
 
 
 class ScriptedChat:
@@ -63,8 +63,8 @@ class HashEmbed:
 
 def dataset_with_problems(path: str | None = None, parts: object = None):
     """A loader result with one empty unit and evidence pointing at a missing source."""
-    from data_prep.base import Dataset
-    from memsys.types import Episode, Evidence, Question, units_from_texts
+    from memharness.data_prep.base import Dataset
+    from memharness.memsys.types import Episode, Evidence, Question, units_from_texts
 
     units = units_from_texts(["The tram line opens in March.", ""], source_id="doc")
     question = Question(id="q", text="When does the tram open?", answers=("March",), position=2,

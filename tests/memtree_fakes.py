@@ -6,9 +6,9 @@ import re
 
 import numpy as np
 
-from memsys.backends.types import ChatRequest, Completion
-from memsys.memtree import MemTree
-from memsys.types import Unit, content_id
+from memharness.memsys.backends.types import ChatRequest, Completion
+from memharness.memsys.memtree import MemTree
+from memharness.memsys.types import Unit, content_id
 
 # Test prompt: "<n>|<current>|<new>" so the fake LLM can read its inputs back.
 PROMPT = "{n_children}|{current_content}|{new_content}"

@@ -5,9 +5,9 @@ import random
 import threading
 import time
 
-from memsys.backends.llm import LLM, RetryPolicy
-from memsys.backends.meter import Meter
-from memsys.backends.types import BackendError, ChatRequest, Completion
+from memharness.memsys.backends.llm import LLM, RetryPolicy
+from memharness.memsys.backends.meter import Meter
+from memharness.memsys.backends.types import BackendError, ChatRequest, Completion
 
 
 class ScriptedBackend:

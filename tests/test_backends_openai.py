@@ -6,13 +6,13 @@ import json
 import numpy as np
 import pytest
 
-from memsys.backends.cache import CallCache
-from memsys.backends.embed import Embedder
-from memsys.backends.fault_server import FaultConfig, FaultServer
-from memsys.backends.llm import LLM, RetryPolicy
-from memsys.backends.meter import Meter
-from memsys.backends.openai_compat import OpenAIBackend, OpenAIEmbedBackend, parse_retry_after
-from memsys.backends.types import BackendError, ChatRequest, ConfigError
+from memharness.memsys.backends.cache import CallCache
+from memharness.memsys.backends.embed import Embedder
+from memharness.memsys.backends.fault_server import FaultConfig, FaultServer
+from memharness.memsys.backends.llm import LLM, RetryPolicy
+from memharness.memsys.backends.meter import Meter
+from memharness.memsys.backends.openai_compat import OpenAIBackend, OpenAIEmbedBackend, parse_retry_after
+from memharness.memsys.backends.types import BackendError, ChatRequest, ConfigError
 
 from _servers import free_port
 

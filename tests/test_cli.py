@@ -81,7 +81,7 @@ def test_multirun_writes_one_folder_per_memory_and_a_table(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     folders = sorted(p.parent for p in (tmp_path / "runs").rglob("metrics.json"))
     assert [f.parent.name for f in folders] == ["full_context-sample", "memorystream-sample"]
-    tables = subprocess.run([sys.executable, "-m", "eval.report", str(tmp_path / "runs"), "--out",
+    tables = subprocess.run([sys.executable, "-m", "memharness.eval.report", str(tmp_path / "runs"), "--out",
                              str(tmp_path / "tables"), "--name", "t"], cwd=ROOT, capture_output=True, text=True)
     assert tables.returncode == 0, tables.stderr
     md = (tmp_path / "tables" / "t.md").read_text()

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from data_prep import msc, msc_e, multihop, novelqa, quality
-from data_prep.base import DatasetError, check_integrity, subset
+from memharness.data_prep import msc, msc_e, multihop, novelqa, quality
+from memharness.data_prep.base import DatasetError, check_integrity, subset
 
 FIX = Path(__file__).parent / "fixtures"
 
@@ -79,7 +79,7 @@ def test_quality_merges_article_lines_and_uses_gold_text():
 
 def test_quality_chunks_are_512_tokens_without_overlap():
     ds = quality.load(str(FIX / "quality"))
-    from memsys.tokens import get_tokenizer
+    from memharness.memsys.tokens import get_tokenizer
 
     tok = get_tokenizer()
     counts = [tok.count(u.text) for u in ds.episodes[0].units]
@@ -92,7 +92,7 @@ def test_quality_multiple_choice_mode_keeps_options_and_zero_based_gold():
     ds = quality.load(str(FIX / "quality"), mode="multiple_choice")
     q = ds.episodes[0].questions[0]
     assert q.gold_option == 1 and q.answers == ()  # scored by letter; the reference is the gold option
-    from eval.answer import is_multiple_choice, reference_text
+    from memharness.eval.answer import is_multiple_choice, reference_text
 
     assert is_multiple_choice(q, "auto") and reference_text(q) == q.options[1]
     free = quality.load(str(FIX / "quality")).episodes[0].questions[0]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from data_prep import msc_e
+from memharness.data_prep import msc_e
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = Path(__file__).parent / "fixtures"
@@ -43,7 +43,7 @@ class ScriptedLLM:
         self.replies, self.prompts = list(replies), []
 
     def complete_one(self, request):
-        from memsys.backends.types import Completion
+        from memharness.memsys.backends.types import Completion
 
         self.prompts.append(request.messages[-1][1])
         return Completion(text=self.replies.pop(0))
@@ -83,7 +83,7 @@ def test_generate_records_truncation_when_steps_keep_failing():
 @pytest.mark.slow
 def test_generator_end_to_end_with_embedded_model_feeds_the_loader(tmp_path):
     out = tmp_path / "msc_e"
-    cmd = [sys.executable, "-m", "data_prep.msc_e", "generate", "--input", str(FIX / "msc" / "msc_self_instruct.jsonl"),
+    cmd = [sys.executable, "-m", "memharness.data_prep.msc_e", "generate", "--input", str(FIX / "msc" / "msc_self_instruct.jsonl"),
            "--out", str(out), "--rounds", "11", "--limit", "1", f"cache.path={tmp_path / 'calls.sqlite'}",
            f"data_dir={tmp_path}", "progress=false", "dataset.generator.max_tokens=50",
            "dataset.generator.qa_max_tokens=70", "dataset.generator.qa_window_rounds=11",

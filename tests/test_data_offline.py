@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from data_prep import hub, msc, msc_e, multihop, quality
-from data_prep.base import DatasetError
+from memharness.data_prep import hub, msc, msc_e, multihop, quality
+from memharness.data_prep.base import DatasetError
 
 LOADERS = [(msc, "MemGPT/MSC-Self-Instruct", "msc"), (quality, "emozilla/quality", "quality"),
            (multihop, "yixuantt/MultiHopRAG", "multihop")]
@@ -50,7 +50,7 @@ def test_cached_copy_is_used_without_network(tmp_path, monkeypatch):
 def test_missing_local_path_and_msc_e_without_file(tmp_path):
     with pytest.raises(DatasetError, match=r"dataset.loader.path='.*nowhere' does not exist"):
         quality.load(path=str(tmp_path / "nowhere"))
-    with pytest.raises(DatasetError, match=r"python -m data_prep.msc_e generate.*dataset.loader.path="):
+    with pytest.raises(DatasetError, match=r"python -m memharness.data_prep.msc_e generate.*dataset.loader.path="):
         msc_e.load(path=None, data_dir=str(tmp_path))
 
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from memsys.tokens import chunk_text, get_tokenizer
-from memsys.types import Episode, Evidence, Question, content_id, units_from_texts
+from memharness.memsys.tokens import chunk_text, get_tokenizer
+from memharness.memsys.types import Episode, Evidence, Question, content_id, units_from_texts
 
 
 def _episode(question_positions):

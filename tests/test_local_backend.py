@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from memsys.backends.types import ChatRequest
+from memharness.memsys.backends.types import ChatRequest
 
 
 @pytest.mark.slow
 def test_long_prompt_is_cut_to_fit_and_the_cut_is_reported():
-    from memsys.backends.local import LlamaCppBackend
+    from memharness.memsys.backends.local import LlamaCppBackend
 
     backend = LlamaCppBackend(n_ctx=512, n_threads=2)
     assert backend.model_id.endswith(":ctx512")  # a different context is a different cache namespace

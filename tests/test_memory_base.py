@@ -1,10 +1,10 @@
 """The MemorySystem contract: offline rebuilds, budgets, full-context recency."""
 from __future__ import annotations
 
-from baselines.full_context import FullContext
-from memsys.base import MemorySystem, fill_budget
-from memsys.tokens import get_tokenizer
-from memsys.types import RetrievedItem, units_from_texts
+from memharness.baselines.full_context import FullContext
+from memharness.memsys.base import MemorySystem, fill_budget
+from memharness.memsys.tokens import get_tokenizer
+from memharness.memsys.types import RetrievedItem, units_from_texts
 
 
 class CountingOffline(MemorySystem):

@@ -3,18 +3,18 @@ from __future__ import annotations
 
 import pytest
 
-from memsys.memtree import MemTree
-from memsys.types import units_from_texts
+from memharness.memsys.memtree import MemTree
+from memharness.memsys.types import units_from_texts
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def services():
-    from memsys.backends.embed import Embedder
-    from memsys.backends.llm import LLM
-    from memsys.backends.local import LlamaCppBackend, SentenceTransformerBackend
-    from memsys.tokens import get_tokenizer
+    from memharness.memsys.backends.embed import Embedder
+    from memharness.memsys.backends.llm import LLM
+    from memharness.memsys.backends.local import LlamaCppBackend, SentenceTransformerBackend
+    from memharness.memsys.tokens import get_tokenizer
 
     llm = LLM(LlamaCppBackend(n_ctx=1024), max_in_flight=1, progress=False)
     yield llm, Embedder(SentenceTransformerBackend()), get_tokenizer()

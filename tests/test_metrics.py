@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from eval.metrics import (MetricError, bootstrap_ci, exact_match, lexical_scores, normalize_answer, parse_choice,
+from memharness.eval.metrics import (MetricError, bootstrap_ci, exact_match, lexical_scores, normalize_answer, parse_choice,
                           parse_judge, rouge, summarize, token_f1)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from eval.report import ReportError, build_report, find_runs, latest_per_config
+from memharness.eval.report import ReportError, build_report, find_runs, latest_per_config
 
 
 def _summary(mean):
@@ -50,7 +50,7 @@ def test_latest_run_per_config_wins(tmp_path):
     runs = tmp_path / "runs"
     write_run(runs, "memtree", "2026-01-01_00-00-00", judge=0.1, ctx=1)
     write_run(runs, "memtree", "2026-02-01_00-00-00", judge=0.9, ctx=1)
-    from eval.report import load_run
+    from memharness.eval.report import load_run
 
     kept = latest_per_config([load_run(f) for f in find_runs([runs])])
     assert len(kept) == 1 and kept[0]["metrics"]["judge"]["mean"] == 0.9

@@ -6,9 +6,9 @@ import json
 import pytest
 from pathlib import Path
 
-from data_prep.base import subset
-from data_prep.sample import load as load_sample
-from eval.runner import run
+from memharness.data_prep.base import subset
+from memharness.data_prep.sample import load as load_sample
+from memharness.eval.runner import run
 
 SCRIPT = '[["Which striker","perhaps"],["[Verdict]","1"]]'
 
@@ -90,8 +90,8 @@ def test_warm_rerun_makes_no_backend_calls(make_cfg, tmp_path):
 
 def test_multiple_choice_mode_scores_letters(make_cfg, tmp_path):
     # The sample has no options; a question with options is exercised through the answer helpers.
-    from eval.answer import answer_request, is_multiple_choice, mc_correct
-    from memsys.types import Question
+    from memharness.eval.answer import answer_request, is_multiple_choice, mc_correct
+    from memharness.memsys.types import Question
 
     q = Question(id="q", text="Which?", answers=(), position=0, options=("red", "blue", "green"), gold_option=1)
     cfg = make_cfg().eval.answer

@@ -7,7 +7,7 @@ prompt that is faulted stays faulted (``--transient 0``) or recovers after its f
 N attempts (``--transient N``). That makes the number of failed samples of a run
 computable from ``/stats``.
 
-Run: ``python -m memsys.backends.fault_server --port 8765 --rate-429 0.1 --seed 0``.
+Run: ``python -m memharness.memsys.backends.fault_server --port 8765 --rate-429 0.1 --seed 0``.
 """
 from __future__ import annotations
 
