@@ -1,0 +1,120 @@
+"""GraphRAG-lite through the runner: fake backends (fast) and the embedded SmolLM2 + MiniLM (slow)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memharness.eval.runner import run
+
+REPO = Path(__file__).resolve().parent.parent
+FAKE = ["llm=fake_graphrag", "dataset.limit=4"]
+
+
+def _samples(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+
+
+def test_local_search_run_builds_once_per_episode_and_answers_through_the_shared_prompt(make_cfg, tmp_path):
+    out = tmp_path / "run"
+    metrics = run(make_cfg("memory=graphrag", *FAKE), out)
+    stats = json.loads((out / "memory_stats.json").read_text())
+    build_calls = sum(s["graphrag"]["build"]["llm_calls"]["total"] for s in stats.values())
+    assert metrics["calls"]["build"]["calls"] == build_calls > 0  # every build call is in the record
+    assert metrics["calls"]["retrieve"]["calls"] == 0 and metrics["calls"]["answer"]["calls"] == 4
+    for s in stats.values():
+        assert s["rebuilds"] and s["graphrag"]["build"]["llm_calls"]["extract"] == s["graphrag"]["build"]["text_units"]
+        assert s["graphrag"]["index"]["reports"] == s["graphrag"]["index"]["communities"] > 0
+    samples = _samples(out)
+    assert metrics["counts"]["scored"] == 4 and all(s["prompt"].startswith("Search results:") for s in samples)
+    assert all(s["retrieved"] and all(i["source_unit_ids"] for i in s["retrieved"]) for s in samples)
+    assert all(s["context_tokens"] <= 1000 for s in samples)
+    assert (out / "memory" / samples[0]["episode_id"] / "view.html").exists()
+
+
+def test_global_search_run_maps_under_retrieve_and_reduces_under_answer(make_cfg, tmp_path):
+    out = tmp_path / "run"
+    metrics = run(make_cfg("memory=graphrag_global", *FAKE), out)
+    stats = json.loads((out / "memory_stats.json").read_text())
+    searched = [s["graphrag"]["search"]["global"] for s in stats.values()]
+    assert metrics["calls"]["retrieve"]["calls"] == sum(g["map_calls"] for g in searched) > 0
+    assert metrics["calls"]["answer"]["calls"] == sum(g["reduce_calls"] for g in searched) == 4
+    samples = _samples(out)
+    assert all(s["answered_by"] == "memory" and s["prediction"] == "reduced answer" for s in samples)
+    assert all(s["retrieved"][0]["text"].startswith("----Analyst") for s in samples)
+    assert metrics["metrics"]["judge"]["n"] == 4 and metrics["memory"] == "graphrag_global"
+
+
+def test_global_search_with_every_point_scored_zero_answers_no_data_without_a_reduce_call(make_cfg, tmp_path):
+    out = tmp_path / "run"
+    metrics = run(make_cfg("memory=graphrag_global", *FAKE, "llm.backend.map_score=0"), out)
+    stats = json.loads((out / "memory_stats.json").read_text())
+    no_data = "I cannot answer this question from the available data."
+    assert all(s["prediction"] == no_data and s["retrieved"] == [] for s in _samples(out))
+    assert metrics["calls"]["answer"]["calls"] == 0 and metrics["counts"]["scored"] == 4
+    assert sum(s["graphrag"]["search"]["global"]["no_data_answers"] for s in stats.values()) == 4
+
+
+# ---------------------------------------------------------------------- the embedded models
+# Output caps keep the 135M model's calls short on a shared 2-core machine; everything else is the default.
+CAPS = ["memory.extract_max_tokens=96", "memory.summary_max_tokens=64", "memory.report_max_tokens=160",
+        "memory.global_search.map_max_tokens=96"]
+
+
+def _real_run(tmp_path: Path, memory: str, cache: Path) -> Path:
+    out = tmp_path / memory
+    cmd = [sys.executable, "run.py", f"memory={memory}", "dataset=sample", "dataset.limit=2", "llm=local_tiny",
+           f"hydra.run.dir={out}", f"cache.path={cache}", "progress=false", *CAPS]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=3600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
+
+
+def _check_build_is_counted(out: Path) -> dict:
+    """Weak extraction is fine; it must be visible: every call and every unreadable reply counted."""
+    metrics = json.loads((out / "metrics.json").read_text())
+    stats = json.loads((out / "memory_stats.json").read_text())
+    for s in stats.values():
+        b = s["graphrag"]["build"]
+        failures = b["failures"]["counts"]
+        assert b["llm_calls"]["extract"] == b["text_units"] > 0
+        assert b["extraction"]["replies"] == b["llm_calls"]["extract"] + b["llm_calls"]["glean"] \
+            - failures.get("call_failed", 0)
+        # a reply either yields records or is counted; nothing disappears
+        assert b["extraction"]["entity_records"] + b["extraction"]["relationship_records"] > 0 \
+            or failures.get("unparsed_reply", 0) > 0
+        assert b["reports"]["failed"] + b["reports"]["unparsed"] == failures.get("report_failed", 0) \
+            + failures.get("report_unparsed", 0)
+        assert len(b["failures"]["samples"]) == min(sum(failures.values()), b["failures"]["samples_cap"])
+    c = metrics["calls"]["build"]
+    assert c["calls"] + c["cache_hits"] == sum(s["graphrag"]["build"]["llm_calls"]["total"] for s in stats.values())
+    assert metrics["counts"]["questions"] == 2
+    return stats
+
+
+@pytest.mark.slow
+def test_graphrag_local_and_global_with_the_embedded_models(tmp_path):
+    cache = tmp_path / "calls.sqlite"
+    local = _real_run(tmp_path, "graphrag", cache)
+    _check_build_is_counted(local)
+    metrics = json.loads((local / "metrics.json").read_text())
+    assert metrics["counts"]["build_failed"] == 0 and metrics["calls"]["answer"]["calls"] == 2
+
+    glob = _real_run(tmp_path, "graphrag_global", cache)  # same build prompts: the build comes from the cache
+    stats = _check_build_is_counted(glob)
+    metrics = json.loads((glob / "metrics.json").read_text())
+    assert metrics["calls"]["build"]["calls"] == 0
+    searched = [s["graphrag"]["search"]["global"] for s in stats.values()]
+    assert metrics["calls"]["retrieve"]["calls"] + metrics["calls"]["retrieve"]["cache_hits"] \
+        == sum(g.get("map_calls", 0) for g in searched)
+    assert metrics["calls"]["answer"]["calls"] + metrics["calls"]["answer"]["cache_hits"] \
+        == sum(g.get("reduce_calls", 0) for g in searched)
+    samples = _samples(glob)
+    assert all(s["answered_by"] == "memory" and s["status"] in ("scored", "answer_failed") for s in samples)
+    # every question was reduced or got the no-data answer (all points 0, or nothing readable: counted)
+    assert sum(g.get("reduce_calls", 0) + g.get("no_data_answers", 0) for g in searched) == 2
