@@ -7,7 +7,8 @@ Reports:
     words are entities, neighbours are related), per step and per text unit, for the default
     (dataset units, nano's summary trigger) and GraphRAG's settings (1,200/100-token chunks, summarise
     every multi-description list); extrapolated to MultiHop-RAG beside MemTree Table A.2's GraphRAG
-    figure (3,858 calls). Extraction costs exactly 1 + 2·gleanings - 1 calls per chunk; summaries and
+    figure (3,858 calls). Extraction costs exactly 1 + gleanings calls per chunk (plus a Y/N check
+    between gleanings when there are several); summaries and
     reports scale with the entities and communities a real model finds, so their per-chunk rate from
     the stub is a rough guide only. The MultiHop-RAG chunk count comes from corpus.json when it is under
     <data_dir>/multihop, else from the documented median article (609 articles, 7,836 characters).

@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from memharness.data_prep.base import Dataset, DatasetError, check_integrity, subset
 from memharness.memsys.backends.factory import Services, build_services
-from memharness.memsys.backends.types import Completion, ConfigError
+from memharness.memsys.backends.types import ConfigError
 from memharness.memsys.base import MemorySystem
 from memharness.memsys.types import Episode, Question, RetrievedItem
 
@@ -115,13 +115,14 @@ def answer_by_memory(memory: MemorySystem, question: Question, items: list[Retri
                      cfg: DictConfig, meter: Any) -> None:
     """A memory that answers itself does so while it exists (the runner discards it after the
     episode), under the "answer" stage; the prediction is scored like every other answer."""
+    record["answered_by"] = "memory"
     with meter.stage("answer"):
         try:
             comp = memory.answer(question, items, is_multiple_choice(question, cfg.eval.answer.mode))
         except Exception as err:  # recorded and counted as answer_failed, never dropped
             log.exception("the memory failed to answer %s", question.id)
-            comp = Completion(text="", error=f"{type(err).__name__}: {err}")
-    record["answered_by"] = "memory"
+            record.update(prompt="", prediction="", status="answer_failed", error=f"{type(err).__name__}: {err}")
+            return
     record_answer(question, record, comp.extra.get("prompt", ""), comp, cfg)
 
 
@@ -134,8 +135,9 @@ def answer_all(pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: D
         record_answer(q, record, req.messages[-1][1], comp, cfg)
 
 
-def record_answer(q: Question, record: dict, prompt: str, comp: Completion, cfg: DictConfig) -> None:
-    """Record a prediction on its sample and score it (lexical metrics, multiple-choice letter)."""
+def record_answer(q: Question, record: dict, prompt: str, comp: Any, cfg: DictConfig) -> None:
+    """Record a prediction (``comp``, a Completion) on its sample and score it (lexical metrics,
+    multiple-choice letter)."""
     record["prompt"] = prompt
     record["prediction"] = comp.text.strip()
     record["answer_cached"] = comp.cached

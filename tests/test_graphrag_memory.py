@@ -207,3 +207,27 @@ def test_bad_settings_name_the_setting():
         GraphRAG(traversal="drift")
     with pytest.raises(ValueError, match="community_prop"):
         GraphRAG(local_search={"community_prop": 0.6, "text_unit_prop": 0.6})
+
+
+def test_relationship_order_in_network_first_then_shared_neighbours_capped_per_entity():
+    from memharness.memsys.graphrag.index import GraphIndex
+    from memharness.memsys.graphrag.merge import Entity, Graph, Relation
+
+    names = ["A", "B", "C", "D", "E"]
+    graph = Graph(entities=[Entity(name=n, type="T", descriptions=[], chunks=[], frequency=1, description=n.lower())
+                            for n in names])
+    for a, b in [(0, 1), (0, 2), (1, 2), (0, 3), (3, 4)]:
+        graph.relations.append(Relation(source=a, target=b, descriptions=[], chunks=[], weight=1.0,
+                                        description=f"{names[a]}-{names[b]}"))
+        graph.entities[a].degree += 1
+        graph.entities[b].degree += 1
+    for r in graph.relations:
+        r.rank = graph.entities[r.source].degree + graph.entities[r.target].degree
+    memory = GraphRAG(embedder=WordEmbedder(), tokenizer=WordTokenizer())
+    memory._add_entities(graph)
+    index = GraphIndex(memory.store, {})
+    search = LocalSearch(index, {"top_k_relationships": 1}, WordTokenizer())
+    order = [index.relation_text(index.relations[r]).split(": ")[1] for r in search.relationships_for([0, 1])]
+    # A-B joins two selected entities; C is linked to both (2 links) and comes before D (1 link);
+    # out-of-network relationships are capped at top_k_relationships x 2 selected entities
+    assert order == ["A-B", "A-C", "B-C"]

@@ -2,7 +2,7 @@
 
 GraphRAG calls graspologic's ``hierarchical_leiden`` (modularity, resolution 1.0, one iteration,
 ``max_cluster_size`` 10, seed 0xDEADBEEF) on the deduplicated undirected edge list of the largest
-connected component. That algorithm, rebuilt on leidenalg:
+connected component. That algorithm, rebuilt on python-igraph (or leidenalg):
 
 - the graph holds the entities that have at least one relationship (an edge list has no isolated
   nodes); with ``use_lcc`` only its largest connected component (ties: the one holding the
@@ -12,8 +12,9 @@ connected component. That algorithm, rebuilt on leidenalg:
   igraph's C-core Leiden (``Graph.community_leiden``, by the algorithm's author), whose ``beta`` is
   graspologic's ``randomness`` (GraphRAG 0.001); ``backend: leidenalg`` is
   ``leidenalg.find_partition`` with ``RBConfigurationVertexPartition`` (no randomness parameter;
-  on this machine about 20x slower on 20,000-node graphs, see bench/graphrag.py);
-- every community with more than ``max_cluster_size`` members is re-partitioned on its induced
+  10-30x slower here, see bench/graphrag.py);
+- every community with more than ``max_cluster_size`` members (graspologic's docstring says
+  ">="; the issue and nano-graphrag say larger than) is re-partitioned on its induced
   subgraph as level + 1, until none is too big; a community whose partition does not split
   stays as it is (recorded in ``unsplittable``). A community at or under the cap has no
   deeper entries (as in graspologic).

@@ -82,12 +82,12 @@ class GraphIndex:
         for e, views in self.entity_communities.items():
             views.sort(key=lambda i: self.communities[i].level)
         self._rollup: dict[int, list[int]] = {}
+        self._contiguous = self.entities == list(range(len(self.entities)))
 
     def entity_similarities(self, vector: Any) -> Any:
         """Cosine of ``vector`` with every entity (a slice when entities are the first nodes, as built)."""
-        n = len(self.entities)
-        if self.entities == list(range(n)):
-            return self.store.embeddings[:n] @ vector
+        if self._contiguous:
+            return self.store.embeddings[: len(self.entities)] @ vector
         return self.store.similarities(vector, self.entities)
 
     def name(self, entity: int) -> str:

@@ -85,11 +85,12 @@ class LocalSearch:
     # ------------------------------------------------------------------ candidates
     def select_entities(self, vector: np.ndarray) -> list[tuple[int, float]]:
         nodes = self.index.entities
-        if not nodes:
-            return []
         k = int(self.s["top_k_entities"]) * (int(self.s["oversample"]) if self.s["style"] == "graphrag" else 1)
+        if not nodes or k <= 0:
+            return []
         sims = self.index.entity_similarities(vector)
-        order = np.lexsort((np.asarray(nodes), -sims))[:k]
+        cand = np.argpartition(-sims, k - 1)[:k] if k < len(nodes) else np.arange(len(nodes))
+        order = cand[np.lexsort((cand, -sims[cand]))]  # by cosine, ties by entity order
         return [(nodes[i], float(sims[i])) for i in order if sims[i] >= self.s["entity_threshold"]]
 
     def _entity_item(self, v: int, score: float) -> RetrievedItem:
