@@ -110,6 +110,38 @@ def capitalised_records(text: str) -> str:
     return "\n##\n".join(records) + "\n<|COMPLETE|>"
 
 
+# A small corpus with two clusters of named things (and one unit without names) and its step replies.
+TEXTS = ["Ana Ruiz leads Velox Rail in Port Elden.",
+         "Velox Rail builds the Elden tram with Ana Ruiz and Mira Chen.",
+         "Mira Chen audits Velox Rail for the Elden council.",
+         "Tomas Berg coaches the Harbor Hawks in Ridgeway.",
+         "The Harbor Hawks beat the Ridge Foxes while Tomas Berg watched.",
+         "Ridge Foxes fans met Tomas Berg in Ridgeway.",
+         "nothing capitalised here at all."]
+
+
+def responder(map_reply=None):
+    """Hand-written replies for every GraphRAG step over TEXTS (map replies from ``map_reply``)."""
+    def respond(step, request):
+        if step == "extract":
+            return capitalised_records(input_text(request))
+        if step == "glean":
+            return "I found nothing." if input_text(request).startswith("nothing") else "<|COMPLETE|>"
+        if step == "summarize":
+            return "SUMMARY"
+        if step == "report":
+            data = request.messages[-1][1].split("Data:\n", 1)[1]
+            names = [line.split(",")[1] for line in data.split("-----Entities-----\n")[-1].splitlines()[1:3]
+                     if "," in line]
+            return report_json(" and ".join(names) or "sub-communities", rating=len(data) % 10)
+        if step == "map":
+            return map_reply(request) if map_reply else json.dumps({"points": []})
+        if step == "reduce":
+            return "REDUCED"
+        raise AssertionError(step)
+    return respond
+
+
 class GraphChat:
     """A chat backend for whole runs: capitalised-word extraction, fixed summaries and reports, map
     points scored ``map_score`` (0 = every point scored 0), a short reduce answer."""

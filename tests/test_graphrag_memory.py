@@ -5,40 +5,10 @@ import json
 
 import pytest
 
-from graphrag_fakes import StepLLM, WordEmbedder, WordTokenizer, capitalised_records, input_text, report_json, unit
+from graphrag_fakes import TEXTS, StepLLM, WordEmbedder, WordTokenizer, responder, unit
 from memharness.memsys.graphrag import GraphRAG
 from memharness.memsys.graphrag.search_local import LocalSearch
 from memharness.memsys.types import Question
-
-TEXTS = ["Ana Ruiz leads Velox Rail in Port Elden.",
-         "Velox Rail builds the Elden tram with Ana Ruiz and Mira Chen.",
-         "Mira Chen audits Velox Rail for the Elden council.",
-         "Tomas Berg coaches the Harbor Hawks in Ridgeway.",
-         "The Harbor Hawks beat the Ridge Foxes while Tomas Berg watched.",
-         "Ridge Foxes fans met Tomas Berg in Ridgeway.",
-         "nothing capitalised here at all."]
-
-
-def responder(map_reply=None):
-    def respond(step, request):
-        if step == "extract":
-            return capitalised_records(input_text(request))
-        if step == "glean":
-            return "I found nothing." if input_text(request).startswith("nothing") else "<|COMPLETE|>"
-        if step == "summarize":
-            return "SUMMARY"
-        if step == "report":
-            data = request.messages[-1][1].split("Data:\n", 1)[1]
-            names = [line.split(",")[1] for line in data.split("-----Entities-----\n")[-1].splitlines()[1:3]
-                     if "," in line]
-            return report_json(" and ".join(names) or "sub-communities", rating=len(data) % 10)
-        if step == "map":
-            return map_reply(request) if map_reply else json.dumps({"points": []})
-        if step == "reduce":
-            return "REDUCED"
-        raise AssertionError(step)
-    return respond
-
 
 def built(traversal="local", map_reply=None, **kw) -> tuple[GraphRAG, StepLLM, list]:
     llm = StepLLM(responder(map_reply))

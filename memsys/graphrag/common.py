@@ -11,10 +11,12 @@ RAW_CHARS = 2000  # a kept raw reply is cut to this many characters
 
 
 def fill(template: str, **values: Any) -> str:
-    """Replace ``{name}`` for the given names only, so prompts may show literal JSON braces."""
-    for name, value in values.items():
-        template = template.replace("{" + name + "}", str(value))
-    return template
+    """Replace ``{name}`` for the given names only (one pass, so inserted text is never re-filled);
+    prompts may show literal JSON braces."""
+    if not values:
+        return template
+    pattern = re.compile(r"\{(" + "|".join(re.escape(k) for k in values) + r")\}")
+    return pattern.sub(lambda m: str(values[m.group(1)]), template)
 
 
 def clean_str(text: Any) -> str:

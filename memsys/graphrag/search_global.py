@@ -129,8 +129,8 @@ class GlobalSearch:
     def run_map(self, llm: Any, question: str, log: FailureLog) -> tuple[list[Point], dict[str, int]]:
         """All map calls as one concurrent batch; returns every parsed point and this query's counts."""
         requests = self.map_requests(question)
-        record = {"map_calls": len(requests), "map_failed": 0, "map_unparsed": 0, "points": 0, "points_zero": 0,
-                  "points_malformed": 0}
+        record = {"map_calls": len(requests), "map_parsed": 0, "map_failed": 0, "map_unparsed": 0, "points": 0,
+                  "points_zero": 0, "points_malformed": 0}
         if not requests:
             return [], record
         completions = llm.complete(requests, desc="graphrag map")
@@ -140,8 +140,7 @@ class GlobalSearch:
                 log.add("map_failed", comp.error or "", batch=batch.number)
                 record["map_failed"] += 1
                 continue
-            parsed = self.parse_points(batch, comp.text, log, record)
-            points.extend(parsed)
+            points.extend(self.parse_points(batch, comp.text, log, record))
         record["points"] = len(points)
         record["points_zero"] = sum(p.score <= 0 for p in points)
         return points, record
@@ -152,6 +151,7 @@ class GlobalSearch:
             log.add("map_unparsed", reply, batch=batch.number)
             record["map_unparsed"] += 1
             return []
+        record["map_parsed"] += 1
         keys = {self.index.communities[c].key: c for c in batch.communities}
         out = []
         for p in data["points"]:
