@@ -83,3 +83,11 @@ class FailingMemory(FullContext):
         if any(self.fail_on in u.text for u in units):
             raise RuntimeError(f"cannot insert a unit containing {self.fail_on!r}")
         super().add(units)
+
+
+class ScriptedChatWithLogprobs(ScriptedChat):
+    """ScriptedChat that also scores prompt tokens: -1 nat per word, -0.25 after a "Summary" prefix."""
+
+    def logprob(self, request) -> tuple[float, int]:
+        words = len(request.text.split())
+        return -(0.25 if request.prefix.startswith("Summary") else 1.0) * words, words
