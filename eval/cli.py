@@ -18,9 +18,13 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+from memharness.eval.sweeps import already_done, register_resolvers
 
 log = logging.getLogger("memharness")
+register_resolvers()
 
 
 @hydra.main(version_base="1.3", config_path="pkg://memharness.conf", config_name="config")
@@ -31,7 +35,16 @@ def main(cfg: DictConfig) -> float | None:
     from memharness.memsys.backends.types import ConfigError
 
     install_log_redaction()
-    out_dir = Path(HydraConfig.get().runtime.output_dir)
+    hydra_cfg = HydraConfig.get()
+    out_dir = Path(hydra_cfg.runtime.output_dir)
+    if cfg.get("sweep_only") and hydra_cfg.mode != RunMode.MULTIRUN:
+        chosen = hydra_cfg.runtime.choices.get("experiment")
+        print(f"error: experiment={chosen} is a sweep; run it with -m (python run.py -m experiment={chosen})",
+              file=sys.stderr)
+        sys.exit(2)
+    if cfg.get("skip_done") and already_done(out_dir, OmegaConf.to_container(cfg, resolve=True)):
+        log.info("skip_done: %s already holds a finished run with this config; skipped", out_dir)
+        return None
     try:
         metrics = run(cfg, out_dir, overrides=list(HydraConfig.get().overrides.task))
     except (ConfigError, DatasetError) as err:

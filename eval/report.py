@@ -58,9 +58,9 @@ def setting(run: dict[str, Any]) -> str:
 
 
 def latest_per_config(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Keep the newest run (by folder name, a timestamp) of each (memory, dataset, setting)."""
+    """Keep the newest run (by when its metrics.json was written) of each (memory, dataset, setting)."""
     best: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for run in sorted(runs, key=lambda r: Path(r["folder"]).name):
+    for run in sorted(runs, key=lambda r: ((Path(r["folder"]) / "metrics.json").stat().st_mtime_ns, r["folder"])):
         best[(run["memory"], run["dataset"], setting(run))] = run
     return list(best.values())
 
@@ -189,7 +189,8 @@ def build_report(paths: Sequence[str | Path], out: Path, name: str, latest_only:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("runs", nargs="*", default=["results/runs"], help="run folders or folders holding them")
+    parser.add_argument("runs", nargs="*", default=["results/runs", "results/sweeps"],
+                        help="run folders, sweep folders, or folders holding them")
     parser.add_argument("--out", default="results/tables", type=Path)
     parser.add_argument("--name", default="comparison")
     parser.add_argument("--all", action="store_true", help="keep every run, not only the latest per memory x dataset")

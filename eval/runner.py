@@ -184,13 +184,18 @@ def summarize_run(samples: list[dict], cfg: DictConfig) -> dict[str, Any]:
             "breakdowns": aggregate.breakdowns(samples, metrics, list(cfg.eval.position_buckets), *args)}
 
 
+def config_snapshot(resolved: dict[str, Any]) -> dict[str, Any]:
+    """The resolved config as the run folder records it (secrets redacted)."""
+    return redact(resolved)
+
+
 def run(cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None) -> dict[str, Any]:
     """Run one evaluation and write config.yaml, samples.jsonl, metrics.json, memory_stats.json.
 
     ``overrides`` (the command line's) are recorded so reports can tell runs of a sweep apart."""
     started = time.time()
     out_dir.mkdir(parents=True, exist_ok=True)
-    resolved = redact(OmegaConf.to_container(cfg, resolve=True))
+    resolved = config_snapshot(OmegaConf.to_container(cfg, resolve=True))
     (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(resolved)))
     dataset = load_dataset(cfg)
     services = build_services(cfg)

@@ -1,0 +1,1 @@
+"""Hydra configs, shipped inside the package as ``memharness.conf``."""

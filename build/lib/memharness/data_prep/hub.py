@@ -1,0 +1,157 @@
+"""Shared source resolution for the dataset loaders: a local path, the data-dir cache, or the Hub.
+
+Order of precedence: ``path`` from config, then a copy already cached under the
+data directory, then the Hugging Face Hub (only when it answers within a short
+timeout and neither ``HF_HUB_OFFLINE`` nor ``HF_DATASETS_OFFLINE`` is set).
+With none available the loader fails at once with a message naming the
+dataset id, the cache directory and the ``dataset.loader.path`` setting.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+from urllib.parse import urlparse
+
+from .base import Dataset, DatasetError, check_integrity, sha256_file
+
+log = logging.getLogger(__name__)
+
+HUB_TIMEOUT_S = 3.0
+
+
+def hub_offline_reason() -> str | None:
+    """Why the Hub cannot be used right now (None when it is reachable)."""
+    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+        if os.environ.get(var, "").strip().lower() in {"1", "true", "yes", "on"}:
+            return f"{var} is set"
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    parsed = urlparse(endpoint)
+    host, port = parsed.hostname or "huggingface.co", parsed.port or (443 if parsed.scheme != "http" else 80)
+    try:
+        with socket.create_connection((host, port), timeout=HUB_TIMEOUT_S):
+            return None
+    except OSError as err:
+        return f"{host}:{port} is unreachable ({err.__class__.__name__})"
+
+
+def cache_dir(data_dir: str | Path | None, name: str) -> Path:
+    """Where a dataset's downloads live: ``<data_dir>/<name>``."""
+    base = Path(data_dir) if data_dir else Path.cwd() / "data"
+    return base / name
+
+
+def unavailable(name: str, hub_id: str, cache: Path, reason: str, how: str) -> DatasetError:
+    """The fail-fast error for a dataset with no local copy and no usable Hub."""
+    return DatasetError(
+        f"dataset {name!r} (Hugging Face id {hub_id!r}) is not available: no local copy in the cache "
+        f"directory {cache} and the Hub cannot be used ({reason}). {how} Then pass it with "
+        f"`dataset.loader.path=<file or folder>` (or place it in {cache}).")
+
+
+def local_path(path: str | Path | None, field: str = "dataset.loader.path") -> Path | None:
+    """The configured local path, checked to exist; None when unset."""
+    if path in (None, ""):
+        return None
+    p = Path(str(path)).expanduser()
+    if not p.exists():
+        raise DatasetError(f"{field}={str(path)!r} does not exist")
+    return p
+
+
+def hub_download(hub_id: str, filename: str, cache: Path, revision: str | None) -> tuple[Path, str]:
+    """Download one raw file of a Hub dataset repo into ``cache``; return (path, commit sha)."""
+    from huggingface_hub import HfApi, hf_hub_download
+
+    sha = HfApi().dataset_info(hub_id, revision=revision or "main").sha
+    path = hf_hub_download(hub_id, filename, repo_type="dataset", revision=sha, local_dir=str(cache))
+    (cache / "REVISION").write_text(f"{hub_id}@{sha}\n")
+    return Path(path), str(sha)
+
+
+def hub_rows(hub_id: str, config: str | None, split: str, cache: Path,
+             revision: str | None) -> tuple[list[dict[str, Any]], dict[str, str], str]:
+    """Rows of a Hub dataset via ``datasets.load_dataset``; return (rows, files->sha256, commit sha)."""
+    import datasets
+    from huggingface_hub import HfApi
+
+    sha = str(HfApi().dataset_info(hub_id, revision=revision or "main").sha)
+    ds = datasets.load_dataset(hub_id, config, split=split, revision=sha, cache_dir=str(cache / "hf"))
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / "REVISION").write_text(f"{hub_id}@{sha}\n")
+    files = {f["filename"]: sha256_file(f["filename"]) for f in ds.cache_files}
+    return [dict(r) for r in ds], files, sha
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Keep a Hub download as jsonl under the data directory so later runs work offline."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+
+
+def cached_revision(cache: Path) -> str | None:
+    """The ``repo@sha`` written next to an earlier download, if any."""
+    marker = cache / "REVISION"
+    return marker.read_text().strip() if marker.is_file() else None
+
+
+def read_json(path: Path) -> Any:
+    """Parse a JSON file; errors name the file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise DatasetError(f"{path}: not valid JSON ({err})") from err
+
+
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (1-based line number, object) for each non-blank line; errors name file and line."""
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DatasetError(f"{path}:{lineno}: not valid JSON ({err})") from err
+            if not isinstance(obj, dict):
+                raise DatasetError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
+            yield lineno, obj
+
+
+def need(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    """``obj[key]`` checked for presence and type; the error names ``where`` and the field."""
+    if not isinstance(obj, dict):
+        raise DatasetError(f"{where}: expected an object, got {type(obj).__name__}")
+    if key not in obj or obj[key] is None:
+        raise DatasetError(f"{where}: missing field {key!r} (found keys {sorted(obj)})")
+    value = obj[key]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        names = kind.__name__ if isinstance(kind, type) else "|".join(k.__name__ for k in kind)
+        raise DatasetError(f"{where}: field {key!r} should be {names}, got {type(value).__name__}")
+    return value
+
+
+def file_hashes(paths: Iterable[Path]) -> dict[str, str]:
+    """sha256 of every file read, keyed by path."""
+    return {str(p): sha256_file(p) for p in sorted(set(paths))}
+
+
+def finish(dataset: Dataset, on_problems: str = "warn") -> Dataset:
+    """Run the integrity check, record it in the metadata, and warn or raise on problems."""
+    if on_problems not in {"warn", "raise"}:
+        raise DatasetError(f"dataset.loader.integrity must be 'warn' or 'raise', got {on_problems!r}")
+    problems = {k: v for k, v in check_integrity(dataset).items() if v}
+    dataset.metadata["integrity"] = {k: len(v) for k, v in problems.items()}
+    if problems:
+        detail = "; ".join(f"{k}: {len(v)} (e.g. {v[:3]})" for k, v in problems.items())
+        message = f"dataset {dataset.name}: integrity problems: {detail}"
+        if on_problems == "raise":
+            raise DatasetError(message)
+        log.warning(message)
+    return dataset

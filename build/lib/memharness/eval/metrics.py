@@ -1,0 +1,118 @@
+"""Lexical metrics, the judge-reply parser and bootstrap confidence intervals.
+
+ROUGE-L recall is MemTree's lexical metric; ROUGE-1 / ROUGE-L F are CAM's; exact
+match and token F1 use SQuAD normalisation. With several references a sample
+takes its best score over them.
+"""
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from functools import lru_cache
+from typing import Callable, Sequence
+
+import numpy as np
+
+# Lexical metrics: higher is better for every one of them.
+LEXICAL = ("rouge_l_recall", "rouge_1_f", "rouge_l_f", "exact_match", "f1")
+
+
+class MetricError(Exception):
+    """A metric could not be computed; raised, never printed and skipped."""
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD normalisation: lower case, drop punctuation, articles and extra whitespace."""
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in set(string.punctuation))
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def exact_match(prediction: str, reference: str) -> float:
+    return float(normalize_answer(prediction) == normalize_answer(reference))
+
+
+def token_f1(prediction: str, reference: str) -> float:
+    pred, ref = normalize_answer(prediction).split(), normalize_answer(reference).split()
+    if not pred or not ref:
+        return float(pred == ref)
+    common = sum((Counter(pred) & Counter(ref)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(pred), common / len(ref)
+    return 2 * precision * recall / (precision + recall)
+
+
+@lru_cache(maxsize=1)
+def _scorer():
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(["rouge1", "rougeL"], use_stemmer=True)
+
+
+def rouge(prediction: str, reference: str) -> dict[str, float]:
+    """ROUGE-L recall and ROUGE-1 / ROUGE-L F-measure (rouge-score, Porter stemmer)."""
+    scores = _scorer().score(reference, prediction)  # rouge-score takes (target, prediction)
+    return {"rouge_l_recall": scores["rougeL"].recall, "rouge_1_f": scores["rouge1"].fmeasure,
+            "rouge_l_f": scores["rougeL"].fmeasure}
+
+
+def lexical_scores(prediction: str, references: Sequence[str]) -> dict[str, float]:
+    """Every lexical metric, each the max over the references."""
+    if not references:
+        raise MetricError("a sample has no reference answer")
+    best: dict[str, float] = {}
+    for ref in references:
+        scores = {**rouge(prediction, ref), "exact_match": exact_match(prediction, ref), "f1": token_f1(prediction, ref)}
+        for k, v in scores.items():
+            best[k] = max(best.get(k, 0.0), v)
+    return best
+
+
+def parse_judge(reply: str) -> int | None:
+    """Read a 0/1 verdict. Anything that is not exactly one of them gives None (unparsed).
+
+    Surrounding whitespace, quotes and a trailing full stop are tolerated; a reply
+    such as "1 because ..." or "yes" is not a verdict and is never guessed at.
+    """
+    text = reply.strip().strip("\"'`").rstrip(".").strip()
+    if text in ("0", "1"):
+        return int(text)
+    return None
+
+
+def parse_choice(reply: str, n_options: int) -> int | None:
+    """Read an option letter (A, B, ...) from a multiple-choice reply; None if absent or ambiguous."""
+    letters = "ABCDEFGHIJ"[:n_options]
+    text = reply.strip()
+    if re.match(rf"^\(?[{letters}]\)?\s*(?:or|and|/|,)\s*\(?[{letters}]\b", text):
+        return None  # "A or B" names two options
+    match = re.match(rf"^\(?([{letters}])\)?(?:[\s.:)]|$)", text)
+    if match:
+        return letters.index(match.group(1))
+    found = set(re.findall(rf"\b([{letters}])\b", text))
+    return letters.index(found.pop()) if len(found) == 1 else None
+
+
+def bootstrap_ci(values: Sequence[float], resamples: int = 1000, confidence: float = 0.95,
+                 seed: int = 0, statistic: Callable[[np.ndarray], float] = np.mean) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``statistic`` over ``values``."""
+    data = np.asarray(values, dtype=float)
+    if data.size == 0:
+        raise MetricError("bootstrap over no values")
+    if not 0 < confidence < 1:
+        raise MetricError(f"confidence must be in (0, 1), got {confidence}")
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, data.size, size=(resamples, data.size))
+    stats = np.apply_along_axis(statistic, 1, data[idx]) if statistic is not np.mean else data[idx].mean(axis=1)
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(stats, [alpha, 1 - alpha])
+    return float(low), float(high)
+
+
+def summarize(values: Sequence[float], resamples: int, confidence: float, seed: int) -> dict[str, float]:
+    """Mean, n and bootstrap CI of one metric."""
+    low, high = bootstrap_ci(values, resamples, confidence, seed)
+    return {"mean": float(np.mean(values)), "n": len(values), "ci_low": low, "ci_high": high}

@@ -1,0 +1,244 @@
+"""Evaluate one memory system on one dataset: build, retrieve, answer, judge, write.
+
+The runner never scores a failure as an answer: a retrieval error, an answer
+call that failed after its retries, an unparsed judge reply are each recorded
+on the sample (``samples.jsonl``) and counted (``metrics.json``).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from memharness.data_prep.base import Dataset, DatasetError, check_integrity, subset
+from memharness.memsys.backends.factory import Services, build_services
+from memharness.memsys.backends.types import ConfigError
+from memharness.memsys.base import MemorySystem
+from memharness.memsys.types import Episode, Question, RetrievedItem
+
+from . import aggregate
+from .answer import answer_request, is_multiple_choice, judge_request, mc_correct, reference_text
+from .metrics import lexical_scores, parse_judge
+from memharness.memsys.backends.secrets import redact
+
+from .provenance import environment
+
+log = logging.getLogger("memharness")
+
+
+def load_dataset(cfg: DictConfig) -> Dataset:
+    """Instantiate the loader and take the configured subset.
+
+    Loaders run the integrity check themselves (``dataset.loader.integrity: warn | raise``)
+    and record its counts in ``dataset.metadata["integrity"]``, which reaches metrics.json.
+    """
+    try:
+        dataset = instantiate(cfg.dataset.loader)
+    except Exception as err:
+        cause = err.__cause__ or err
+        if isinstance(cause, (DatasetError, ConfigError)):
+            raise cause from None
+        raise
+    if "integrity" not in dataset.metadata:
+        dataset.metadata["integrity"] = {k: len(v) for k, v in check_integrity(dataset).items() if v}
+    return subset(dataset, cfg.dataset.get("limit"), int(cfg.dataset.get("seed", cfg.seed)),
+                  cfg.dataset.get("stratify_by"))
+
+
+def build_memory(cfg: DictConfig, services: Services) -> MemorySystem:
+    params = OmegaConf.to_container(cfg.memory, resolve=True)
+    params.pop("name", None)
+    return instantiate(params, llm=services.llm, embedder=services.embedder, tokenizer=services.tokenizer,
+                       _convert_="all")
+
+
+def sample_record(episode: Episode, question: Question) -> dict[str, Any]:
+    return {"episode_id": episode.id, "question_id": question.id, "question": question.text,
+            "references": list(question.answers), "options": list(question.options) if question.options else None,
+            "gold_option": question.gold_option, "categories": dict(question.categories),
+            "position": question.position, "evidence_position": question.evidence_position,
+            "evidence_sources": [e.source_id for e in question.evidence], "status": "pending", "metrics": {}}
+
+
+def run_episode(episode: Episode, cfg: DictConfig, services: Services, out_dir: Path) -> tuple[list, dict]:
+    """Stream the episode's inserts and questions; return (pending samples, memory stats)."""
+    meter, budget = services.meter, int(cfg.dataset.budget_tokens)
+    memory = build_memory(cfg, services)
+    pending, build_error = [], None
+    for kind, payload in episode.events():
+        if kind == "insert":
+            if build_error is None:
+                build_error = _guarded(partial(memory.insert, payload), meter, "build", episode.id)
+            continue
+        record = sample_record(episode, payload)
+        items: list[RetrievedItem] = []
+        if build_error is None:
+            build_error = _guarded(memory.ensure_built, meter, "build", episode.id)
+        if build_error is not None:  # the memory could not be built: every later question fails, counted
+            record.update(status="build_failed", error=build_error)
+        else:
+            with meter.stage("retrieve"):
+                try:
+                    items = memory.retrieve(payload.text, budget)
+                except Exception as err:  # recorded and counted, never dropped
+                    log.exception("retrieval failed for %s", payload.id)
+                    record.update(status="retrieve_failed", error=f"{type(err).__name__}: {err}")
+        record["retrieved"] = [i.to_json() for i in items]
+        record["context_tokens"] = sum(i.tokens or services.tokenizer.count(i.text) for i in items)
+        pending.append((payload, items, record))
+    stats = {**memory.stats(), **({"build_error": build_error} if build_error else {})}
+    if hasattr(memory, "save"):
+        memory.save(out_dir / "memory" / episode.id)
+    return pending, stats
+
+
+def _guarded(step: Any, meter: Any, stage: str, episode_id: str) -> str | None:
+    """Run one build step under its stage; return the error text instead of raising."""
+    with meter.stage(stage):
+        try:
+            step()
+        except Exception as err:
+            log.exception("building memory failed for episode %s", episode_id)
+            return f"{type(err).__name__}: {err}"
+    return None
+
+
+def answer_all(pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: DictConfig, services: Services) -> None:
+    todo = [(q, items, r) for q, items, r in pending if r["status"] == "pending"]
+    requests = [answer_request(q, items, cfg.eval.answer) for q, items, _ in todo]
+    with services.meter.stage("answer"):
+        completions = services.llm.complete(requests, desc="answer")
+    for (q, _, record), req, comp in zip(todo, requests, completions):
+        record["prompt"] = req.messages[-1][1]
+        record["prediction"] = comp.text.strip()
+        record["answer_cached"] = comp.cached
+        if comp.extra.get("prompt_tokens_cut"):  # the backend had to cut the prompt to fit its context
+            record["prompt_tokens_cut"] = comp.extra["prompt_tokens_cut"]
+        if not comp.ok:
+            record.update(status="answer_failed", error=comp.error)
+            continue
+        record["status"] = "scored"
+        record["mode"] = "multiple_choice" if is_multiple_choice(q, cfg.eval.answer.mode) else "generative"
+        if record["mode"] == "multiple_choice":
+            choice, correct = mc_correct(q, comp.text)
+            record["predicted_option"] = choice
+            record["mc_status"] = "mc_unparsed" if choice is None else "parsed"
+            record["metrics"]["mc_accuracy"] = correct
+            prediction_text = q.options[choice] if choice is not None else ""
+        else:
+            prediction_text = record["prediction"]
+        record["metrics"].update(lexical_scores(prediction_text, list(q.answers) or [reference_text(q)]))
+        record["metrics"]["context_tokens"] = record["context_tokens"]
+
+
+def judge_all(pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: DictConfig, services: Services) -> None:
+    todo = [(q, r) for q, _, r in pending if r["status"] == "scored" and r.get("mode") == "generative"]
+    requests = [judge_request(q, reference_text(q), r["prediction"], cfg.eval.judge) for q, r in todo]
+    with services.meter.stage("judge"):
+        completions = services.llm.complete(requests, desc="judge")
+    for (_, record), comp in zip(todo, completions):
+        record["judge_reply"] = comp.text
+        if not comp.ok:
+            record.update(judge_status="judge_failed", judge_error=comp.error)
+            continue
+        verdict = parse_judge(comp.text)
+        record["judge_status"] = "judge_unparsed" if verdict is None else "parsed"
+        record["metrics"]["judge"] = None if verdict is None else float(verdict)
+
+
+def judge_calibration(pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: DictConfig,
+                      services: Services) -> dict[str, Any] | None:
+    """How the judge scores known cases: the reference itself (should be 1) and another
+    question's reference (should be 0). A judge that says 1 to both is uninformative."""
+    limit = int(cfg.eval.judge.get("calibration_max", 0))
+    questions = [q for q, _, r in pending if r.get("mode") == "generative"][:limit]
+    if len(questions) < 2:
+        return None
+    refs = [reference_text(q) for q in questions]
+    requests = [judge_request(q, ref, ref, cfg.eval.judge) for q, ref in zip(questions, refs)]
+    requests += [judge_request(q, ref, refs[(i + 1) % len(refs)], cfg.eval.judge)
+                 for i, (q, ref) in enumerate(zip(questions, refs))]
+    with services.meter.stage("judge"):
+        completions = services.llm.complete(requests, desc="calibrate")
+    verdicts = [parse_judge(c.text) if c.ok else None for c in completions]
+    n = len(questions)
+    same, other = verdicts[:n], verdicts[n:]
+    return {"n": n, "says_1_to_reference": sum(v == 1 for v in same) / n,
+            "says_0_to_other_reference": sum(v == 0 for v in other) / n,
+            "unparsed": sum(c.ok and v is None for c, v in zip(completions, verdicts)),
+            "failed": sum(not c.ok for c in completions)}
+
+
+def summarize_run(samples: list[dict], cfg: DictConfig) -> dict[str, Any]:
+    metrics = list(cfg.eval.metrics) + ["mc_accuracy", "context_tokens"]
+    boot = cfg.eval.bootstrap
+    args = (int(boot.resamples), float(boot.confidence), int(cfg.seed))
+    return {"counts": aggregate.failure_counts(samples),
+            "metrics": aggregate.summarize_all(samples, metrics, *args),
+            "breakdowns": aggregate.breakdowns(samples, metrics, list(cfg.eval.position_buckets), *args)}
+
+
+def config_snapshot(resolved: dict[str, Any]) -> dict[str, Any]:
+    """The resolved config as the run folder records it (secrets redacted)."""
+    return redact(resolved)
+
+
+def run(cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None) -> dict[str, Any]:
+    """Run one evaluation and write config.yaml, samples.jsonl, metrics.json, memory_stats.json.
+
+    ``overrides`` (the command line's) are recorded so reports can tell runs of a sweep apart."""
+    started = time.time()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    resolved = config_snapshot(OmegaConf.to_container(cfg, resolve=True))
+    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(resolved)))
+    dataset = load_dataset(cfg)
+    services = build_services(cfg)
+    try:
+        pending, memory_stats = [], {}
+        for episode in dataset.episodes:
+            episode_pending, memory_stats[episode.id] = run_episode(episode, cfg, services, out_dir)
+            pending.extend(episode_pending)
+        answer_all(pending, cfg, services)
+        calibration = None
+        if cfg.eval.judge.enabled:
+            judge_all(pending, cfg, services)
+            calibration = judge_calibration(pending, cfg, services)
+    finally:
+        services.close()
+    samples = [record for _, _, record in pending]
+    return write_outputs(out_dir, cfg, dataset, samples, memory_stats, services, time.time() - started,
+                         judge_calibration=calibration, overrides=overrides or [])
+
+
+def write_outputs(out_dir: Path, cfg: DictConfig, dataset: Dataset, samples: list[dict], memory_stats: dict,
+                  services: Services, wall_s: float, judge_calibration: dict | None = None,
+                  overrides: list[str] | None = None) -> dict[str, Any]:
+    with open(out_dir / "samples.jsonl", "w", encoding="utf-8") as f:
+        for s in samples:
+            f.write(json.dumps(s, ensure_ascii=False) + "\n")
+    (out_dir / "memory_stats.json").write_text(json.dumps(memory_stats, indent=1, default=float))
+    calls = services.meter.to_json()
+    backend_s = calls["total"]["backend_s"]
+    metrics = {
+        "memory": cfg.memory.name, "dataset": cfg.dataset.name, "seed": int(cfg.seed),
+        "overrides": redact(list(overrides or [])),
+        "llm": services.llm.model_id, "embedder": services.embedder.model_id,
+        **summarize_run(samples, cfg),
+        "judge_calibration": judge_calibration,
+        "data": {"name": dataset.name, "revision": dataset.revision, "files": dataset.files,
+                 "checksum": dataset.checksum(), "episodes": len(dataset.episodes),
+                 "questions": dataset.num_questions, "metadata": dataset.metadata, **({"subset": {k: dataset.metadata[k] for k in
+                                                                    ("limit", "subset_seed") if k in dataset.metadata}})},
+        "time": {"total_s": wall_s, **{f"{s}_s": calls[s]["wall_s"] for s in ("build", "retrieve", "answer", "judge")},
+                 "backend_s": backend_s, "harness_s": max(0.0, wall_s - backend_s)},
+        "calls": calls,
+        "env": environment(),
+    }
+    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=1, default=str))
+    return metrics

@@ -1,0 +1,1 @@
+"""Memory systems and the services they share (backends, tokenizer, data model)."""

@@ -1,0 +1,167 @@
+"""The one chat-completion interface used everywhere in the harness.
+
+``LLM`` wraps a backend (local llama.cpp, OpenAI-compatible HTTP, vLLM) with the
+persistent call cache, a bounded number of requests in flight, retries with
+exponential backoff and jitter, and per-stage accounting. A call that still
+fails after its retry budget comes back as a ``Completion`` with ``error`` set;
+callers record it as a failure for their sample and go on.
+"""
+from __future__ import annotations
+
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+from tqdm.auto import tqdm
+
+from .cache import CallCache
+from .meter import Meter, current_stage
+from .types import BackendError, ChatRequest, Completion, Logprob, LogprobRequest
+
+
+class ChatBackend(Protocol):
+    """What a backend implements: one request in, one completion out, or raise."""
+
+    model_id: str
+    max_concurrency: int | None  # a hard cap of the backend itself (None = no cap)
+
+    def chat(self, request: ChatRequest) -> Completion: ...
+
+
+@dataclass
+class RetryPolicy:
+    max_retries: int = 5
+    base_delay_s: float = 0.5
+    max_delay_s: float = 30.0
+    timeout_s: float = 120.0
+
+    def delay(self, attempt: int, rng: random.Random, retry_after: float | None) -> float:
+        """Exponential backoff with full jitter; a server's Retry-After is a floor."""
+        backoff = min(self.max_delay_s, self.base_delay_s * (2 ** attempt))
+        wait = rng.uniform(0, backoff)
+        if retry_after is not None:
+            wait = max(wait, min(retry_after, self.max_delay_s))
+        return wait
+
+
+class LLM:
+    """Cached, concurrent, retrying, metered access to a chat backend."""
+
+    def __init__(self, backend: ChatBackend, meter: Meter | None = None, cache: CallCache | None = None,
+                 max_in_flight: int = 8, retry: RetryPolicy | None = None, progress: bool = True,
+                 progress_min_batch: int = 8) -> None:
+        self.backend = backend
+        self.meter = meter or Meter()
+        self.cache = cache
+        cap = backend.max_concurrency
+        self.max_in_flight = max(1, min(max_in_flight, cap) if cap else max_in_flight)
+        self.retry = retry or RetryPolicy()
+        self.progress = progress
+        self.progress_min_batch = progress_min_batch
+        self._rng = random.Random(0)
+        self._rng_lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=self.max_in_flight, thread_name_prefix="llm")
+
+    @property
+    def model_id(self) -> str:
+        return self.backend.model_id
+
+    def complete(self, requests: Sequence[ChatRequest], desc: str | None = None) -> list[Completion]:
+        """Answer a batch of requests, at most ``max_in_flight`` at a time, in order."""
+        stage = current_stage()
+        if len(requests) == 1:
+            return [self._one(requests[0], stage)]
+        bar = None
+        if self.progress and len(requests) >= self.progress_min_batch:
+            bar = tqdm(total=len(requests), desc=desc or stage, leave=False, disable=None)  # None: off when not a TTY
+        futures = [self._pool.submit(self._one, r, stage) for r in requests]
+        results = []
+        for fut in futures:
+            results.append(fut.result())
+            if bar is not None:
+                bar.update(1)
+                t = self.meter.stages[stage]
+                bar.set_postfix(calls=t.calls, hits=t.cache_hits, failed=t.failures, refresh=False)
+        if bar is not None:
+            bar.close()
+        return results
+
+    def complete_one(self, request: ChatRequest) -> Completion:
+        return self._one(request, current_stage())
+
+    def _one(self, request: ChatRequest, stage: str) -> Completion:
+        key = request.cache_key(self.model_id) if self.cache is not None and request.cacheable else None
+        if key is not None:
+            hit = self.cache.get_chat(key)
+            if hit is not None:
+                self.meter.add(stage, cache_hits=1)
+                return Completion(text=hit["text"], prompt_tokens=hit.get("prompt_tokens", 0),
+                                  completion_tokens=hit.get("completion_tokens", 0), cached=True,
+                                  extra=hit.get("extra", {}))
+        completion = self._call_with_retries(request, stage)
+        if completion.ok and key is not None:
+            self.cache.put_chat(key, self.model_id, {"text": completion.text,
+                                                     "prompt_tokens": completion.prompt_tokens,
+                                                     "completion_tokens": completion.completion_tokens,
+                                                     "extra": completion.extra})
+        return completion
+
+    def _call_with_retries(self, request: ChatRequest, stage: str) -> Completion:
+        attempt = 0
+        while True:
+            start = time.perf_counter()
+            try:
+                completion = self.backend.chat(request)
+                elapsed = time.perf_counter() - start
+                completion.attempts = attempt + 1
+                completion.latency_s = elapsed
+                self.meter.add(stage, calls=1, backend_s=elapsed, prompt_tokens=completion.prompt_tokens,
+                               completion_tokens=completion.completion_tokens)
+                self.meter.add_llm_cost(self.model_id, completion.prompt_tokens, completion.completion_tokens, stage)
+                return completion
+            except BackendError as err:
+                self.meter.add(stage, backend_s=time.perf_counter() - start)
+                if not err.retryable or attempt >= self.retry.max_retries:
+                    self.meter.add(stage, failures=1)
+                    return Completion(text="", error=f"{type(err).__name__}: {err}", attempts=attempt + 1)
+                with self._rng_lock:
+                    wait = self.retry.delay(attempt, self._rng, err.retry_after)
+                self.meter.add(stage, retries=1)
+                time.sleep(wait)
+                attempt += 1
+
+    @property
+    def supports_logprobs(self) -> bool:
+        """True when the backend can score prompt tokens (``backend.logprob``)."""
+        return callable(getattr(self.backend, "logprob", None))
+
+    def logprobs(self, requests: Sequence[LogprobRequest]) -> list[Logprob]:
+        """Score each request's text after its prefix, through the cache; failures come back with ``error``."""
+        if not self.supports_logprobs:
+            raise BackendError(f"backend {self.model_id} does not expose prompt log-probabilities")
+        stage = current_stage()
+        return list(self._pool.map(lambda r: self._logprob_one(r, stage), requests))
+
+    def _logprob_one(self, request: LogprobRequest, stage: str) -> Logprob:
+        key = request.cache_key(self.model_id) if self.cache is not None else None
+        if key is not None:
+            hit = self.cache.get_chat(key)
+            if hit is not None:
+                self.meter.add(stage, cache_hits=1)
+                return Logprob(logprob=hit["logprob"], tokens=hit["tokens"], cached=True)
+        start = time.perf_counter()
+        try:
+            total, tokens = self.backend.logprob(request)
+        except BackendError as err:
+            self.meter.add(stage, failures=1, backend_s=time.perf_counter() - start)
+            return Logprob(error=f"{type(err).__name__}: {err}")
+        self.meter.add(stage, calls=1, backend_s=time.perf_counter() - start, prompt_tokens=tokens)
+        if key is not None:
+            self.cache.put_chat(key, self.model_id, {"logprob": total, "tokens": tokens})
+        return Logprob(logprob=total, tokens=tokens)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

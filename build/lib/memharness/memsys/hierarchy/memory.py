@@ -1,0 +1,137 @@
+"""The base class of every hierarchical memory: store, traversal, diagnostics, persistence, view.
+
+A subclass contributes only its own extraction α, grouping π, representative ρ and insertion
+rules (``add`` for online systems, ``build`` for offline ones) and writes nodes into
+``self.store``. Retrieval runs the traversal named in config over the store; ``stats()`` runs the
+shared diagnostics; ``save()`` / ``load()`` persist the store with the system's hyperparameters and
+state; the HTML view shows any hierarchy with the nodes each question retrieved.
+
+Every constructor parameter of a subclass must be stored as an attribute of the same name:
+``hyperparameters()`` reads them back to save the memory, ``load`` passes them to the constructor.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..base import MemorySystem, fill_budget
+from ..types import RetrievedItem
+from . import traverse
+from .diagnostics import hierarchy_stats
+from .store import HierarchyStore
+
+DIAGNOSTICS = {"revenue_exact_max_leaves": 1500, "revenue_samples": 20000, "coherence_exact_max_members": 2000,
+               "coherence_samples": 20000, "ss_theta_groups": 0, "ss_theta_max_tokens": 256}
+_SERVICES = ("self", "llm", "embedder", "tokenizer")
+
+
+class HierarchicalMemory(MemorySystem):
+    """A memory organised as levels of representatives over atoms (theory paper, Sec. 2)."""
+
+    with_root = False  # MemTree: a content-less root above the top nodes
+    traversals = traverse.TRAVERSALS
+
+    def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None, *,
+                 traversal: str = "collapsed", top_k: int = 10, retrieve_threshold: float = -1.0,
+                 stop_at_first_overflow: bool = False, top_down_returns: str = "all",
+                 diagnostics: dict[str, Any] | None = None, seed: int = 0, html_max_nodes: int = 5000) -> None:
+        super().__init__(llm=llm, embedder=embedder, tokenizer=tokenizer)
+        if traversal not in self.traversals:
+            raise ValueError(f"memory.traversal must be one of {' | '.join(self.traversals)}, got {traversal!r}")
+        if top_down_returns not in ("all", "atoms"):
+            raise ValueError(f"memory.top_down_returns must be 'all' or 'atoms', got {top_down_returns!r}")
+        unknown = set(diagnostics or {}) - set(DIAGNOSTICS)
+        if unknown:
+            raise ValueError(f"unknown memory.diagnostics keys {sorted(unknown)}; known: {sorted(DIAGNOSTICS)}")
+        self.traversal, self.top_k, self.retrieve_threshold = traversal, int(top_k), float(retrieve_threshold)
+        self.stop_at_first_overflow, self.top_down_returns = bool(stop_at_first_overflow), top_down_returns
+        self.diagnostics = {**DIAGNOSTICS, **(diagnostics or {})}
+        self.seed, self.html_max_nodes = seed, int(html_max_nodes)
+        self.store = HierarchyStore(with_root=self.with_root)
+        self.retrievals: list[dict[str, Any]] = []  # per question: the nodes it retrieved (for the view)
+
+    # ------------------------------------------------------------------ retrieval
+    def traverse(self, question: str, vector: np.ndarray) -> traverse.Ranked:
+        """Rank nodes for a query with the configured traversal (systems may add their own)."""
+        if self.traversal == "collapsed":
+            return traverse.collapsed(self.store, vector, self.top_k, self.retrieve_threshold)
+        if self.traversal == "collapsed_expand":
+            return traverse.collapsed_expand(self.store, vector, self.top_k, self.retrieve_threshold)
+        if self.traversal == "top_down":
+            return traverse.top_down(self.store, vector, self.top_k, self.retrieve_threshold, self.top_down_returns)
+        raise ValueError(f"{type(self).__name__} has no traversal {self.traversal!r}")
+
+    def search(self, question: str, budget_tokens: int) -> list[RetrievedItem]:
+        """Traverse, attach provenance, fill the budget; remember what was retrieved for the view."""
+        if self.store.is_empty():
+            return []
+        ranked = self.traverse(question, self.embedder.embed([question])[0])
+        items = [self.store.item(v, s, self.tokenizer) for v, s in ranked]
+        kept = fill_budget(items, budget_tokens, self.tokenizer, self.stop_at_first_overflow)
+        index = {self.store.ids[v]: v for v, _ in ranked}
+        self.retrievals.append({"question": question, "nodes": [index[i.node_id] for i in kept],
+                                "scores": [round(i.score, 4) for i in kept]})
+        return kept
+
+    # ------------------------------------------------------------------ diagnostics
+    def stats(self) -> dict[str, Any]:
+        """Shared hierarchy diagnostics plus the traversal settings; subclasses add their own counters."""
+        return {**super().stats(),
+                **hierarchy_stats(self.store, self.tokenizer, self.llm, seed=self.seed, **self.diagnostics),
+                "traversal": {"name": self.traversal, "top_k": self.top_k, "threshold": self.retrieve_threshold,
+                              "stop_at_first_overflow": self.stop_at_first_overflow}}
+
+    # ------------------------------------------------------------------ persistence
+    def hyperparameters(self) -> dict[str, Any]:
+        """The constructor's parameters, read back from the attributes of the same name."""
+        names = [p.name for cls in type(self).__mro__ if issubclass(cls, HierarchicalMemory)
+                 for p in inspect.signature(cls.__init__).parameters.values()
+                 if p.name not in _SERVICES and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+        return {n: getattr(self, n) for n in dict.fromkeys(names) if hasattr(self, n)}
+
+    def state(self) -> dict[str, Any]:
+        """System-specific state to save beside the store (counters, per-insertion records)."""
+        return {}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Restore what ``state()`` saved."""
+
+    def save(self, out_dir: str | Path) -> None:
+        """Write hierarchy.json, embeddings.npy and view.html into ``out_dir``."""
+        from .view import render_html
+
+        system = f"{type(self).__module__}.{type(self).__qualname__}"
+        self.store.save(out_dir, extra={"system": system, "hyperparameters": self.hyperparameters(),
+                                        "state": self.state(), "retrievals": self.retrievals})
+        html = render_html(self.store, title=f"{self.name}: {len(self.store.content_nodes())} nodes",
+                           retrievals=self.retrievals, max_nodes=self.html_max_nodes)
+        (Path(out_dir) / "view.html").write_text(html, encoding="utf-8")
+
+    @classmethod
+    def load(cls, in_dir: str | Path, llm: Any = None, embedder: Any = None, tokenizer: Any = None,
+             **overrides: Any) -> "HierarchicalMemory":
+        """Rebuild a saved memory without any LLM call; missing embeddings are recomputed with ``embedder``."""
+        store, doc = HierarchyStore.load(in_dir)
+        params = {**doc.get("hyperparameters", {}), **overrides}
+        memory = cls(llm=llm, embedder=embedder, tokenizer=tokenizer, **params)
+        if store.dim == 0 and not store.is_empty():
+            nodes = store.content_nodes()
+            vectors = embedder.embed([store.texts[v] for v in nodes])
+            for v, vec in zip(nodes, vectors):
+                store.set_text(v, store.texts[v], vec)
+        memory.store = store
+        memory._pending = False
+        memory.load_state(doc.get("state", {}))
+        return memory
+
+
+def load_memory(in_dir: str | Path, **services: Any) -> HierarchicalMemory:
+    """Load any saved hierarchical memory by the system class recorded in its hierarchy.json."""
+    _, doc = HierarchyStore.load(in_dir)
+    module, _, name = doc["system"].rpartition(".")
+    cls = getattr(importlib.import_module(module), name)
+    return cls.load(in_dir, **services)

@@ -1,0 +1,123 @@
+"""Traversals τ over any hierarchy (theory paper, App. D), as named, reusable functions.
+
+Each returns ranked ``(node, score)`` pairs; the memory turns them into items with
+provenance and fills the token budget (``memsys.base.fill_budget``, optionally stopping at the
+first item that overflows, as RAPTOR's code does).
+
+- ``collapsed``: every node of every level in one pool, top-k by cosine (Alg. 2, RAPTOR's
+  collapsed tree, MemTree's collapsed retrieval).
+- ``collapsed_expand``: the same top-k, each retrieved non-leaf replaced by the atoms beneath it
+  (Alg. 2 as the theory paper writes it: "expand any non-leaf in S to its atoms").
+- ``top_down``: beam refinement from the top (Alg. 1): top-k of the entry nodes, then top-k of the
+  children of the picked nodes, level by level. ``returns="all"`` gives every picked node
+  (RAPTOR's and MemTree's traversal); ``returns="atoms"`` only the picked leaves (Alg. 1's S_0).
+- ``llm_guided``: the loop of reasoning-based navigation (Alg. 3) with the selection and growth
+  steps supplied by the system; CAM's Prune-and-Grow plugs in here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .store import HierarchyStore
+
+Ranked = list[tuple[int, float]]
+TRAVERSALS = ("collapsed", "collapsed_expand", "top_down")
+
+
+def _rank(nodes: Sequence[int], sims: np.ndarray, k: int, threshold: float) -> Ranked:
+    """Top-k of ``nodes`` by similarity (ties by node index), dropping those below ``threshold``."""
+    if k <= 0 or not len(nodes):
+        return []
+    nodes_arr = np.asarray(nodes)
+    cand = np.argpartition(-sims, k - 1)[:k] if k < len(nodes_arr) else np.arange(len(nodes_arr))
+    cand = cand[sims[cand] >= threshold]
+    order = cand[np.lexsort((nodes_arr[cand], -sims[cand]))]
+    return [(int(nodes_arr[i]), float(sims[i])) for i in order]
+
+
+def collapsed(store: HierarchyStore, vector: np.ndarray, k: int, threshold: float = -1.0) -> Ranked:
+    """Top-k nodes by cosine over all levels (the content-less root excluded)."""
+    if not len(store) or store.dim == 0:
+        return []
+    sims = store.similarities(vector)
+    if store.root is not None:  # the content-less root can never rank nor pass a threshold
+        sims[store.root] = -np.inf
+        k = min(k, len(store) - 1)
+    return _rank(np.arange(len(store)), sims, k, threshold)
+
+
+def collapsed_expand(store: HierarchyStore, vector: np.ndarray, k: int, threshold: float = -1.0) -> Ranked:
+    """Collapsed top-k, each non-leaf replaced by its atoms (ordered by their own cosine); duplicates dropped."""
+    out: Ranked = []
+    seen: set[int] = set()
+    for node, score in collapsed(store, vector, k, threshold):
+        if not store.children[node]:
+            atoms = [(node, score)]
+        else:
+            under = store.atoms_under(node)
+            sims = store.similarities(vector, under)
+            atoms = sorted(zip(under, map(float, sims)), key=lambda a: (-a[1], a[0]))
+        for atom, s in atoms:
+            if atom not in seen:
+                seen.add(atom)
+                out.append((atom, s))
+    return out
+
+
+def top_down(store: HierarchyStore, vector: np.ndarray, k: int, threshold: float = -1.0,
+             returns: str = "all") -> Ranked:
+    """Beam refinement: top-k entry nodes, then top-k among the children of the picked nodes, down to the leaves."""
+    if returns not in ("all", "atoms"):
+        raise ValueError(f"top_down returns must be 'all' or 'atoms', got {returns!r}")
+    picked: Ranked = []
+    frontier = store.entry_nodes()
+    seen: set[int] = set()
+    while frontier and k > 0:
+        level = _rank(frontier, store.similarities(vector, frontier), k, threshold)
+        picked.extend(level)
+        seen.update(v for v, _ in level)
+        frontier = list(dict.fromkeys(c for v, _ in level for c in store.children[v] if c not in seen))
+    if returns == "atoms":
+        return [(v, s) for v, s in picked if not store.children[v]]
+    return picked
+
+
+@dataclass
+class GuidedResult:
+    """What an LLM-guided exploration selected, and a record of each turn."""
+
+    selected: list[int]
+    turns: list[dict] = field(default_factory=list)
+
+
+def llm_guided(initial: Sequence[int], select: Callable[[list[int]], list[int] | None],
+               grow: Callable[[list[int]], list[int]], max_turns: int) -> GuidedResult:
+    """Reasoning-based navigation (Alg. 3) as a loop with pluggable steps.
+
+    ``select(candidates)`` asks the LLM which candidates help (None = the reply could not be used
+    after the system's own retries; the turn is recorded and the loop ends); ``grow(selected)``
+    gives the next candidates (children for Alg. 3; CAM adds same-level neighbours). The loop stops
+    when the candidate set stops changing, when nothing is selected, or after ``max_turns`` turns.
+    """
+    candidates, selected, turns = list(initial), [], []
+    previous: set[int] | None = None
+    for turn in range(max_turns):
+        if previous is not None and set(candidates) == previous:
+            break
+        chosen = select(candidates)
+        turns.append({"turn": turn, "candidates": list(candidates), "selected": chosen})
+        if not chosen:
+            break
+        selected.extend(v for v in chosen if v not in selected)
+        previous, candidates = set(candidates), grow(chosen)
+    return GuidedResult(selected=selected, turns=turns)
+
+
+def children_of(store: HierarchyStore) -> Callable[[list[int]], list[int]]:
+    """Alg. 3's growth step: the selected nodes' children (leaves stay as they are)."""
+    def grow(selected: list[int]) -> list[int]:
+        return list(dict.fromkeys(c for v in selected for c in (store.children[v] or [v])))
+    return grow

@@ -1,0 +1,131 @@
+"""MemoryStream: a flat table of embedded memories (Park et al., Generative Agents).
+
+Default retrieval is plain cosine top-k, as MemTree's MemoryStream baseline.
+With ``scoring: generative_agents`` each memory is scored by a weighted sum of
+min-max normalised recency, importance and relevance:
+
+- recency: ``recency_decay ** age``. The paper decays per game hour since last
+  access and favours recently accessed memories; the public code decays per
+  rank position and, because it sorts ascending by last access, favours the
+  *least* recently accessed. We follow the paper's direction and measure age
+  in insert positions (``recency_unit: position``) since last access, the
+  nearest analogue of game time in a text stream.
+- importance: an LLM rating from 1 (mundane) to 10 (very significant), asked
+  once per memory at insert time with ``importance_prompt``. A reply that is
+  not a number in 1..10 is counted in ``stats()["importance_unparsed"]`` and
+  the memory gets the neutral ``importance_default``.
+- relevance: cosine similarity with the query.
+
+When all candidates share one value of a component, min-max normalisation sets
+it to 0.5 for all (as in the public code).
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Sequence
+
+import numpy as np
+
+from memharness.memsys.backends.types import ChatRequest
+
+from .base import MemorySystem, fill_budget
+from .types import RetrievedItem, Unit
+
+
+def min_max(values: np.ndarray) -> np.ndarray:
+    """Scale to [0, 1]; a constant vector becomes all 0.5."""
+    lo, hi = float(values.min()), float(values.max())
+    if hi - lo < 1e-12:
+        return np.full_like(values, 0.5, dtype=np.float64)
+    return (values - lo) / (hi - lo)
+
+
+def parse_importance(reply: str) -> int | None:
+    """The first integer in the reply if it lies in 1..10, else None."""
+    match = re.search(r"\d+", reply)
+    if not match:
+        return None
+    value = int(match.group())
+    return value if 1 <= value <= 10 else None
+
+
+class MemoryStream(MemorySystem):
+    """Flat embedding table with cosine top-k, or Generative Agents scoring."""
+
+    name = "memorystream"
+
+    def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None, top_k: int = 3,
+                 scoring: str = "cosine", recency_decay: float = 0.995, recency_weight: float = 1.0,
+                 importance_weight: float = 1.0, relevance_weight: float = 1.0, importance_default: int = 5,
+                 importance_prompt: str = "", importance_max_tokens: int = 4, update_access: bool = True) -> None:
+        super().__init__(llm, embedder, tokenizer)
+        if scoring not in ("cosine", "generative_agents"):
+            raise ValueError(f"memory.scoring must be 'cosine' or 'generative_agents', got {scoring!r}")
+        if scoring == "generative_agents" and "{memory}" not in importance_prompt:
+            raise ValueError("memory.importance_prompt must contain the placeholder {memory}")
+        self.top_k = top_k
+        self.scoring = scoring
+        self.recency_decay = recency_decay
+        self.weights = (recency_weight, importance_weight, relevance_weight)
+        self.importance_default = importance_default
+        self.importance_prompt = importance_prompt
+        self.importance_max_tokens = importance_max_tokens
+        self.update_access = update_access
+        self._vectors: list[np.ndarray] = []
+        self._importance: list[float] = []
+        self._last_access: list[int] = []
+        self.importance_unparsed = 0
+        self.importance_failed = 0
+
+    def add(self, units: Sequence[Unit]) -> None:
+        self._vectors.extend(self.embedder.embed([u.text for u in units]))
+        self._last_access.extend(u.position for u in units)
+        if self.scoring == "generative_agents":
+            self._importance.extend(self._rate_importance(units))
+
+    def _rate_importance(self, units: Sequence[Unit]) -> list[float]:
+        requests = [ChatRequest.user(self.importance_prompt.format(memory=u.text),
+                                     max_tokens=self.importance_max_tokens) for u in units]
+        ratings = []
+        for completion in self.llm.complete(requests, desc="importance"):
+            value = parse_importance(completion.text) if completion.ok else None
+            if not completion.ok:
+                self.importance_failed += 1
+            elif value is None:
+                self.importance_unparsed += 1
+            ratings.append(float(value if value is not None else self.importance_default))
+        return ratings
+
+    def scores(self, query_vector: np.ndarray) -> np.ndarray:
+        """Score every memory for a query (cosine, or the weighted Generative Agents sum)."""
+        relevance = np.stack(self._vectors) @ query_vector
+        if self.scoring == "cosine":
+            return relevance
+        now = len(self.units)
+        age = now - np.asarray(self._last_access, dtype=np.float64)
+        recency = self.recency_decay ** age
+        w_rec, w_imp, w_rel = self.weights
+        return (w_rec * min_max(recency) + w_imp * min_max(np.asarray(self._importance))
+                + w_rel * min_max(relevance))
+
+    def search(self, question: str, budget_tokens: int) -> list[RetrievedItem]:
+        if not self._vectors:
+            return []
+        scores = self.scores(self.embedder.embed_one(question))
+        order = np.argsort(-scores, kind="stable")[: self.top_k]
+        items = [RetrievedItem(text=self.units[i].text, score=float(scores[i]), node_id=self.units[i].id,
+                               level=0, source_unit_ids=(self.units[i].id,)) for i in order]
+        kept = fill_budget(items, budget_tokens, self.tokenizer)
+        if self.update_access and self.scoring == "generative_agents":
+            kept_ids = {k.node_id for k in kept}
+            for i in order:
+                if self.units[i].id in kept_ids:
+                    self._last_access[i] = len(self.units)
+        return kept
+
+    def stats(self) -> dict[str, Any]:
+        out = {**super().stats(), "memories": len(self._vectors), "scoring": self.scoring}
+        if self.scoring == "generative_agents":
+            out.update(importance_unparsed=self.importance_unparsed, importance_failed=self.importance_failed,
+                       importance_mean=float(np.mean(self._importance)) if self._importance else None)
+        return out

@@ -1,0 +1,129 @@
+"""The data model shared by every dataset, memory system and metric.
+
+An *episode* is one memory scope (an MSC session, a QuALITY article, the whole
+MultiHop-RAG corpus). It holds an ordered stream of units to insert and the
+questions asked about them; each question carries the stream position at which
+it is asked (offline datasets ask everything after the last insert, online ones
+such as MSC-E interleave questions with inserts).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterator, Literal, Sequence
+
+
+def content_id(*parts: Any, prefix: str = "", length: int = 16) -> str:
+    """A stable id derived from content (sha256 of the JSON of ``parts``)."""
+    blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
+    digest = hashlib.sha256(blob.encode("utf-8")).hexdigest()[:length]
+    return f"{prefix}{digest}"
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One piece of content to insert into memory (a dialogue round, a chunk)."""
+
+    id: str
+    text: str
+    source_id: str  # the document / session the unit comes from
+    position: int  # 0-based index in the episode's insert stream
+    timestamp: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A pointer to the source that supports an answer."""
+
+    source_id: str
+    text: str = ""  # the supporting fact, when the dataset gives one
+    position: int | None = None  # insert-stream position of the evidence
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question asked after the first ``position`` units were inserted."""
+
+    id: str
+    text: str
+    answers: tuple[str, ...]
+    position: int
+    options: tuple[str, ...] | None = None
+    gold_option: int | None = None  # 0-based index into options
+    categories: dict[str, str] = field(default_factory=dict)
+    evidence: tuple[Evidence, ...] = ()
+
+    @property
+    def evidence_position(self) -> int | None:
+        """Earliest stream position of the evidence, if the dataset gives one."""
+        positions = [e.position for e in self.evidence if e.position is not None]
+        return min(positions) if positions else None
+
+
+@dataclass
+class Episode:
+    """One memory scope: units in insertion order plus the questions about them."""
+
+    id: str
+    units: list[Unit]
+    questions: list[Question]
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for i, unit in enumerate(self.units):
+            if unit.position != i:
+                raise ValueError(f"episode {self.id}: unit {unit.id} has position {unit.position}, expected {i}")
+        for q in self.questions:
+            if not 0 <= q.position <= len(self.units):
+                raise ValueError(f"episode {self.id}: question {q.id} asked at {q.position}, "
+                                 f"outside 0..{len(self.units)}")
+
+    def events(self) -> Iterator[tuple[Literal["insert"], list[Unit]] | tuple[Literal["ask"], Question]]:
+        """Yield ("insert", batch) and ("ask", question) in stream order.
+
+        Units between two question positions form one batch; questions asked at
+        the same position keep their dataset order.
+        """
+        asks = sorted(enumerate(self.questions), key=lambda iq: (iq[1].position, iq[0]))
+        cursor = 0
+        for _, q in asks:
+            if q.position > cursor:
+                yield "insert", self.units[cursor:q.position]
+                cursor = q.position
+            yield "ask", q
+        if cursor < len(self.units):
+            yield "insert", self.units[cursor:]
+
+    @property
+    def is_online(self) -> bool:
+        """True when some question is asked before the last unit is inserted."""
+        return any(q.position < len(self.units) for q in self.questions)
+
+
+@dataclass(frozen=True)
+class RetrievedItem:
+    """What a memory system returns for a query, with provenance."""
+
+    text: str
+    score: float
+    node_id: str
+    level: int = 0  # 0 = leaf / raw unit; higher = more abstract
+    source_unit_ids: tuple[str, ...] = ()
+    tokens: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["source_unit_ids"] = list(self.source_unit_ids)
+        return d
+
+
+def units_from_texts(texts: Sequence[str], source_id: str, start: int = 0,
+                     timestamp: str | None = None, **metadata: Any) -> list[Unit]:
+    """Make units with content-addressed ids from consecutive texts of one source."""
+    return [
+        Unit(id=content_id(source_id, start + i, t, prefix="u-"), text=t, source_id=source_id,
+             position=start + i, timestamp=timestamp, metadata=dict(metadata))
+        for i, t in enumerate(texts)
+    ]
