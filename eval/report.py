@@ -199,6 +199,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         written = build_report(args.runs, args.out, args.name, latest_only=not args.all)
     except ReportError as err:
         raise SystemExit(f"error: {err}") from None
+    from .browse import write_browser
+
+    written["browser"] = write_browser(args.runs, args.out / f"{args.name}_browser.html")
     for fmt, path in written.items():
         print(f"{fmt}: {path}")
 
