@@ -195,6 +195,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--name", default="comparison")
     parser.add_argument("--all", action="store_true", help="keep every run, not only the latest per memory x dataset")
     args = parser.parse_args(argv)
+    args.runs = [p for p in args.runs if Path(p).exists()] or args.runs  # the defaults may not all exist yet
     try:
         written = build_report(args.runs, args.out, args.name, latest_only=not args.all)
     except ReportError as err:
