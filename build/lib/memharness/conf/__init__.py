@@ -1,1 +1,0 @@
-"""Hydra configs, shipped inside the package as ``memharness.conf``."""

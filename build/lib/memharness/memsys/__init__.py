@@ -1,1 +1,0 @@
-"""Memory systems and the services they share (backends, tokenizer, data model)."""
