@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from memharness.data_prep.base import Dataset, DatasetError, check_integrity, subset
 from memharness.memsys.backends.factory import Services, build_services
+from memharness.memsys.backends.progress import Progress
 from memharness.memsys.backends.types import ConfigError
 from memharness.memsys.base import MemorySystem
 from memharness.memsys.types import Episode, Question, RetrievedItem
@@ -199,17 +200,23 @@ def run(cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None) -> d
     (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(resolved)))
     dataset = load_dataset(cfg)
     services = build_services(cfg)
+    progress = Progress(services.meter, len(dataset.episodes), float(cfg.get("progress_interval_s", 10)),
+                        bar=bool(cfg.get("progress", True))).start()
     try:
         pending, memory_stats = [], {}
         for episode in dataset.episodes:
             episode_pending, memory_stats[episode.id] = run_episode(episode, cfg, services, out_dir)
             pending.extend(episode_pending)
+            progress.episode_done()
+        progress.set_stage("answer")
         answer_all(pending, cfg, services)
         calibration = None
         if cfg.eval.judge.enabled:
+            progress.set_stage("judge")
             judge_all(pending, cfg, services)
             calibration = judge_calibration(pending, cfg, services)
     finally:
+        progress.close()
         services.close()
     samples = [record for _, _, record in pending]
     return write_outputs(out_dir, cfg, dataset, samples, memory_stats, services, time.time() - started,

@@ -91,3 +91,17 @@ class ScriptedChatWithLogprobs(ScriptedChat):
     def logprob(self, request) -> tuple[float, int]:
         words = len(request.text.split())
         return -(0.25 if request.prefix.startswith("Summary") else 1.0) * words, words
+
+
+class SlowScriptedChat(ScriptedChat):
+    """ScriptedChat that sleeps ``delay_s`` per call (for progress and timing tests)."""
+
+    def __init__(self, delay_s: float = 0.05, **kw) -> None:
+        super().__init__(**kw)
+        self.delay_s = delay_s
+
+    def chat(self, request):
+        import time
+
+        time.sleep(self.delay_s)
+        return super().chat(request)
