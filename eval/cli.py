@@ -30,6 +30,7 @@ register_resolvers()
 @hydra.main(version_base="1.3", config_path="pkg://memharness.conf", config_name="config")
 def main(cfg: DictConfig) -> float | None:
     from memharness.data_prep.base import DatasetError
+    from memharness.eval.loggers import log_run
     from memharness.eval.runner import run
     from memharness.memsys.backends.secrets import install_log_redaction
     from memharness.memsys.backends.types import ConfigError
@@ -47,6 +48,7 @@ def main(cfg: DictConfig) -> float | None:
         return None
     try:
         metrics = run(cfg, out_dir, overrides=list(HydraConfig.get().overrides.task))
+        log_run(OmegaConf.to_container(cfg, resolve=True), metrics, out_dir)
     except (ConfigError, DatasetError) as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
