@@ -22,7 +22,7 @@ from memharness.data_prep.msc_e import GeneratorSettings
 from memharness.memsys.backends.llm import RetryPolicy
 from memharness.memsys.backends.types import ConfigError
 from memharness.memsys.settings import SERVICES, Check, Instantiated, NonEmpty, Placeholders, Range
-from memharness.memsys.settings_check import check_mapping, schema_fields
+from memharness.memsys.settings_check import Leaf, check_mapping, leaves_of, schema_fields
 
 log = logging.getLogger("memharness")
 
@@ -189,6 +189,11 @@ def interpolations(cfg: DictConfig, prefix: str = "") -> dict[str, str]:
             if isinstance(child, DictConfig):
                 out.update(interpolations(child, full))
     return out
+
+
+def config_leaves(cfg: DictConfig | dict) -> list[Leaf]:
+    """Every declared scalar or list setting of the config, with its hint (fuzz tests, docs)."""
+    return list(leaves_of(resolve(cfg), run_schema()))
 
 
 def validate_config(cfg: DictConfig | dict) -> None:

@@ -28,6 +28,7 @@ default's type. The checker is ``memsys.settings_check``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import math
 import os
@@ -164,6 +165,7 @@ class Declarations:
     open: bool = False
 
 
+@functools.lru_cache(maxsize=None)
 def declared_settings(target: Any, services: tuple[str, ...] = ()) -> Declarations:
     """The settings a class (constructor along the MRO) or a function declares."""
     if inspect.isclass(target):
@@ -248,6 +250,7 @@ def _setting(p: inspect.Parameter, hint: Any, owner: Any) -> Setting:
     return Setting(p.name, plain, default, required, owner, inferred=True)
 
 
+@functools.lru_cache(maxsize=None)
 def _hints(func: Any) -> dict[str, Any]:
     """Resolved annotations (with Annotated extras); an unresolvable one is left out, not fatal."""
     try:

@@ -14,6 +14,7 @@ and for documentation).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import types
 import typing
@@ -52,6 +53,7 @@ def is_schema(hint: Any) -> bool:
     return typing.is_typeddict(hint) or (isinstance(hint, type) and dataclasses.is_dataclass(hint))
 
 
+@functools.lru_cache(maxsize=None)
 def schema_fields(hint: Any) -> dict[str, tuple[Any, bool]]:
     """name -> (hint, required) of a TypedDict or dataclass section."""
     if typing.is_typeddict(hint):
@@ -73,6 +75,9 @@ def schema_fields(hint: Any) -> dict[str, tuple[Any, bool]]:
 def describe(hint: Any, owner: Any = None) -> str:
     base, markers = unwrap(hint)
     origin, args = typing.get_origin(base), typing.get_args(base)
+    if any(isinstance(m, EnvVarName) for m in markers):
+        optional = origin in _UNION and type(None) in args
+        return ("null or " if optional else "") + "the name of an environment variable"
     if origin in _UNION:
         parts = [describe(a, owner) for a in args if a is not type(None)]
         return " or ".join((["null"] if type(None) in args else []) + parts)
@@ -85,8 +90,6 @@ def describe(hint: Any, owner: Any = None) -> str:
         return "one of " + " | ".join(map(str, choices.choices(owner)))
     if origin is Literal:
         return "one of " + " | ".join(show(a) if not isinstance(a, str) else a for a in args)
-    if any(isinstance(m, EnvVarName) for m in markers):
-        return "the name of an environment variable"
     if any(isinstance(m, Instantiated) for m in markers):
         return "a section with a _target_"
     if base is bool:
@@ -94,6 +97,10 @@ def describe(hint: Any, owner: Any = None) -> str:
     if base in (int, float):
         noun = "an integer" if base is int else "a number"
         return f"{noun} {rng.describe()}".strip() if rng else noun
+    path = next((m for m in markers if isinstance(m, PathExists)), None)
+    if base is str and path is not None:
+        return {"file": "the path of an existing file", "dir": "the path of an existing folder"}.get(
+            path.kind, "an existing path")
     if base is str:
         template = next((m for m in markers if isinstance(m, Placeholders)), None)
         if template is not None:
@@ -295,38 +302,42 @@ def check_target(section: Any, key: str, spec: Instantiated = Instantiated()) ->
 
 @dataclass(frozen=True)
 class Leaf:
-    key: str
+    key: str  # as the checker's messages name it
+    path: tuple[Any, ...]  # the keys to reach it in the plain config
     hint: Any
     value: Any
     owner: Any
 
 
-def leaves(value: Any, hint: Any, key: str = "", owner: Any = None) -> Iterator[Leaf]:
-    """Every scalar or list setting under ``key`` with its declared hint."""
+def leaves(value: Any, hint: Any, path: tuple[Any, ...] = (), owner: Any = None) -> Iterator[Leaf]:
+    """Every scalar or list setting under ``path`` with its declared hint."""
     base, markers = unwrap(hint)
     inst = next((m for m in markers if isinstance(m, Instantiated)), None)
     if inst is not None and isinstance(value, Mapping) and isinstance(value.get("_target_"), str):
         obj = locate(value["_target_"])
         fields = {name: (h, req) for name, h, req in inst.extra}
         fields.update({n: (s.hint, s.required) for n, s in declared_settings(obj, inst.services).settings.items()})
-        yield from _leaves_of(value, fields, key, obj)
+        yield from leaves_of(value, fields, path, obj)
         return
     if typing.get_origin(base) in _UNION and isinstance(value, Mapping):
-        nested = [m for m in typing.get_args(base) if is_schema(unwrap(m)[0])]
+        nested = [m for m in typing.get_args(base)
+                  if is_schema(unwrap(m)[0]) or typing.get_origin(unwrap(m)[0]) in (dict, Mapping)]
         if len(nested) == 1:
-            yield from leaves(value, nested[0], key, owner)
+            yield from leaves(value, nested[0], path, owner)
             return
     if is_schema(base) and isinstance(value, Mapping):
-        yield from _leaves_of(value, schema_fields(base), key, owner)
+        yield from leaves_of(value, schema_fields(base), path, owner)
     elif typing.get_origin(base) in (dict, Mapping) and isinstance(value, Mapping):
         args = typing.get_args(base)
         for k, v in value.items():
-            yield from leaves(v, args[1] if len(args) == 2 else Any, join(key, k), owner)
+            yield from leaves(v, args[1] if len(args) == 2 else Any, (*path, k), owner)
     else:
-        yield Leaf(key, hint, value, owner)
+        yield Leaf(".".join(map(str, path)), path, hint, value, owner)
 
 
-def _leaves_of(value: Mapping, fields: dict[str, tuple[Any, bool]], key: str, owner: Any) -> Iterator[Leaf]:
+def leaves_of(value: Mapping, fields: dict[str, tuple[Any, bool]], path: tuple[Any, ...] = (),
+              owner: Any = None) -> Iterator[Leaf]:
+    """The leaves of a section with named keys (only the keys present in ``value``)."""
     for name, (hint, _) in fields.items():
         if name in value:
-            yield from leaves(value[name], hint, join(key, name), owner)
+            yield from leaves(value[name], hint, (*path, name), owner)
