@@ -135,19 +135,22 @@ def read_json(path: Path) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
+        truncated = "\n" not in text[err.pos:].rstrip()  # the error is on the last line
         raise DatasetError(f"{path}:{err.lineno}:{err.colno}: not valid JSON ({err.msg}"
-                           f"{'; the file may be truncated' if err.pos >= len(text.rstrip()) else ''})") from None
+                           f"{'; the file may be truncated' if truncated else ''})") from None
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (1-based line number, object) for each non-blank line; errors name file and line."""
-    for lineno, line in enumerate(read_text(path).splitlines(), 1):
+    lines = read_text(path).splitlines()
+    for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as err:
-            raise DatasetError(f"{path}:{lineno}:{err.colno}: not valid JSON ({err.msg})") from None
+            last = "; the file may be truncated" if lineno == len(lines) else ""
+            raise DatasetError(f"{path}:{lineno}:{err.colno}: not valid JSON ({err.msg}{last})") from None
         if not isinstance(obj, dict):
             raise DatasetError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
         yield lineno, obj
@@ -157,8 +160,10 @@ def need(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: st
     """``obj[key]`` checked for presence and type; the error names ``where`` and the field."""
     if not isinstance(obj, dict):
         raise DatasetError(f"{where}: expected an object, got {type(obj).__name__}")
-    if key not in obj or obj[key] is None:
-        raise DatasetError(f"{where}: missing field {key!r} (found keys {sorted(obj)})")
+    if key not in obj:
+        raise DatasetError(f"{where}: missing field {key!r} (found keys {sorted(map(str, obj))[:20]})")
+    if obj[key] is None:
+        raise DatasetError(f"{where}: field {key!r} is null")
     value = obj[key]
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         names = kind.__name__ if isinstance(kind, type) else "|".join(k.__name__ for k in kind)

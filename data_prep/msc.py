@@ -118,7 +118,7 @@ def load(path: hub.LocalPath = None, data_dir: str | None = None, revision: str 
     rows = ((f"{file}:{n}", row) for n, row in hub.read_jsonl(file))
     episodes = episodes_from_rows(rows, unit)
     if not episodes:
-        raise DatasetError(f"{file}: no rows")
+        raise DatasetError(f"{file}: no rows (the file is empty)")
     ds = Dataset(name="msc", episodes=episodes, files=hub.file_hashes([file]), revision=rev,
                  metadata={"hub_id": HUB_ID, "unit": unit})
     return hub.finish(ds, integrity)

@@ -108,7 +108,7 @@ def load(path: Annotated[str, PathExists()] | None = None, data_dir: str | None 
                            "or pass a file in the same format with `dataset.loader.path=<file>`.")
     episodes = [record_episode(rec, f"{file}:{n}") for n, rec in hub.read_jsonl(file)]
     if not episodes:
-        raise DatasetError(f"{file}: no episodes")
+        raise DatasetError(f"{file}: no episodes (the file is empty)")
     ds = Dataset(name="msc_e", episodes=episodes, files=hub.file_hashes([file]), revision=FORMAT,
                  metadata={"online": True})
     return hub.finish(ds, integrity)
