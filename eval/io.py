@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from memharness.memsys import fileio
-from memharness.memsys.backends.secrets import redact, redact_text, secret_values
+from memharness.memsys.backends.secrets import redact_text, secret_values
 from memharness.memsys.backends.types import ConfigError
 
 MARKER = "INCOMPLETE.json"
@@ -43,13 +43,13 @@ def write_text(out_dir: Path, name: str, text: str) -> Path:
 
 
 def write_json(out_dir: Path, name: str, obj: Any, **dump_args: Any) -> Path:
-    secrets = secret_values()
-    return write_text(out_dir, name, json.dumps(redact(obj, secrets), **dump_args))
+    """Secret *values* are masked (field names are not: a package called tiktoken is no token)."""
+    return write_text(out_dir, name, json.dumps(obj, **dump_args))
 
 
 def write_jsonl(out_dir: Path, name: str, records: Iterable[dict[str, Any]]) -> Path:
     secrets = secret_values()
-    lines = (json.dumps(redact(r, secrets), ensure_ascii=False) for r in records)
+    lines = (redact_text(json.dumps(r, ensure_ascii=False), secrets) for r in records)
     try:
         return fileio.write_lines(out_dir / name, lines)
     except OSError as err:

@@ -181,3 +181,5 @@ def test_secrets_are_masked_in_run_files_and_hydra_files(make_cfg, tmp_path, mon
     for path in (tmp_path / "r").rglob("*"):
         if path.is_file():
             assert secret not in path.read_text(), path
+    packages = json.loads((tmp_path / "r" / "metrics.json").read_text())["env"]["packages"]
+    assert "***" not in packages.values()  # values are masked, names are not: tiktoken is no token
