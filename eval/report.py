@@ -94,7 +94,7 @@ def table_rows(runs: list[dict[str, Any]], metrics: Sequence[str]) -> tuple[list
     for r in sorted(runs, key=lambda r: (r["dataset"], r["memory"], setting(r))):
         c = r["counts"]
         row = [r["memory"], *([setting(r) or "-"] if with_setting else []), r["dataset"], c["questions"],
-               c["answer_failed"] + c["retrieve_failed"] + c.get("build_failed", 0),
+               c["answer_failed"] + c["retrieve_failed"] + c.get("build_failed", 0) + c.get("deadline_exceeded", 0),
                c["judge_unparsed"]]
         row += [r["metrics"].get(m) for m in present]
         cal = r.get("judge_calibration")
