@@ -69,7 +69,7 @@ def log_mlflow(settings: dict[str, Any], config: dict[str, Any], metrics: dict[s
     except ImportError as err:
         raise ConfigError("logger=mlflow needs mlflow: pip install -e '.[tracking]' (mlflow-skinny)") from err
     uri = str(settings["tracking_uri"])
-    if uri.startswith("file:"):
+    if uri.startswith("file:") or "://" not in uri:  # a local file store
         os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
     mlflow.set_tracking_uri(uri)
     mlflow.set_experiment(str(settings["experiment"]))

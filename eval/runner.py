@@ -6,7 +6,6 @@ on the sample (``samples.jsonl``) and counted (``metrics.json``).
 """
 from __future__ import annotations
 
-import json
 import logging
 import time
 from functools import partial
@@ -23,12 +22,14 @@ from memharness.memsys.backends.types import ConfigError
 from memharness.memsys.base import MemorySystem
 from memharness.memsys.types import Episode, Question, RetrievedItem
 
-from . import aggregate
+from . import aggregate, failures
+from . import io as run_io
 from .answer import answer_request, is_multiple_choice, judge_request, mc_correct, reference_text
 from .metrics import lexical_scores, parse_judge
 from memharness.memsys.backends.secrets import redact
 
 from .provenance import environment
+from .validate import validate_config
 
 log = logging.getLogger("memharness")
 
@@ -88,14 +89,18 @@ def run_episode(episode: Episode, cfg: DictConfig, services: Services, out_dir: 
                 try:
                     items = memory.retrieve(payload.text, budget)
                 except Exception as err:  # recorded and counted, never dropped
-                    log.exception("retrieval failed for %s", payload.id)
+                    failures.log_step_failure(log, f"retrieval failed for {payload.id}", err)
                     record.update(status="retrieve_failed", error=f"{type(err).__name__}: {err}")
+            record.update(failures.degradation_fields(memory))  # answered from a degraded memory: flagged
         record["retrieved"] = [i.to_json() for i in items]
         record["context_tokens"] = sum(i.tokens or services.tokenizer.count(i.text) for i in items)
         pending.append((payload, items, record))
     stats = {**memory.stats(), **({"build_error": build_error} if build_error else {})}
     if hasattr(memory, "save"):
-        memory.save(out_dir / "memory" / episode.id)
+        try:
+            memory.save(out_dir / "memory" / episode.id)
+        except OSError as err:
+            raise run_io.output_error(err, folder=out_dir) from None
     return pending, stats
 
 
@@ -105,7 +110,7 @@ def _guarded(step: Any, meter: Any, stage: str, episode_id: str) -> str | None:
         try:
             step()
         except Exception as err:
-            log.exception("building memory failed for episode %s", episode_id)
+            failures.log_step_failure(log, f"building memory failed for episode {episode_id}", err)
             return f"{type(err).__name__}: {err}"
     return None
 
@@ -134,12 +139,14 @@ def answer_all(pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: D
             prediction_text = q.options[choice] if choice is not None else ""
         else:
             prediction_text = record["prediction"]
+        failures.flag_empty_answer(record)
         record["metrics"].update(lexical_scores(prediction_text, list(q.answers) or [reference_text(q)]))
         record["metrics"]["context_tokens"] = record["context_tokens"]
 
 
 def judge_all(pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: DictConfig, services: Services) -> None:
     todo = [(q, r) for q, _, r in pending if r["status"] == "scored" and r.get("mode") == "generative"]
+    todo = failures.skip_empty_answers(todo)  # an empty answer is wrong; it is never judged
     requests = [judge_request(q, reference_text(q), r["prediction"], cfg.eval.judge) for q, r in todo]
     with services.meter.stage("judge"):
         completions = services.llm.complete(requests, desc="judge")
@@ -195,9 +202,10 @@ def run(cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None) -> d
 
     ``overrides`` (the command line's) are recorded so reports can tell runs of a sweep apart."""
     started = time.time()
-    out_dir.mkdir(parents=True, exist_ok=True)
+    validate_config(cfg)  # every setting, before any model or file is loaded
+    run_io.begin_run(out_dir)  # INCOMPLETE.json until every file is written
     resolved = config_snapshot(OmegaConf.to_container(cfg, resolve=True))
-    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(resolved)))
+    run_io.write_text(out_dir, "config.yaml", OmegaConf.to_yaml(OmegaConf.create(resolved)))
     dataset = load_dataset(cfg)
     services = build_services(cfg)
     progress = Progress(services.meter, len(dataset.episodes), float(cfg.get("progress_interval_s", 10)),
@@ -219,17 +227,18 @@ def run(cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None) -> d
         progress.close()
         services.close()
     samples = [record for _, _, record in pending]
-    return write_outputs(out_dir, cfg, dataset, samples, memory_stats, services, time.time() - started,
-                         judge_calibration=calibration, overrides=overrides or [])
+    failures.finalize(samples)
+    metrics = write_outputs(out_dir, cfg, dataset, samples, memory_stats, services, time.time() - started,
+                            judge_calibration=calibration, overrides=overrides or [])
+    run_io.end_run(out_dir, metrics)
+    return metrics
 
 
 def write_outputs(out_dir: Path, cfg: DictConfig, dataset: Dataset, samples: list[dict], memory_stats: dict,
                   services: Services, wall_s: float, judge_calibration: dict | None = None,
                   overrides: list[str] | None = None) -> dict[str, Any]:
-    with open(out_dir / "samples.jsonl", "w", encoding="utf-8") as f:
-        for s in samples:
-            f.write(json.dumps(s, ensure_ascii=False) + "\n")
-    (out_dir / "memory_stats.json").write_text(json.dumps(memory_stats, indent=1, default=float))
+    run_io.write_jsonl(out_dir, "samples.jsonl", samples)
+    run_io.write_json(out_dir, "memory_stats.json", memory_stats, indent=1, default=float)
     calls = services.meter.to_json()
     backend_s = calls["total"]["backend_s"]
     metrics = {
@@ -247,5 +256,6 @@ def write_outputs(out_dir: Path, cfg: DictConfig, dataset: Dataset, samples: lis
         "calls": calls,
         "env": environment(),
     }
-    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=1, default=str))
+    metrics["outcome"] = failures.outcome(metrics, cfg, services)
+    run_io.write_json(out_dir, "metrics.json", metrics, indent=1, default=str)
     return metrics

@@ -44,7 +44,9 @@ def already_done(out_dir: Path, resolved: dict[str, Any]) -> bool:
     from .runner import config_snapshot
 
     metrics, saved = out_dir / "metrics.json", out_dir / "config.yaml"
-    if not metrics.is_file() or not saved.is_file() or (out_dir / "INCOMPLETE").exists():
+    from .io import MARKER
+
+    if not metrics.is_file() or not saved.is_file() or (out_dir / MARKER).exists():
         return False
 
     def setting(c: dict[str, Any]) -> dict[str, Any]:

@@ -105,3 +105,16 @@ class SlowScriptedChat(ScriptedChat):
 
         time.sleep(self.delay_s)
         return super().chat(request)
+
+
+class DegradingMemory(FullContext):
+    """A full-context memory that records a degradation (as a failed summary would) for every
+    inserted unit containing ``degrade_on``."""
+
+    def __init__(self, degrade_on: str = "", **services) -> None:
+        super().__init__(**services)
+        self.degrade_on = degrade_on
+
+    def add(self, units) -> None:
+        self.degrade("summary_failed", sum(self.degrade_on in u.text for u in units))
+        super().add(units)

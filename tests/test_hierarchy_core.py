@@ -207,9 +207,13 @@ def test_every_traversal_runs_on_any_memory(traversal):
 
 
 def test_bad_core_settings_name_the_key():
-    with pytest.raises(ValueError, match="memory.traversal"):
-        PairMemory(traversal="sideways")
-    with pytest.raises(ValueError, match="memory.diagnostics"):
-        PairMemory(diagnostics={"nope": 1})
-    with pytest.raises(ValueError, match="memory.top_down_returns"):
-        PairMemory(top_down_returns="some")
+    from memharness.memsys.settings_check import check_target
+
+    def problems(**settings):
+        return check_target({"_target_": "hierarchy_fakes.PairMemory", **settings}, "memory")
+
+    assert problems() == [] and problems(traversal="top_down", label="x") == []
+    assert problems(traversal="sideways") == [
+        "memory.traversal='sideways': expected one of collapsed | collapsed_expand | top_down"]
+    assert any(p.startswith("memory.diagnostics.nope: unknown setting") for p in problems(diagnostics={"nope": 1}))
+    assert problems(top_down_returns="some")[0].startswith("memory.top_down_returns='some'")

@@ -9,9 +9,11 @@ import importlib.util
 import os
 import threading
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 
+from ..settings import NonEmpty, PathExists, Range
 from .types import BackendError, ChatRequest, Completion, ConfigError, LogprobRequest
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -44,8 +46,9 @@ class LlamaCppBackend:
 
     max_concurrency = 1
 
-    def __init__(self, model_path: str | None = None, n_ctx: int = 4096, n_threads: int | None = None,
-                 seed: int = 0, model_name: str | None = None) -> None:
+    def __init__(self, model_path: Annotated[str, PathExists("file")] | None = None,
+                 n_ctx: Annotated[int, Range(256)] = 4096, n_threads: Annotated[int, Range(1)] | None = None,
+                 seed: Annotated[int, Range(0)] = 0, model_name: str | None = None) -> None:
         from llama_cpp import Llama
 
         path = model_path or bundled_smollm2_path()
@@ -138,7 +141,8 @@ class LlamaCppBackend:
 class SentenceTransformerBackend:
     """sentence-transformers on the CPU; any local folder or model id, the bundled MiniLM by default."""
 
-    def __init__(self, model: str | None = None, device: str = "cpu", batch_size: int = 64) -> None:
+    def __init__(self, model: str | None = None, device: Annotated[str, NonEmpty()] = "cpu",
+                 batch_size: Annotated[int, Range(1)] = 64) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
