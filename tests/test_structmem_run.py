@@ -15,12 +15,14 @@ RETRIEVALS = ("single", "rerank", "iterative")
 
 @pytest.mark.slow
 def test_mixed_iterative_on_the_sample_with_the_real_embedded_models(tmp_path):
-    """SmolLM2-135M + MiniLM; output caps lowered so 2 questions stay a few minutes on a busy CPU."""
+    """SmolLM2-135M + MiniLM. About 65 LLM calls (3 per chunk): a few minutes on an idle 2-core CPU with the
+    output caps lowered; one llama.cpp thread, as its spinning threads crawl when the cores are shared
+    (35 s vs 70 s per extraction call measured at load 20), hence also the long timeout."""
     proc = run_py(tmp_path, "memory=structmem", "memory.structure=mixed", "memory.retrieval=iterative",
-                  "dataset=sample", "dataset.limit=2", "llm=local_tiny", "memory.extract_max_tokens.triples=48",
-                  "memory.extract_max_tokens.atomic_facts=48", "memory.extract_max_tokens.summaries=48",
-                  "memory.thought_max_tokens=32", "memory.turns=2", "memory.top_t=5", "memory.top_k=10",
-                  "eval.judge.calibration_max=0")
+                  "dataset=sample", "dataset.limit=2", "llm=local_tiny", "llm.backend.n_threads=1",
+                  "memory.extract_max_tokens.triples=48", "memory.extract_max_tokens.atomic_facts=48",
+                  "memory.extract_max_tokens.summaries=48", "memory.thought_max_tokens=32", "memory.turns=2",
+                  "memory.top_t=5", "memory.top_k=10", "eval.judge.calibration_max=0", timeout=3600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = tmp_path / "run"
     metrics = json.loads((out / "metrics.json").read_text())
