@@ -79,6 +79,8 @@ class AnswerSettings(TypedDict):
     mode: Literal["auto", "generative", "multiple_choice"]
     prompt: Annotated[str, Placeholders("context", "question")]
     mc_prompt: Annotated[str, Placeholders("context", "question", "options")]
+    mc_constrained: NotRequired[bool]
+    mc_max_tokens: NotRequired[Positive]
 
 
 class JudgeSettings(TypedDict):

@@ -105,11 +105,18 @@ def test_extraction_calls_per_chunk_by_structure(structure, calls):
 
 
 def test_bad_settings_name_the_key():
-    with pytest.raises(ValueError, match="memory.structure"):
-        make_memory(FakeLLM(by_kind()), structure="graphs")
-    with pytest.raises(ValueError, match="memory.retrieval"):
-        make_memory(FakeLLM(by_kind()), retrieval="twice")
+    """Declared settings are checked before a run (the validator); cross-field rules also in the constructor."""
+    from memharness.memsys.settings_check import check_target
+
+    def problems(**settings):
+        return check_target({"_target_": "memharness.memsys.structmem.memory.StructuralMemory",
+                             "prompts": PROMPTS, **settings}, "memory")
+
+    assert problems() == []
+    assert problems(structure="graphs")[0].startswith("memory.structure='graphs': expected one of chunks")
+    assert problems(retrieval="twice")[0].startswith("memory.retrieval='twice': expected one of single")
+    assert problems(top_r=0) == ["memory.top_r=0: expected an integer >= 1"]
+    assert problems(structure="triples", prompts={**PROMPTS, "triples": "no placeholder"}) == [
+        "memory.prompts.triples: must contain the placeholder(s) {text}"]
     with pytest.raises(ValueError, match=r"memory.prompts.triples.*\{text\}"):
         make_memory(FakeLLM(by_kind()), structure="triples", prompts={**PROMPTS, "triples": "no placeholder"})
-    with pytest.raises(ValueError, match="memory.top_r"):
-        make_memory(FakeLLM(by_kind()), top_r=0)

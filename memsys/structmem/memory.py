@@ -20,25 +20,23 @@ model, so the call cache alone shares them across retrieval settings.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Annotated, Any, Literal, Sequence
 
 from ..base import fill_budget
 from ..hierarchy.memory import HierarchicalMemory
+from ..settings import NonEmpty, Range
 from ..types import RetrievedItem, Unit, content_id
 from . import extraction
-from .retrieval import FINALS, RERANK_FORMATS, iterative, rerank
+from .retrieval import iterative, rerank
 from .scoring import Retriever
 
-RETRIEVALS = ("single", "rerank", "iterative")
-ANSWER_WITH = ("memory", "documents")
-DOCUMENTS = ("chunk", "source")
 _PREFIX = {"chunks": "c-", "triples": "t-", "atomic_facts": "a-", "summaries": "s-"}
 
 
-def _placeholders(name: str, prompt: str, needed: Sequence[str]) -> None:
+def _placeholders(name: str, prompt: str, needed: Sequence[str]):
     missing = [p for p in needed if "{" + p + "}" not in (prompt or "")]
     if missing:
-        raise ValueError(f"memory.{name} must contain the placeholder(s) {', '.join('{' + p + '}' for p in missing)}")
+        yield name, f"must contain the placeholder(s) {', '.join('{' + p + '}' for p in missing)}"
 
 
 class StructuralMemory(HierarchicalMemory):
@@ -50,27 +48,29 @@ class StructuralMemory(HierarchicalMemory):
     traversals = ("collapsed",)
 
     def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None, *,
-                 structure: str = "chunks", retrieval: str = "single", scorer: str = "dense",
-                 answer_with: str = "memory", documents: str = "chunk", top_k: int = 100, top_r: int = 10,
-                 top_t: int = 50, turns: int = 4, iterative_final: str = "best_score",
-                 chunk_tokens: int | None = None, prompts: dict[str, str] | None = None,
-                 extract_max_tokens: dict[str, int] | None = None, rerank_format: str = "json",
-                 rerank_formats: dict[str, str] | None = None, rerank_batch: int = 10, rerank_max_tokens: int = 256,
-                 thought_max_tokens: int = 256, thought_budget_tokens: int | None = 4096, rrf_k: float = 60.0,
-                 rrf_depth: int = 100, bm25_k1: float = 1.5, bm25_b: float = 0.75, bm25_epsilon: float = 0.25,
+                 structure: Literal["chunks", "triples", "atomic_facts", "summaries", "mixed"] = "chunks",
+                 retrieval: Literal["single", "rerank", "iterative"] = "single",
+                 scorer: Literal["dense", "bm25", "hybrid"] = "dense",
+                 answer_with: Literal["memory", "documents"] = "memory",
+                 documents: Literal["chunk", "source"] = "chunk",
+                 top_k: int = 100, top_r: Annotated[int, Range(1)] = 10, top_t: Annotated[int, Range(1)] = 50,
+                 turns: Annotated[int, Range(1)] = 4,
+                 iterative_final: Literal["best_score", "final_query"] = "best_score",
+                 chunk_tokens: Annotated[int, Range(1)] | None = None,
+                 prompts: dict[str, Annotated[str, NonEmpty()]] | None = None,
+                 extract_max_tokens: dict[str, Annotated[int, Range(1)]] | None = None,
+                 rerank_format: Literal["json", "lines"] = "json",
+                 rerank_formats: dict[str, str] | None = None,
+                 rerank_batch: Annotated[int, Range(1)] = 10,
+                 rerank_max_tokens: Annotated[int, Range(1)] = 256,
+                 thought_max_tokens: Annotated[int, Range(1)] = 256,
+                 thought_budget_tokens: Annotated[int, Range(1)] | None = 4096,
+                 rrf_k: Annotated[float, Range(0)] = 60.0, rrf_depth: Annotated[int, Range(1)] = 100,
+                 bm25_k1: Annotated[float, Range(0)] = 1.5, bm25_b: Annotated[float, Range(0, 1)] = 0.75,
+                 bm25_epsilon: Annotated[float, Range(0)] = 0.25,
                  bm25_stopwords: bool = True, **core: Any) -> None:
         super().__init__(llm=llm, embedder=embedder, tokenizer=tokenizer, top_k=top_k, **core)
         self.kinds = extraction.kinds_of(structure)
-        for key, value, allowed in (("retrieval", retrieval, RETRIEVALS), ("answer_with", answer_with, ANSWER_WITH),
-                                    ("documents", documents, DOCUMENTS),
-                                    ("iterative_final", iterative_final, FINALS),
-                                    ("rerank_format", rerank_format, RERANK_FORMATS)):
-            if value not in allowed:
-                raise ValueError(f"memory.{key} must be one of {' | '.join(allowed)}, got {value!r}")
-        for key, value in (("top_k", top_k), ("top_r", top_r), ("top_t", top_t), ("turns", turns),
-                           ("rerank_batch", rerank_batch)):
-            if int(value) < 1:
-                raise ValueError(f"memory.{key} must be at least 1, got {value}")
         self.structure, self.retrieval, self.scorer = structure, retrieval, scorer
         self.answer_with, self.documents, self.iterative_final = answer_with, documents, iterative_final
         self.top_r, self.top_t, self.turns = int(top_r), int(top_t), int(turns)
@@ -84,7 +84,8 @@ class StructuralMemory(HierarchicalMemory):
         self.rrf_k, self.rrf_depth = float(rrf_k), int(rrf_depth)
         self.bm25_k1, self.bm25_b, self.bm25_epsilon = float(bm25_k1), float(bm25_b), float(bm25_epsilon)
         self.bm25_stopwords = bool(bm25_stopwords)
-        self._check_prompts()
+        for key, message in self.check_settings(self.hyperparameters()):
+            raise ValueError(f"memory.{key}: {message}")
         self.retriever = Retriever(self.store, embedder, scorer, rrf_k=rrf_k, rrf_depth=rrf_depth, bm25_k1=bm25_k1,
                                    bm25_b=bm25_b, bm25_epsilon=bm25_epsilon, bm25_stopwords=bm25_stopwords,
                                    threshold=self.retrieve_threshold)
@@ -95,18 +96,25 @@ class StructuralMemory(HierarchicalMemory):
                        "units_ranked": 0, "items_returned": 0}
         self.traces: list[dict[str, Any]] = []
 
-    def _check_prompts(self) -> None:
-        for kind in self.kinds:
+    @classmethod
+    def check_settings(cls, settings: dict[str, Any]):
+        """Cross-field rules: the prompts and output caps the chosen structure and retrieval need."""
+        prompts = settings.get("prompts") or {}
+        caps = settings.get("extract_max_tokens")
+        for kind in extraction.kinds_of(settings.get("structure", "chunks")):
             if kind in extraction.LLM_KINDS:
-                _placeholders(f"prompts.{kind}", self.prompts.get(kind, ""), ("text",))
-                if kind not in self.extract_max_tokens:
-                    raise ValueError(f"memory.extract_max_tokens has no entry for {kind!r}")
-        if self.retrieval == "rerank":
-            _placeholders("prompts.rerank", self.prompts.get("rerank", ""), ("question", "documents", "output_format"))
-            if self.rerank_format not in self.rerank_formats:
-                raise ValueError(f"memory.rerank_formats has no entry for rerank_format={self.rerank_format!r}")
-        if self.retrieval == "iterative":
-            _placeholders("prompts.thought", self.prompts.get("thought", ""), ("context", "question"))
+                yield from _placeholders(f"prompts.{kind}", prompts.get(kind, ""), ("text",))
+                if caps is not None and kind not in caps:
+                    yield "extract_max_tokens", f"has no entry for {kind!r} (structure={settings.get('structure')})"
+        retrieval = settings.get("retrieval", "single")
+        if retrieval == "rerank":
+            yield from _placeholders("prompts.rerank", prompts.get("rerank", ""),
+                                     ("question", "documents", "output_format"))
+            fmt = settings.get("rerank_format", "json")
+            if fmt not in (settings.get("rerank_formats") or {}):
+                yield "rerank_formats", f"has no entry for rerank_format={fmt!r}"
+        if retrieval == "iterative":
+            yield from _placeholders("prompts.thought", prompts.get("thought", ""), ("context", "question"))
 
     # ------------------------------------------------------------------ extraction (α)
     def add(self, units: Sequence[Unit]) -> None:
@@ -114,8 +122,12 @@ class StructuralMemory(HierarchicalMemory):
         for u in units:
             self.doc_texts[u.id] = (u.source_id, u.text)
         chunks = extraction.source_chunks(units, self.tokenizer, self.chunk_tokens)
+        failed, malformed = sum(self.extraction.failed.values()), sum(self.extraction.malformed_lines.values())
         memory_units = extraction.extract(self.llm, chunks, self.kinds, self.prompts, self.extract_max_tokens,
                                           self.extraction)
+        # failed extraction calls and unreadable lines leave the memory short of what the method extracts
+        self.degrade("extraction_failed", sum(self.extraction.failed.values()) - failed)
+        self.degrade("extraction_unparsed", sum(self.extraction.malformed_lines.values()) - malformed)
         if not memory_units:
             return
         vectors = self.embedder.embed([m.text for m in memory_units])
