@@ -45,7 +45,7 @@ class CAM(HierarchicalMemory):
                  alpha: float = 0.6, sigma: float = 1.0, theta: float = 0.6, k: int = 10, clip_cosine: bool = False,
                  proximity_scope: str = "source", max_cluster_size: int | None = 12, max_level: int = 10,
                  hierarchy: bool = True, ego_splitting: bool = True, lp_max_rounds: int | None = 100,
-                 summary_prompt: str = "{passages}", summary_max_tokens: int = 256,
+                 summary_prompt: str = "{passages}", summary_max_tokens: int = 1024,
                  traversal: str = "prune_and_grow", top_k: int = 5, max_turns: int = 5, tolerance: int = 2,
                  selection_prompt: str = "{question}\n{passages}", selection_parse: str = "lenient",
                  selection_max_tokens: int = 128, selection_retry_temperature: float = 0.0,
