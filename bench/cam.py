@@ -19,10 +19,11 @@ Wall-clock figures measured on a shared machine are provisional.
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import re
+import shutil
 import tempfile
-import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -120,6 +121,7 @@ def online(name: str, **overrides: Any) -> Trial:
     """An online system: the base is built once with a zero-latency stub and saved; each trial loads
     it and times inserting the batch with the stub's latency."""
     folder = Path(tempfile.mkdtemp(prefix=f"bench-{name}-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     built: dict[int, Path] = {}
 
     def trial(base: list[Unit], batch: list[Unit]) -> dict[str, Any]:

@@ -179,3 +179,15 @@ def test_vanished_communities_lose_their_supernode_and_the_stop_rule_is_rechecke
         assert levels(cam) == [{"x1", "x2", "w", "y1", "z"}, {"(x1 x2 w y1 z)"}]
         assert (record[0]["removed"], record[0]["new"]) == (1, 0)
     assert "(y1)" not in cam.store.texts and len(set(cam.store.ids)) == len(cam.store)
+
+
+@pytest.mark.parametrize("construction", ["online", "offline"])
+def test_questions_between_batches_keep_pointing_at_the_nodes_they_retrieved(construction):
+    cam = make_cam(four_groups(), construction=construction, traversal="collapsed", top_k=2, **SETTINGS)
+    assert cam.stats()["construction"]["chunks"] == 0 and cam.retrieve("a2", 100) == []
+    cam.insert(units(WORDS[:8]))
+    first = [i.node_id for i in cam.retrieve("a2", 100)]
+    cam.insert(units(WORDS[8:], start=8))
+    cam.retrieve("c2", 100)
+    kept = [[cam.store.ids[v] for v in r["nodes"]] for r in cam.retrievals]
+    assert kept[0] == first and [cam.store.texts[v] for v in cam.retrievals[1]["nodes"]][0] == "c2"

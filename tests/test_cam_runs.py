@@ -88,3 +88,19 @@ def test_cam_answers_multiple_choice_through_the_shared_answer_path(make_cfg, tm
     samples = _samples(tmp_path / "r")
     assert samples and all(s["mode"] == "multiple_choice" and s["predicted_option"] == 1 for s in samples)
     assert metrics["counts"]["mc_unparsed"] == 0
+
+
+def test_online_batches_figure_reads_per_batch_cost_and_accuracy_from_runs(make_cfg, tmp_path):
+    from memharness.eval.online_batches import main as figures
+
+    for size in (3, 9):
+        for memory in ("cam", "memtree"):
+            run(make_cfg(f"memory={memory}", f"dataset.insert_batch_size={size}", "dataset.loader.parts=[dialogues]",
+                         f"llm.backend.script={SCRIPT}"), tmp_path / "runs" / f"{memory}-{size}")
+    run(make_cfg("memory=cam", "dataset.loader.parts=[dialogues]"), tmp_path / "runs" / "no-batch-size")
+    assert figures([str(tmp_path / "runs"), "--out", str(tmp_path / "fig")]) == 0
+    rows = (tmp_path / "fig" / "online_batches.md").read_text().splitlines()[2:]
+    assert [r.split(" | ")[1:4] for r in rows] == [["cam", "3", "6"], ["cam", "9", "2"], ["memtree", "3", "6"],
+                                                   ["memtree", "9", "2"]]  # 2 dialogues x 9 units
+    assert all(r.rstrip(" |").split(" | ")[-1] == "1.000" for r in rows)  # the scripted judge says 1
+    assert (tmp_path / "fig" / "online_batches.png").stat().st_size > 0

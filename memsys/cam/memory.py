@@ -10,12 +10,16 @@ traversals (Table 3: ``top_down`` = hierarchical traversal, ``collapsed`` = glob
 
 Table 3's variants are settings: ``hierarchy: false`` keeps the foundational network only;
 ``ego_splitting: false`` propagates labels on the network itself (disjoint communities).
-Where paper and code differ, the config exposes both; see ``conf/memory/cam.yaml`` and docs/cam.md.
+
+Paper vs code, both exposed, the paper's as default: the plain cosine in eq. 2 (``clip_cosine``;
+code max(0, cos)) and s = 5 initial nodes (``top_k``; code 10). Where the paper is silent the choice
+is a setting: the propagation limit (``lp_max_rounds``), how selections are parsed
+(``selection_parse``), the chunker (``chunking``); the online update's unspecified details
+(replica and community identity across batches) are documented in ``develop.py`` and docs/cam.md.
 """
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -78,6 +82,7 @@ class CAM(HierarchicalMemory):
         self.batches: list[dict[str, Any]] = []
         self.explorations: list[dict[str, Any]] = []
         self.summary_calls = self.summary_failures = 0
+        self._retrieval_ids: list[str] = []  # the ids the node indices in self.retrievals refer to
         self._reset()
 
     def _reset(self) -> None:
@@ -141,7 +146,7 @@ class CAM(HierarchicalMemory):
     def _materialise(self) -> None:
         """Write the levels into a fresh store in the code's node order (level by level); keep the
         nodes recorded by earlier retrievals pointing at the same ids."""
-        old_ids, store, index = self.store.ids, HierarchyStore(), {}
+        old_ids, store, index = self._retrieval_ids, HierarchyStore(), {}
         dev = self.development
         for level in dev.levels:
             for v in level.order:
@@ -155,7 +160,7 @@ class CAM(HierarchicalMemory):
                         store.add_edge(index[v], index[u], w)
         for r in self.retrievals:
             r["nodes"] = [index[old_ids[v]] for v in r["nodes"] if old_ids[v] in index]
-        self.store = store
+        self.store, self._retrieval_ids = store, list(store.ids)
         self._positions = {index[v]: dev.nodes[v].meta["position"] for v in dev.levels[0].order}
 
     # ------------------------------------------------------------------ retrieval
@@ -240,6 +245,7 @@ class CAM(HierarchicalMemory):
         self.batches = list(state.get("batches", []))
         self.summary_calls, self.summary_failures = int(state["summary_calls"]), int(state["summary_failures"])
         self._positions = {v: store.meta[v]["position"] for v in store.content_nodes() if store.levels[v] == 0}
+        self._retrieval_ids = list(store.ids)
 
 
 def _check(key: str, value: str, allowed: Sequence[str]) -> None:

@@ -33,7 +33,8 @@ def composite_similarity(new_vectors: np.ndarray, vectors: np.ndarray, new_posit
         cos = np.maximum(cos, 0.0)
     diff = np.asarray(new_positions, dtype=np.float64)[:, None] - np.asarray(positions, dtype=np.float64)[None, :]
     proximity = np.exp(-(diff ** 2) / (2.0 * sigma ** 2))
-    same_doc = np.asarray(new_documents, dtype=object)[:, None] == np.asarray(documents, dtype=object)[None, :]
+    code = {d: i for i, d in enumerate(dict.fromkeys([*documents, *new_documents]))}
+    same_doc = np.array([code[d] for d in new_documents])[:, None] == np.array([code[d] for d in documents])[None, :]
     return alpha * cos + (1.0 - alpha) * proximity * same_doc
 
 
