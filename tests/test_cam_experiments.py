@@ -18,7 +18,7 @@ def sweep(name: str) -> dict[str, list[str]]:
     return {k: str(v).split(",") for k, v in params.items()}
 
 
-@pytest.mark.parametrize("name", ["cam_table2", "cam_table3", "online_batches"])
+@pytest.mark.parametrize("name", ["cam_table2", "cam_table3", "online_batches", "cam_grid"])
 def test_every_swept_memory_exists_or_is_known_to_land_later(name):
     memories = set(sweep(name).get("memory", ["cam"]))
     present = {p.stem for p in (CONF / "memory").glob("*.yaml")}
@@ -49,6 +49,14 @@ def test_online_batches_points_compose(make_cfg, memory):
     assert sweep("online_batches")["dataset.insert_batch_size"] == ["50", "100", "200", "400", "800"]
     cfg = make_cfg("experiment=online_batches", f"memory={memory}", "dataset.insert_batch_size=100")
     assert cfg.dataset.name == "novelqa" and cfg.dataset.insert_batch_size == 100 and cfg.memory.name == memory
+
+
+def test_app_e_grid_sweeps_alpha_sigma_theta(make_cfg):
+    assert sweep("cam_grid") == {"memory.alpha": ["0.5", "0.7", "0.9"], "memory.sigma": ["1.0", "1.5", "2.0"],
+                                 "memory.theta": ["0.5", "0.7"]}
+    cfg = make_cfg("experiment=cam_grid", "memory.alpha=0.9", "memory.sigma=2.0", "memory.theta=0.7")
+    memory = build_memory(cfg, _Services())
+    assert (memory.alpha, memory.sigma, memory.theta) == (0.9, 2.0, 0.7) and cfg.dataset.loader.chunk_size == 512
 
 
 class _Services:
