@@ -17,7 +17,7 @@ THETA = 0.4  # the hashed 64-d vectors give the sample's short texts a structure
 
 def cam(**kw) -> CAM:
     return CAM(llm=FakeLLM(), embedder=Embedder(HashEmbed(dim=64)), tokenizer=get_tokenizer(),
-               summary_prompt=SUMMARY, selection_prompt=SELECT, theta=THETA, **kw)
+               summary_prompt=SUMMARY, selection_prompt=SELECT, alpha=0.6, theta=THETA, **kw)
 
 
 def fed(units, batch: int | None, **kw) -> CAM:

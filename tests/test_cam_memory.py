@@ -138,17 +138,22 @@ def test_pack_chunking_joins_paragraphs_of_one_source_and_keeps_every_unit_id():
     assert [s.texts[v] for v in range(len(s))] == ["one two\nthree\none", "two three one", "two"]
     assert s.units[0] == (batch[0].id, batch[1].id, batch[2].id) and s.units[1] == (batch[2].id,)
     assert cam.batches[0]["units_without_text"] == 1
-    with pytest.raises(ValueError, match="memory.chunking"):
-        make_cam(table, chunking="sentences")
 
 
 def test_bad_settings_name_the_key():
-    with pytest.raises(ValueError, match="memory.construction"):
-        make_cam(four_groups(), construction="streaming")
-    with pytest.raises(ValueError, match="memory.traversal"):
-        make_cam(four_groups(), traversal="bfs")
-    with pytest.raises(ValueError, match=r"memory.summary_prompt must contain \{passages\}"):
-        make_cam(four_groups(), summary_prompt="no placeholder")
+    """The declared settings are checked before a run starts (the settings validator)."""
+    from memharness.memsys.settings_check import check_target
+
+    def problems(**settings):
+        return check_target({"_target_": "memharness.memsys.cam.CAM", **settings}, "memory")
+
+    assert problems() == [] and problems(traversal="top_down", theta=0.7) == []
+    assert problems(construction="streaming")[0].startswith("memory.construction='streaming': expected one of online")
+    assert problems(traversal="bfs")[0].startswith("memory.traversal='bfs': expected one of collapsed")
+    assert "prune_and_grow" in problems(traversal="bfs")[0]
+    assert problems(chunking="sentences")[0].startswith("memory.chunking='sentences'")
+    assert problems(summary_prompt="no placeholder")[0].startswith("memory.summary_prompt")
+    assert problems(alpha=1.5) == ["memory.alpha=1.5: expected a number in [0, 1]"]
 
 
 def _unit_vec(*xs: float) -> list[float]:

@@ -17,10 +17,10 @@ pytestmark = pytest.mark.slow
 def test_run_py_builds_a_cam_with_overlapping_memberships_and_shows_them(tmp_path):
     out = tmp_path / "run"
     env = {**os.environ, "MEMHARNESS_CACHE": str(tmp_path / "cache.sqlite"), "HF_HUB_OFFLINE": "1"}
-    # θ = 0.5 and α = 0.5 are App. E grid values: with the code's 0.6 / 0.6 (tuned for
-    # text-embedding-3-large on 512-token chunks) MiniLM links none of the sample's short texts.
+    # the defaults (θ = α = 0.5, App. E grid values): with the code's 0.6 / 0.6 MiniLM links none of
+    # the sample's short texts
     cmd = [sys.executable, "run.py", "memory=cam", "dataset=sample", "dataset.limit=2", "llm=local_tiny",
-           "embedder=local", f"hydra.run.dir={out}", "progress=false", "memory.theta=0.5", "memory.alpha=0.5",
+           "embedder=local", f"hydra.run.dir={out}", "progress=false",
            "memory.summary_max_tokens=48", "memory.selection_max_tokens=24", "eval.judge.calibration_max=0"]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stderr[-3000:]

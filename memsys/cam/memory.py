@@ -20,7 +20,7 @@ is a setting: the propagation limit (``lp_max_rounds``), how selections are pars
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from typing import Annotated, Any, Literal, Sequence
 
 import numpy as np
 
@@ -29,13 +29,12 @@ from ..base import fill_budget
 from ..hierarchy import traverse
 from ..hierarchy.memory import HierarchicalMemory
 from ..hierarchy.store import HierarchyStore
+from ..settings import Placeholders, Range
 from ..types import RetrievedItem, Unit, content_id
-from .chunking import CHUNKINGS, chunks_of
+from .chunking import chunks_of
 from .develop import Development, Node, Settings
-from .retrieval import SELECTION_PARSES, Exploration, consecutive_runs, explore, numbered_passages
+from .retrieval import Exploration, consecutive_runs, explore, numbered_passages
 
-CONSTRUCTIONS = ("online", "offline")
-PROXIMITY_SCOPES = ("source", "episode")
 
 
 class CAM(HierarchicalMemory):
@@ -45,28 +44,24 @@ class CAM(HierarchicalMemory):
     traversals = (*traverse.TRAVERSALS, "prune_and_grow")
 
     def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None, *,
-                 construction: str = "online", chunking: str = "units", chunk_tokens: int = 512,
-                 alpha: float = 0.6, sigma: float = 1.0, theta: float = 0.6, k: int = 10, clip_cosine: bool = False,
-                 proximity_scope: str = "source", max_cluster_size: int | None = 12, max_level: int = 10,
-                 hierarchy: bool = True, ego_splitting: bool = True, lp_max_rounds: int | None = 100,
-                 summary_prompt: str = "{passages}", summary_max_tokens: int = 1024,
-                 traversal: str = "prune_and_grow", top_k: int = 5, max_turns: int = 5, tolerance: int = 2,
-                 selection_prompt: str = "{question}\n{passages}", selection_parse: str = "lenient",
-                 selection_max_tokens: int = 128, selection_retry_temperature: float = 0.0,
+                 construction: Literal["online", "offline"] = "online",
+                 chunking: Literal["units", "pack"] = "units", chunk_tokens: Annotated[int, Range(1)] = 512,
+                 alpha: Annotated[float, Range(0, 1)] = 0.5, sigma: Annotated[float, Range(0, lo_open=True)] = 1.0,
+                 theta: Annotated[float, Range(-1, 2)] = 0.5, k: Annotated[int, Range(1)] = 10,
+                 clip_cosine: bool = False, proximity_scope: Literal["source", "episode"] = "source",
+                 max_cluster_size: Annotated[int, Range(2)] | None = 12, max_level: Annotated[int, Range(1)] = 10,
+                 hierarchy: bool = True, ego_splitting: bool = True,
+                 lp_max_rounds: Annotated[int, Range(1)] | None = 100,
+                 summary_prompt: Annotated[str, Placeholders("passages")] = "{passages}",
+                 summary_max_tokens: Annotated[int, Range(1)] = 1024,
+                 traversal: str = "prune_and_grow", top_k: int = 5, max_turns: Annotated[int, Range(1)] = 5,
+                 tolerance: Annotated[int, Range(0)] = 2,
+                 selection_prompt: Annotated[str, Placeholders("question", "passages")] = "{question}\n{passages}",
+                 selection_parse: Literal["lenient", "strict"] = "lenient",
+                 selection_max_tokens: Annotated[int, Range(1)] = 128,
+                 selection_retry_temperature: Annotated[float, Range(0, 2)] = 0.0,
                  merge_consecutive: bool = True, **core: Any) -> None:
         super().__init__(llm=llm, embedder=embedder, tokenizer=tokenizer, traversal=traversal, top_k=top_k, **core)
-        _check("construction", construction, CONSTRUCTIONS)
-        _check("chunking", chunking, CHUNKINGS)
-        _check("proximity_scope", proximity_scope, PROXIMITY_SCOPES)
-        _check("selection_parse", selection_parse, SELECTION_PARSES)
-        if not 0.0 <= alpha <= 1.0 or sigma <= 0 or k <= 0 or tolerance < 0 or max_turns <= 0:
-            raise ValueError("memory.alpha must be in [0, 1], memory.sigma, memory.k and memory.max_turns positive, "
-                             f"memory.tolerance >= 0 (got {alpha}, {sigma}, {k}, {max_turns}, {tolerance})")
-        for key, template, fields in (("summary_prompt", summary_prompt, ("passages",)),
-                                      ("selection_prompt", selection_prompt, ("question", "passages"))):
-            missing = [f for f in fields if "{" + f + "}" not in template]
-            if missing:
-                raise ValueError(f"memory.{key} must contain {', '.join('{' + f + '}' for f in missing)}")
         self.construction, self.online = construction, construction == "online"
         self.chunking, self.chunk_tokens = chunking, int(chunk_tokens)
         self.alpha, self.sigma, self.theta, self.k = float(alpha), float(sigma), float(theta), int(k)
@@ -140,6 +135,7 @@ class CAM(HierarchicalMemory):
                 out.append((text, False))
             else:
                 self.summary_failures += 1
+                self.degrade("summary_failed")  # the community keeps its members' text, cut, as its summary
                 out.append((self.tokenizer.truncate("\n".join(texts), self.summary_max_tokens), True))
         return out
 
@@ -247,7 +243,3 @@ class CAM(HierarchicalMemory):
         self._positions = {v: store.meta[v]["position"] for v in store.content_nodes() if store.levels[v] == 0}
         self._retrieval_ids = list(store.ids)
 
-
-def _check(key: str, value: str, allowed: Sequence[str]) -> None:
-    if value not in allowed:
-        raise ValueError(f"memory.{key} must be one of {' | '.join(allowed)}, got {value!r}")
