@@ -17,8 +17,9 @@ the core's. Faithful to the public code (``parthsarthi03/raptor`` @2e3e83e), rew
   not clustered, so small inputs (e.g. a 9-round dialogue) give leaves only, as in the code.
 - τ (the core): ``collapsed`` over every node, top-k 10, stopping at the first node that overflows
   the budget (``stop_at_first_overflow: true``, the code's loop); the budget is the dataset's
-  ``budget_tokens`` (the paper reports 2,000 tokens, the code's default is 3,500). ``top_down`` is
-  the code's tree traversal (top-k per layer from the top; the code's traversal default is k = 5).
+  ``budget_tokens`` (2,000 tokens in the paper per the project's reference notes, unverified; the
+  code's default is 3,500). ``top_down`` is the code's tree traversal (top-k per layer from the
+  top; the code's traversal default is k = 5).
   The code's ``threshold`` selection mode keeps nodes whose cosine *distance* exceeds the threshold,
   i.e. the least similar ones; that bug is not reproduced: ``retrieve_threshold`` is a minimum
   cosine *similarity* (off by default, as the code's default mode is top-k).

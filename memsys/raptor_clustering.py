@@ -123,8 +123,8 @@ def bic_components(points: np.ndarray, max_clusters: int, seed: int, log: Cluste
 
 def _one_thread() -> Any:
     """BLAS / OpenMP limited to one thread: the mixtures work on 10 x 10 covariances, where threaded
-    BLAS only adds overhead (30x slower measured on a loaded 2-core machine), and one thread gives
-    the same floating-point results on every machine."""
+    BLAS only adds overhead (30x slower measured on a loaded 2-core machine), and the results no
+    longer depend on the number of cores."""
     import sklearn.mixture  # noqa: F401  (loads the BLAS libraries first, so the limit reaches them)
     from threadpoolctl import threadpool_limits
 
