@@ -35,18 +35,18 @@ clustering outside LLM calls.
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from typing import Annotated, Any, Literal, Sequence
 
 import numpy as np
 
 from .backends.types import ChatRequest
 from .hierarchy.memory import HierarchicalMemory
 from .hierarchy.store import HierarchyStore
-from .raptor_chunker import CHUNKERS, make_chunks
+from .settings import Placeholders, Range
+from .raptor_chunker import make_chunks
 from .raptor_clustering import ClusterLog, ClusterSettings, raptor_clusters, umap_reduce
 from .types import Unit, content_id
 
-SUMMARY_FAILURE = ("excerpt", "raise")
 
 
 class Raptor(HierarchicalMemory):
@@ -57,24 +57,19 @@ class Raptor(HierarchicalMemory):
     reduce = staticmethod(umap_reduce)  # the dimension reduction step (tests may swap it)
 
     def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None, *,
-                 chunker: str = "sentences", chunk_max_tokens: int = 100, chunk_keep_punctuation: bool = False,
-                 num_layers: int = 5, reduction_dimension: int = 10, cluster_threshold: float = 0.1,
-                 max_clusters: int = 50, local_n_neighbors: int = 10, max_length_in_cluster: int = 3500,
-                 umap_metric: str = "cosine", summary_prompt: str = "Summarise:\n{context}",
-                 summary_system: str | None = None, summary_max_tokens: int = 100,
-                 summary_failure: str = "excerpt", traversal: str = "collapsed", top_k: int = 10,
-                 stop_at_first_overflow: bool = True, **core: Any) -> None:
+                 chunker: Literal["sentences", "units"] = "sentences",
+                 chunk_max_tokens: Annotated[int, Range(1)] = 100, chunk_keep_punctuation: bool = False,
+                 num_layers: Annotated[int, Range(0)] = 5, reduction_dimension: Annotated[int, Range(1)] = 10,
+                 cluster_threshold: Annotated[float, Range(0, 1, lo_open=True, hi_open=True)] = 0.1,
+                 max_clusters: Annotated[int, Range(2)] = 50, local_n_neighbors: Annotated[int, Range(2)] = 10,
+                 max_length_in_cluster: Annotated[int, Range(1)] = 3500,
+                 umap_metric: Literal["cosine", "euclidean"] = "cosine",
+                 summary_prompt: Annotated[str, Placeholders("context")] = "Summarise:\n{context}",
+                 summary_system: str | None = None, summary_max_tokens: Annotated[int, Range(1)] = 100,
+                 summary_failure: Literal["excerpt", "raise"] = "excerpt", traversal: str = "collapsed",
+                 top_k: int = 10, stop_at_first_overflow: bool = True, **core: Any) -> None:
         super().__init__(llm=llm, embedder=embedder, tokenizer=tokenizer, traversal=traversal, top_k=top_k,
                          stop_at_first_overflow=stop_at_first_overflow, **core)
-        if chunker not in CHUNKERS:
-            raise ValueError(f"memory.chunker must be one of {' | '.join(CHUNKERS)}, got {chunker!r}")
-        if summary_failure not in SUMMARY_FAILURE:
-            raise ValueError(f"memory.summary_failure must be one of {' | '.join(SUMMARY_FAILURE)}, "
-                             f"got {summary_failure!r}")
-        if "{context}" not in summary_prompt:
-            raise ValueError("memory.summary_prompt must contain the {context} placeholder")
-        if num_layers < 0:
-            raise ValueError(f"memory.num_layers must be >= 0, got {num_layers}")
         self.chunker, self.chunk_max_tokens = chunker, int(chunk_max_tokens)
         self.chunk_keep_punctuation = bool(chunk_keep_punctuation)
         self.num_layers, self.reduction_dimension = int(num_layers), int(reduction_dimension)
@@ -93,6 +88,7 @@ class Raptor(HierarchicalMemory):
         start = time.perf_counter()
         self.store = HierarchyStore()
         self.retrievals = []  # they point at nodes of the previous tree
+        self.degradation.clear()  # a rebuild starts over: only this build's failures count
         chunks = make_chunks(units, self.chunker, self.tokenizer, self.chunk_max_tokens, self.chunk_keep_punctuation)
         covered = {u for c in chunks for u in c.units}
         record: dict[str, Any] = {"build": len(self.builds) + 1, "units": len(units), "leaves": len(chunks),
@@ -161,6 +157,7 @@ class Raptor(HierarchicalMemory):
             "clustering": log.to_json()})
         record["llm_calls"] += len(completions)
         record["summary_failures"] += len(failures)
+        self.degrade("summary_failed", len(failures))  # the parent holds an excerpt, not a summary
         return new
 
     def summary_request(self, context: str) -> ChatRequest:

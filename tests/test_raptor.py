@@ -370,9 +370,16 @@ def test_same_seed_same_tree_with_real_umap():
 
 
 def test_bad_settings_name_the_key():
+    """The declared settings are checked before a run starts (the settings validator)."""
+    from memharness.memsys.settings_check import check_target
+
+    def problems(**settings):
+        return check_target({"_target_": "memharness.memsys.raptor.Raptor", **settings}, "memory")
+
+    assert problems() == []
     for kw, key in [({"chunker": "words"}, "memory.chunker"), ({"summary_failure": "skip"}, "memory.summary_failure"),
-                    ({"summary_prompt": "no placeholder"}, "summary_prompt"), ({"num_layers": -1}, "memory.num_layers"),
-                    ({"cluster_threshold": 1.5}, "memory.cluster_threshold"),
+                    ({"summary_prompt": "no placeholder"}, "memory.summary_prompt"),
+                    ({"num_layers": -1}, "memory.num_layers"), ({"cluster_threshold": 1.5}, "memory.cluster_threshold"),
                     ({"traversal": "beam"}, "memory.traversal")]:
-        with pytest.raises(ValueError, match=key):
-            PlainRaptor(**kw)
+        found = problems(**kw)
+        assert len(found) == 1 and found[0].startswith(key), found
