@@ -7,7 +7,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: help setup demo test test-full bench tables clean
+.PHONY: help setup demo test test-full bench tables papers clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -40,5 +40,8 @@ bench: setup  ## speed and efficiency ratios, each measured in one run
 tables: setup  ## tables and plots from every run folder under results/runs
 	$(PY) -m memharness.eval.report results/runs --out results/tables --name comparison
 
+papers:  ## the papers' tables, published beside reproduced, from every run folder under results/runs
+	$(PY) -m memharness.eval.paper_report results/runs --out results/papers
+
 clean:  ## remove run folders, tables and the call cache (not the venv)
-	rm -rf results/runs results/tables results/figures results/bench multirun outputs .cache
+	rm -rf results/runs results/tables results/figures results/papers results/bench multirun outputs .cache

@@ -273,6 +273,9 @@ def _column(raw: dict[str, Any], where: str) -> Column:
 def _row(raw: dict[str, Any], where: str) -> Row:
     _known_keys(raw, _ROW_KEYS, where)
     setting = raw.get("setting") or {}
+    _known_keys(setting, {*IDENTITIES, "protocol"}, f"{where}.setting")
+    if not isinstance(raw.get("system"), (str, type(None))) or not isinstance(raw.get("memory") or {}, dict):
+        raise PublishedError(f"{where}: 'system' should be a memory name or null, 'memory' a mapping")
     locate = {k: raw[k] for k in ("source_label", "source_col", "source_head", "source_after") if k in raw}
     row = Row(str(_need(raw, "id", (str, int), where)), _need(raw, "label", str, where), raw.get("system"),
               raw.get("why"), dict(raw.get("memory") or {}),
@@ -290,8 +293,9 @@ _CELL_KEYS = {"value", "low", "high", "sd", "relation", "ratio", "note", "quote"
 def _cell(raw: Any, table: Table, row: Row, col: Column, paper: str, where: str) -> Cell:
     spec = raw if isinstance(raw, dict) else {"value": raw}
     _known_keys(spec, _CELL_KEYS, where)
-    if isinstance(spec.get("value"), bool) or not isinstance(spec.get("value"), (int, float, type(None))):
-        raise PublishedError(f"{where}: value should be a number or null, got {spec.get('value')!r}")
+    for key in ("value", "low", "high", "sd"):
+        if isinstance(spec.get(key), bool) or not isinstance(spec.get(key), (int, float, type(None))):
+            raise PublishedError(f"{where}: {key} should be a number or null, got {spec.get(key)!r}")
     source = _source(spec.get("source", col.source), where)
     unit = spec.get("unit", col.unit)
     if "harness_unit" in spec:
