@@ -93,8 +93,9 @@ def run_letters(grid: list[list[Resolved]]) -> dict[str, str]:
 
 
 def setting_line(table: Table) -> str:
+    judged = any(c.metric == "judge" for c in table.cells.values())
     parts = [f"{k} {getattr(table, k).name}" if getattr(table, k) else f"{k} not stated" for k in
-             ("model", "embedder", "judge")]
+             ("model", "embedder", "judge") if k != "judge" or judged]
     if table.protocol:
         parts.append("protocol " + ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(table.protocol.items())))
     units = sorted({c.unit for c in table.columns})
