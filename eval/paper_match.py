@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .paper_runs import _ABSENT, Missing, Run, Value, value_for
-from .published import Cell, Column, Row, Table, normalize_model_id
+from .published import Cell, Column, Row, Table
 
 NO_EMBEDDER = ("full_context",)  # systems whose results do not depend on the embedder
 STATUS_TEXT = {"ok": "", "not_run": "not run", "not_in_harness": "not in harness", "missing": "n/a",
@@ -116,7 +116,8 @@ def run_flags(run: Run, cell: Cell) -> list[str]:
 
 
 def _short(model_id: str | None) -> str:
-    return "unknown" if model_id is None else normalize_model_id(model_id)
+    """The run's model id as recorded (matching uses the normalised name; the flag shows the record)."""
+    return "unknown" if model_id is None else model_id
 
 
 def choose_run(runs: list[Run], table: Table, row: Row, cell: Cell) -> tuple[Run | None, int]:

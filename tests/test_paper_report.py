@@ -86,8 +86,8 @@ def test_table4_side_by_side_with_flags_and_gaps(tmp_path):
     assert rows["Human Annotated Evidence"][3] == "79.2 / not in harness"
     legend = md[md.index("Each cell"):]
     local = next(line for line in legend.splitlines() if line.startswith("- a:"))  # letters in order of use
-    for flag in ("model smollm2-135m-instruct-q4_1 (paper: GPT-4o (2024-05-13))", "embedder all-minilm-l6-v2",
-                 "judge smollm2-135m-instruct-q4_1 (paper: GPT-4o)", "subset dataset.limit=40",
+    for flag in (f"model {SMOL} (paper: GPT-4o (2024-05-13))", f"embedder {MINILM} (paper: text-embedding-3-large)",
+                 f"judge {SMOL} (paper: GPT-4o)", "subset dataset.limit=40",
                  "dataset.budget_tokens=1000 (paper: 8192)"):
         assert flag in local, flag
     assert "⚑" not in next(line for line in legend.splitlines() if line.startswith("- b:"))  # memtree: the paper's
@@ -194,7 +194,7 @@ def test_judge_is_flagged_on_judge_cells_only_and_other_formats_are_written(tmp_
     out = tmp_path / "out"
     written = build_report([runs], out, "memtree_2024", "1")
     by = {(r["row"], r["column"]): r for r in csv.DictReader(open(written["csv"]))}
-    assert by[("memtree", "accuracy")]["flags"] == "judge gpt-4o-mini (paper: GPT-4o)"
+    assert by[("memtree", "accuracy")]["flags"] == "judge openai:gpt-4o-mini@x (paper: GPT-4o)"
     assert by[("memtree", "rouge_l_recall")]["flags"] == ""
     files = written["tables"]["memtree_2024:1"]
     assert files["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
