@@ -2,6 +2,9 @@
 
     python -m memharness.eval.report                      # latest run of each memory x dataset under results/runs
     python -m memharness.eval.report RUN_OR_PARENT ... --out results/tables --name sample
+
+Run folders still marked ``INCOMPLETE.json`` (a run that stopped early or is still going) are not
+tabulated; they are listed with their reason on stdout and under the markdown table.
 """
 from __future__ import annotations
 
@@ -11,7 +14,10 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from memharness.memsys import fileio
+
 from .aggregate import HIGHER_IS_BETTER
+from .io import MARKER, read_marker
 
 DEFAULT_METRICS = ("judge", "mc_accuracy", "rouge_l_recall", "rouge_1_f", "rouge_l_f", "exact_match", "f1",
                    "context_tokens")
@@ -21,19 +27,34 @@ class ReportError(Exception):
     """No usable run folder, or a run folder missing a file the report needs."""
 
 
-def find_runs(paths: Sequence[str | Path]) -> list[Path]:
-    """Every folder holding a metrics.json under the given paths (a run folder or a parent)."""
-    runs: set[Path] = set()
+def _run_folders(paths: Sequence[str | Path]) -> set[Path]:
+    """Folders holding a metrics.json or an INCOMPLETE.json under the given paths."""
+    folders: set[Path] = set()
     for p in map(Path, paths):
-        if (p / "metrics.json").is_file():
-            runs.add(p)
+        if (p / "metrics.json").is_file() or (p / MARKER).is_file():
+            folders.add(p)
         elif p.is_dir():
-            runs.update(m.parent for m in p.rglob("metrics.json"))
+            folders.update(m.parent for name in ("metrics.json", MARKER) for m in p.rglob(name))
         else:
             raise ReportError(f"{p} is neither a run folder nor a folder holding run folders")
+    return folders
+
+
+def find_incomplete(paths: Sequence[str | Path]) -> list[tuple[Path, str]]:
+    """Run folders still marked incomplete, with the recorded reason."""
+    return [(f, (read_marker(f) or {}).get("reason", "?")) for f in sorted(_run_folders(paths))
+            if (f / MARKER).is_file()]
+
+
+def find_runs(paths: Sequence[str | Path]) -> list[Path]:
+    """Every complete run folder (metrics.json, no INCOMPLETE.json) under the given paths."""
+    folders = _run_folders(paths)
+    runs = sorted(f for f in folders if (f / "metrics.json").is_file() and not (f / MARKER).is_file())
     if not runs:
-        raise ReportError(f"no run folders (with metrics.json) under {[str(p) for p in paths]}")
-    return sorted(runs)
+        incomplete = len(folders) - len(runs)
+        raise ReportError(f"no run folders (complete: with metrics.json, no INCOMPLETE.json) under {[str(p) for p in paths]}"
+                          + (f"; {incomplete} incomplete (see INCOMPLETE.json in each)" if incomplete else ""))
+    return runs
 
 
 def load_run(folder: Path) -> dict[str, Any]:
@@ -58,9 +79,9 @@ def setting(run: dict[str, Any]) -> str:
 
 
 def latest_per_config(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Keep the newest run (by folder name, a timestamp) of each (memory, dataset, setting)."""
+    """Keep the newest run (by when its metrics.json was written) of each (memory, dataset, setting)."""
     best: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for run in sorted(runs, key=lambda r: Path(r["folder"]).name):
+    for run in sorted(runs, key=lambda r: ((Path(r["folder"]) / "metrics.json").stat().st_mtime_ns, r["folder"])):
         best[(run["memory"], run["dataset"], setting(run))] = run
     return list(best.values())
 
@@ -73,7 +94,7 @@ def table_rows(runs: list[dict[str, Any]], metrics: Sequence[str]) -> tuple[list
     for r in sorted(runs, key=lambda r: (r["dataset"], r["memory"], setting(r))):
         c = r["counts"]
         row = [r["memory"], *([setting(r) or "-"] if with_setting else []), r["dataset"], c["questions"],
-               c["answer_failed"] + c["retrieve_failed"] + c.get("build_failed", 0),
+               c["answer_failed"] + c["retrieve_failed"] + c.get("build_failed", 0) + c.get("deadline_exceeded", 0),
                c["judge_unparsed"]]
         row += [r["metrics"].get(m) for m in present]
         cal = r.get("judge_calibration")
@@ -115,8 +136,17 @@ def _cell(value: Any, bold: bool, fmt: str) -> str:
     return text
 
 
-def write_tables(runs: list[dict[str, Any]], out: Path, name: str, metrics: Sequence[str] = DEFAULT_METRICS) -> dict[str, Path]:
+def write_tables(runs: list[dict[str, Any]], out: Path, name: str, metrics: Sequence[str] = DEFAULT_METRICS,
+                 incomplete: Sequence[tuple[Path, str]] = ()) -> dict[str, Path]:
     """Write <name>.md, .csv and .tex; the best value per metric and dataset is marked (md bold, tex bold)."""
+    try:
+        return _write_tables(runs, out, name, metrics, incomplete)
+    except OSError as err:
+        raise ReportError(f"cannot write {err.filename or out} ({err.strerror or err}); choose a writable --out") from None
+
+
+def _write_tables(runs: list[dict[str, Any]], out: Path, name: str, metrics: Sequence[str],
+                  incomplete: Sequence[tuple[Path, str]]) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
     header, rows = table_rows(runs, metrics)
     best = best_by_dataset(header, rows)
@@ -128,17 +158,22 @@ def write_tables(runs: list[dict[str, Any]], out: Path, name: str, metrics: Sequ
     md.append("Means with bootstrap 95% CIs; best per dataset in bold (lower is better for context_tokens). "
               "judge_check: how often the judge says 1 to the reference itself / 0 to another question's "
               "reference (1.00/1.00 is a sound judge; x/0.00 is a judge that always agrees).")
-    paths["md"].write_text("\n".join(md) + "\n")
-    with open(paths["csv"], "w", newline="") as f:
+    if incomplete:
+        md += ["", f"Incomplete runs, not tabulated ({len(incomplete)}):", ""]
+        md += [f"- `{folder}`: {reason}" for folder, reason in incomplete]
+    fileio.write_text(paths["md"], "\n".join(md) + "\n")
+
+    def write_csv(f: Any) -> None:
         writer = csv.writer(f)
         writer.writerow(header)
         writer.writerows([[_cell(v, False, "csv") for v in row] for row in rows])
+    fileio.atomic_write(paths["csv"], write_csv)
     tex = ["\\begin{tabular}{" + "l" * len(header) + "}", "\\toprule",
            " & ".join(h.replace("_", "\\_") for h in header) + " \\\\", "\\midrule"]
     tex += [" & ".join(_cell(v, (i, j) in best, "tex").replace("_", "\\_") for j, v in enumerate(row)) + " \\\\"
             for i, row in enumerate(rows)]
     tex += ["\\bottomrule", "\\end{tabular}"]
-    paths["tex"].write_text("\n".join(tex) + "\n")
+    fileio.write_text(paths["tex"], "\n".join(tex) + "\n")
     return paths
 
 
@@ -173,8 +208,12 @@ def write_plot(runs: list[dict[str, Any]], out: Path, name: str, metrics: Sequen
     ax.legend(fontsize=8, loc="upper center", ncol=len(present), frameon=False)
     fig.tight_layout()
     path = out / f"{name}.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        fileio.atomic_write(path, lambda f: fig.savefig(f, dpi=120, format="png"), mode="wb")
+    except OSError as err:
+        raise ReportError(f"cannot write {path} ({err.strerror or err}); choose a writable --out") from None
+    finally:
+        plt.close(fig)
     return path
 
 
@@ -182,22 +221,30 @@ def build_report(paths: Sequence[str | Path], out: Path, name: str, latest_only:
     runs = [load_run(f) for f in find_runs(paths)]
     if latest_only:
         runs = latest_per_config(runs)
-    written = write_tables(runs, out, name)
+    written = write_tables(runs, out, name, incomplete=find_incomplete(paths))
     written["png"] = write_plot(runs, out, name)
     return written
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("runs", nargs="*", default=["results/runs"], help="run folders or folders holding them")
+    parser.add_argument("runs", nargs="*", default=["results/runs", "results/sweeps"],
+                        help="run folders, sweep folders, or folders holding them")
     parser.add_argument("--out", default="results/tables", type=Path)
     parser.add_argument("--name", default="comparison")
     parser.add_argument("--all", action="store_true", help="keep every run, not only the latest per memory x dataset")
     args = parser.parse_args(argv)
+    args.runs = [p for p in args.runs if Path(p).exists()] or args.runs  # the defaults may not all exist yet
     try:
+        incomplete = find_incomplete(args.runs)
+        for folder, reason in incomplete:
+            print(f"incomplete (not tabulated): {folder}: {reason}")
         written = build_report(args.runs, args.out, args.name, latest_only=not args.all)
     except ReportError as err:
         raise SystemExit(f"error: {err}") from None
+    from .browse import write_browser
+
+    written["browser"] = write_browser(args.runs, args.out / f"{args.name}_browser.html")
     for fmt, path in written.items():
         print(f"{fmt}: {path}")
 

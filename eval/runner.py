@@ -6,7 +6,6 @@ on the sample (``samples.jsonl``) and counted (``metrics.json``).
 """
 from __future__ import annotations
 
-import json
 import logging
 import time
 from functools import partial
@@ -18,16 +17,19 @@ from omegaconf import DictConfig, OmegaConf
 
 from memharness.data_prep.base import Dataset, DatasetError, check_integrity, subset
 from memharness.memsys.backends.factory import Services, build_services
+from memharness.memsys.backends.progress import Progress
 from memharness.memsys.backends.types import ConfigError
 from memharness.memsys.base import MemorySystem
 from memharness.memsys.types import Episode, Question, RetrievedItem
 
-from . import aggregate
+from . import aggregate, failures
+from . import io as run_io
 from .answer import answer_request, is_multiple_choice, judge_request, mc_correct, reference_text
 from .metrics import lexical_scores, parse_judge
 from memharness.memsys.backends.secrets import redact
 
 from .provenance import environment
+from .validate import validate_config
 
 log = logging.getLogger("memharness")
 
@@ -66,15 +68,44 @@ def sample_record(episode: Episode, question: Question) -> dict[str, Any]:
             "evidence_sources": [e.source_id for e in question.evidence], "status": "pending", "metrics": {}}
 
 
+def insert_batch_size(cfg: DictConfig) -> int | None:
+    """``dataset.insert_batch_size``: units per insert batch; null = the dataset's own batches."""
+    size = cfg.dataset.get("insert_batch_size")
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
+        raise ConfigError(f"dataset.insert_batch_size must be a positive integer or null, got {size!r}")
+    return size
+
+
+def split_batches(units: list, size: int | None) -> list[list]:
+    """One insert event cut into consecutive batches of at most ``size`` units (None: kept whole)."""
+    return [units] if size is None else [units[i:i + size] for i in range(0, len(units), size)]
+
+
+def insert_batch(memory: MemorySystem, batch: list, integrate: bool, meter: Any, records: list[dict]) -> None:
+    """Insert one batch and record its size, wall time and LLM requests. With ``integrate`` (a batch
+    size is set) the batch is brought fully in before the next: offline systems rebuild."""
+    before, start = meter.stages["build"], time.perf_counter()
+    requests = before.calls + before.cache_hits
+    memory.insert(batch)
+    if integrate:
+        memory.ensure_built()
+    after = meter.stages["build"]
+    records.append({"units": len(batch), "seconds": time.perf_counter() - start,
+                    "llm_requests": after.calls + after.cache_hits - requests})
+
+
 def run_episode(episode: Episode, cfg: DictConfig, services: Services, out_dir: Path) -> tuple[list, dict]:
     """Stream the episode's inserts and questions; return (pending samples, memory stats)."""
     meter, budget = services.meter, int(cfg.dataset.budget_tokens)
     memory = build_memory(cfg, services)
-    pending, build_error = [], None
+    pending, build_error, batches = [], None, []
+    size = insert_batch_size(cfg)
     for kind, payload in episode.events():
         if kind == "insert":
-            if build_error is None:
-                build_error = _guarded(partial(memory.insert, payload), meter, "build", episode.id)
+            for batch in split_batches(payload, size):
+                if build_error is None:
+                    build_error = _guarded(partial(insert_batch, memory, batch, size is not None, meter, batches),
+                                           meter, "build", episode.id)
             continue
         record = sample_record(episode, payload)
         items: list[RetrievedItem] = []
@@ -87,16 +118,20 @@ def run_episode(episode: Episode, cfg: DictConfig, services: Services, out_dir: 
                 try:
                     items = memory.retrieve(payload.text, budget)
                 except Exception as err:  # recorded and counted, never dropped
-                    log.exception("retrieval failed for %s", payload.id)
+                    failures.log_step_failure(log, f"retrieval failed for {payload.id}", err)
                     record.update(status="retrieve_failed", error=f"{type(err).__name__}: {err}")
+            record.update(failures.degradation_fields(memory))  # answered from a degraded memory: flagged
         record["retrieved"] = [i.to_json() for i in items]
         record["context_tokens"] = sum(i.tokens or services.tokenizer.count(i.text) for i in items)
         if record["status"] == "pending" and memory.answers_itself:  # answer_all then skips this sample
             answer_by_memory(memory, payload, items, record, cfg, meter)
         pending.append((payload, items, record))
-    stats = {**memory.stats(), **({"build_error": build_error} if build_error else {})}
+    stats = {**memory.stats(), "insert_batches": batches, **({"build_error": build_error} if build_error else {})}
     if hasattr(memory, "save"):
-        memory.save(out_dir / "memory" / episode.id)
+        try:
+            memory.save(out_dir / "memory" / episode.id)
+        except OSError as err:
+            raise run_io.output_error(err, folder=out_dir) from None
     return pending, stats
 
 
@@ -106,7 +141,7 @@ def _guarded(step: Any, meter: Any, stage: str, episode_id: str) -> str | None:
         try:
             step()
         except Exception as err:
-            log.exception("building memory failed for episode %s", episode_id)
+            failures.log_step_failure(log, f"building memory failed for episode {episode_id}", err)
             return f"{type(err).__name__}: {err}"
     return None
 
@@ -120,7 +155,7 @@ def answer_by_memory(memory: MemorySystem, question: Question, items: list[Retri
         try:
             comp = memory.answer(question, items, is_multiple_choice(question, cfg.eval.answer.mode))
         except Exception as err:  # recorded and counted as answer_failed, never dropped
-            log.exception("the memory failed to answer %s", question.id)
+            failures.log_step_failure(log, f"the memory failed to answer {question.id}", err)
             record.update(prompt="", prediction="", status="answer_failed", error=f"{type(err).__name__}: {err}")
             return
     record_answer(question, record, comp.extra.get("prompt", ""), comp, cfg)
@@ -156,12 +191,14 @@ def record_answer(q: Question, record: dict, prompt: str, comp: Any, cfg: DictCo
         prediction_text = q.options[choice] if choice is not None else ""
     else:
         prediction_text = record["prediction"]
+    failures.flag_empty_answer(record)
     record["metrics"].update(lexical_scores(prediction_text, list(q.answers) or [reference_text(q)]))
     record["metrics"]["context_tokens"] = record["context_tokens"]
 
 
 def judge_all(pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: DictConfig, services: Services) -> None:
     todo = [(q, r) for q, _, r in pending if r["status"] == "scored" and r.get("mode") == "generative"]
+    todo = failures.skip_empty_answers(todo)  # an empty answer is wrong; it is never judged
     requests = [judge_request(q, reference_text(q), r["prediction"], cfg.eval.judge) for q, r in todo]
     with services.meter.stage("judge"):
         completions = services.llm.complete(requests, desc="judge")
@@ -207,40 +244,53 @@ def summarize_run(samples: list[dict], cfg: DictConfig) -> dict[str, Any]:
             "breakdowns": aggregate.breakdowns(samples, metrics, list(cfg.eval.position_buckets), *args)}
 
 
+def config_snapshot(resolved: dict[str, Any]) -> dict[str, Any]:
+    """The resolved config as the run folder records it (secrets redacted)."""
+    return redact(resolved)
+
+
 def run(cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None) -> dict[str, Any]:
     """Run one evaluation and write config.yaml, samples.jsonl, metrics.json, memory_stats.json.
 
     ``overrides`` (the command line's) are recorded so reports can tell runs of a sweep apart."""
     started = time.time()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    resolved = redact(OmegaConf.to_container(cfg, resolve=True))
-    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(resolved)))
+    validate_config(cfg)  # every setting, before any model or file is loaded
+    run_io.begin_run(out_dir)  # INCOMPLETE.json until every file is written
+    resolved = config_snapshot(OmegaConf.to_container(cfg, resolve=True))
+    run_io.write_text(out_dir, "config.yaml", OmegaConf.to_yaml(OmegaConf.create(resolved)))
     dataset = load_dataset(cfg)
     services = build_services(cfg)
+    progress = Progress(services.meter, len(dataset.episodes), float(cfg.get("progress_interval_s", 10)),
+                        bar=bool(cfg.get("progress", True))).start()
     try:
         pending, memory_stats = [], {}
         for episode in dataset.episodes:
             episode_pending, memory_stats[episode.id] = run_episode(episode, cfg, services, out_dir)
             pending.extend(episode_pending)
+            progress.episode_done()
+        progress.set_stage("answer")
         answer_all(pending, cfg, services)
         calibration = None
         if cfg.eval.judge.enabled:
+            progress.set_stage("judge")
             judge_all(pending, cfg, services)
             calibration = judge_calibration(pending, cfg, services)
     finally:
+        progress.close()
         services.close()
     samples = [record for _, _, record in pending]
-    return write_outputs(out_dir, cfg, dataset, samples, memory_stats, services, time.time() - started,
-                         judge_calibration=calibration, overrides=overrides or [])
+    failures.finalize(samples)
+    metrics = write_outputs(out_dir, cfg, dataset, samples, memory_stats, services, time.time() - started,
+                            judge_calibration=calibration, overrides=overrides or [])
+    run_io.end_run(out_dir, metrics)
+    return metrics
 
 
 def write_outputs(out_dir: Path, cfg: DictConfig, dataset: Dataset, samples: list[dict], memory_stats: dict,
                   services: Services, wall_s: float, judge_calibration: dict | None = None,
                   overrides: list[str] | None = None) -> dict[str, Any]:
-    with open(out_dir / "samples.jsonl", "w", encoding="utf-8") as f:
-        for s in samples:
-            f.write(json.dumps(s, ensure_ascii=False) + "\n")
-    (out_dir / "memory_stats.json").write_text(json.dumps(memory_stats, indent=1, default=float))
+    run_io.write_jsonl(out_dir, "samples.jsonl", samples)
+    run_io.write_json(out_dir, "memory_stats.json", memory_stats, indent=1, default=float)
     calls = services.meter.to_json()
     backend_s = calls["total"]["backend_s"]
     metrics = {
@@ -258,5 +308,6 @@ def write_outputs(out_dir: Path, cfg: DictConfig, dataset: Dataset, samples: lis
         "calls": calls,
         "env": environment(),
     }
-    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=1, default=str))
+    metrics["outcome"] = failures.outcome(metrics, cfg, services)
+    run_io.write_json(out_dir, "metrics.json", metrics, indent=1, default=str)
     return metrics
