@@ -240,8 +240,8 @@ def test_token_chunking_keeps_every_overlapped_unit():
         make_text_units(units, tok, chunk_size=10, chunk_overlap=10)
 
 
-def test_prompt_filling_is_one_pass_and_leaves_other_braces():
+def test_prompt_filling_never_parses_inserted_text_again():
     from memharness.memsys.graphrag.common import fill
 
-    assert fill('{"points": []} {input_text} {max_length}', input_text="says {max_length}", max_length=5) \
+    assert fill('{{"points": []}} {input_text} {max_length}', input_text="says {max_length}", max_length=5) \
         == '{"points": []} says {max_length} 5'

@@ -170,13 +170,23 @@ def test_save_and_load_give_the_same_answers_without_llm_calls(tmp_path):
     json.dumps(again.stats())  # memory_stats.json material
 
 
-def test_bad_settings_name_the_setting():
-    with pytest.raises(ValueError, match="memory.local_search"):
-        GraphRAG(local_search={"topk": 3})
-    with pytest.raises(ValueError, match="memory.traversal"):
-        GraphRAG(traversal="drift")
-    with pytest.raises(ValueError, match="community_prop"):
-        GraphRAG(local_search={"community_prop": 0.6, "text_unit_prop": 0.6})
+def test_bad_settings_are_refused_before_a_run_naming_the_setting(make_cfg):
+    from memharness.eval.validate import config_problems
+
+    assert config_problems(make_cfg("memory=graphrag")) == [] and config_problems(make_cfg("memory=graphrag_global")) == []
+    cases = {"memory.local_search.style=hybrid": "memory.local_search.style='hybrid': expected one of graphrag | nano",
+             "memory.traversal=drift": "memory.traversal='drift'",
+             "memory.max_cluster_size=0": "memory.max_cluster_size=0: expected an integer >= 1",
+             "+memory.local_search.topk=3": "memory.local_search.topk",
+             "memory.local_search.community_prop=0.6": "memory.local_search.text_unit_prop: community_prop + "
+                                                       "text_unit_prop must not exceed 1",
+             "memory.chunk_size=100": "memory.chunk_overlap: must be smaller than chunk_size (100)",
+             "memory.map_prompt='no table here'": "memory.map_prompt='no table here': expected null or a template "
+                                                  "string with {placeholders}: context_data",
+             "memory.leiden_backend=louvain": "memory.leiden_backend='louvain'"}
+    for override, expected in cases.items():
+        problems = config_problems(make_cfg("memory=graphrag", override))
+        assert any(p.startswith(expected) for p in problems), (override, problems)
 
 
 def test_relationship_order_in_network_first_then_shared_neighbours_capped_per_entity():

@@ -11,12 +11,9 @@ RAW_CHARS = 2000  # a kept raw reply is cut to this many characters
 
 
 def fill(template: str, **values: Any) -> str:
-    """Replace ``{name}`` for the given names only (one pass, so inserted text is never re-filled);
-    prompts may show literal JSON braces."""
-    if not values:
-        return template
-    pattern = re.compile(r"\{(" + "|".join(re.escape(k) for k in values) + r")\}")
-    return pattern.sub(lambda m: str(values[m.group(1)]), template)
+    """A prompt from its ``str.format`` template (literal braces are written ``{{`` / ``}}``; the
+    settings checker has verified the placeholders). Inserted text is never parsed again."""
+    return template.format(**values)
 
 
 def clean_str(text: Any) -> str:

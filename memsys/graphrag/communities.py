@@ -8,7 +8,7 @@ connected component. That algorithm, rebuilt on python-igraph (or leidenalg):
   nodes); with ``use_lcc`` only its largest connected component (ties: the one holding the
   lowest entity position);
 - level 0 = one Leiden partition of that graph, maximising modularity at ``resolution`` with
-  ``iterations`` Leiden iterations (negative = until stable). ``backend: igraph`` (default) is
+  ``iterations`` Leiden iterations. ``backend: igraph`` (default) is
   igraph's C-core Leiden (``Graph.community_leiden``, by the algorithm's author), whose ``beta`` is
   graspologic's ``randomness`` (GraphRAG 0.001); ``backend: leidenalg`` is
   ``leidenalg.find_partition`` with ``RBConfigurationVertexPartition`` (no randomness parameter;

@@ -94,13 +94,11 @@ def _request(messages: list[tuple[str, str]], settings: ExtractSettings, **param
 
 def run_extraction(llm: Any, text_units: Sequence[TextUnit], settings: ExtractSettings, log: FailureLog) -> Extraction:
     """Extract from every text unit: the first pass, gleanings and loop checks, each as one batch."""
-    if settings.format not in ("records", "json"):
-        raise ValueError(f"memory.extraction_format must be 'records' or 'json', got {settings.format!r}")
     out = Extraction()
     conversations = {tu.id: [("user", extraction_prompt(settings, tu.text))] for tu in text_units}
     active = _answer_round(llm, conversations, list(conversations), None, settings, out, log, "extract")
     for round_ in range(settings.max_gleanings):
-        active = _answer_round(llm, conversations, active, settings.continue_prompt, settings, out, log, "glean")
+        active = _answer_round(llm, conversations, active, fill(settings.continue_prompt), settings, out, log, "glean")
         if round_ >= settings.max_gleanings - 1 or not active:
             break
         active = _loop_check(llm, conversations, active, settings, out, log)
@@ -134,7 +132,8 @@ def _answer_round(llm: Any, conversations: dict[str, list[tuple[str, str]]], ids
 def _loop_check(llm: Any, conversations: dict[str, list[tuple[str, str]]], ids: list[str], settings: ExtractSettings,
                 out: Extraction, log: FailureLog) -> list[str]:
     """Ask whether more entities remain; only an exact "Y" goes on (question and answer stay in history)."""
-    requests = [_request([*conversations[i], ("user", settings.loop_prompt)], settings, max_tokens=1,
+    question = fill(settings.loop_prompt)
+    requests = [_request([*conversations[i], ("user", question)], settings, max_tokens=1,
                          choices=("Y", "N"), json_output=False) for i in ids]
     completions = llm.complete(requests, desc="graphrag loop")
     out.calls["loop"] += len(ids)
@@ -143,7 +142,7 @@ def _loop_check(llm: Any, conversations: dict[str, list[tuple[str, str]]], ids: 
         if not comp.ok:
             log.add("call_failed", comp.error or "", step="loop", chunk=i)
         elif comp.text.strip() == "Y":
-            conversations[i].extend([("user", settings.loop_prompt), ("assistant", comp.text)])
+            conversations[i].extend([("user", question), ("assistant", comp.text)])
             going.append(i)
         elif comp.text.strip() != "N":
             log.add("loop_unparsed", comp.text, chunk=i)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Annotated, Any, Iterator, Literal, Sequence
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from ..backends.types import Completion
 from ..hierarchy import traverse
 from ..hierarchy.memory import HierarchicalMemory
 from ..hierarchy.store import HierarchyStore
+from ..settings import NonEmpty, Placeholders, Range
 from ..types import Question, RetrievedItem, Unit, content_id
 from .chunks import TextUnit, make_text_units
 from .common import FailureLog
@@ -32,9 +33,10 @@ from .extract import ExtractSettings, run_extraction
 from .index import GraphIndex
 from .merge import Graph, SummarySettings, merge_graph, summarize_descriptions
 from .reports import ContextBuilder, Report, ReportSettings, generate_reports
-from .search_global import GlobalSearch, check_global_settings
-from .search_local import LocalSearch, check_local_settings
+from .search_global import GlobalSearch, GlobalSearchSettings, global_settings
+from .search_local import LocalSearch, LocalSearchSettings, local_settings, local_settings_problems
 
+DELIMITERS = ("entity_types", "tuple_delimiter", "record_delimiter", "completion_delimiter")
 PROMPTS = ("extract_prompt", "extract_json_prompt", "continue_prompt", "loop_prompt", "summarize_prompt",
            "report_prompt", "map_prompt", "reduce_prompt", "reduce_mc_prompt")
 
@@ -57,32 +59,43 @@ class GraphRAG(HierarchicalMemory):
     traversals = traverse.TRAVERSALS + ("local", "global")
 
     def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None, *,
-                 chunk_size: int | None = None, chunk_overlap: int = 100,
-                 entity_types: Sequence[str] = ("organization", "person", "geo", "event"),
-                 extraction_format: str = "records", max_gleanings: int = 1, extract_max_tokens: int = 1500,
-                 tuple_delimiter: str = "<|>", record_delimiter: str = "##",
-                 completion_delimiter: str = "<|COMPLETE|>", missing_endpoint: str = "drop",
-                 summary_threshold_tokens: int = 500, summary_max_input_tokens: int = 4000,
-                 summary_max_words: int = 500, summary_max_tokens: int = 700, description_separator: str = "\n",
-                 max_cluster_size: int = 10, use_lcc: bool = True, leiden_seed: int | None = None,
-                 leiden_resolution: float = 1.0, leiden_iterations: int = 1, leiden_backend: str = "igraph",
-                 leiden_randomness: float = 0.001,
-                 report_max_input_tokens: int = 8000, report_max_words: int = 2000, report_max_tokens: int = 1500,
-                 local_search: dict[str, Any] | None = None, global_search: dict[str, Any] | None = None,
-                 max_failures_kept: int = 20, extract_prompt: str | None = None,
-                 extract_json_prompt: str | None = None, continue_prompt: str | None = None,
-                 loop_prompt: str | None = None, summarize_prompt: str | None = None,
-                 report_prompt: str | None = None, map_prompt: str | None = None, reduce_prompt: str | None = None,
-                 reduce_mc_prompt: str | None = None, traversal: str = "local", top_k: int = 10,
-                 retrieve_threshold: float = -1.0, **core: Any) -> None:
+                 chunk_size: Annotated[int, Range(1)] | None = None, chunk_overlap: Annotated[int, Range(0)] = 100,
+                 entity_types: Annotated[list[str], NonEmpty()] = ("organization", "person", "geo", "event"),
+                 extraction_format: Literal["records", "json"] = "records",
+                 max_gleanings: Annotated[int, Range(0)] = 1, extract_max_tokens: Annotated[int, Range(1)] = 1500,
+                 tuple_delimiter: Annotated[str, NonEmpty()] = "<|>", record_delimiter: Annotated[str, NonEmpty()] = "##",
+                 completion_delimiter: Annotated[str, NonEmpty()] = "<|COMPLETE|>",
+                 missing_endpoint: Literal["drop", "create"] = "drop",
+                 summary_threshold_tokens: Annotated[int, Range(0)] = 500,
+                 summary_max_input_tokens: Annotated[int, Range(1)] = 4000,
+                 summary_max_words: Annotated[int, Range(1)] = 500, summary_max_tokens: Annotated[int, Range(1)] = 700,
+                 description_separator: str = "\n",
+                 max_cluster_size: Annotated[int, Range(1)] = 10, use_lcc: bool = True,
+                 leiden_seed: Annotated[int, Range(0)] | None = None,
+                 leiden_resolution: Annotated[float, Range(0, lo_open=True)] = 1.0,
+                 leiden_iterations: Annotated[int, Range(1)] = 1,
+                 leiden_backend: Literal["igraph", "leidenalg"] = "igraph",
+                 leiden_randomness: Annotated[float, Range(0, lo_open=True)] = 0.001,
+                 report_max_input_tokens: Annotated[int, Range(1)] = 8000,
+                 report_max_words: Annotated[int, Range(1)] = 2000, report_max_tokens: Annotated[int, Range(1)] = 1500,
+                 local_search: LocalSearchSettings | None = None, global_search: GlobalSearchSettings | None = None,
+                 max_failures_kept: Annotated[int, Range(0)] = 20,
+                 extract_prompt: Annotated[str, Placeholders("input_text", optional=DELIMITERS)] | None = None,
+                 extract_json_prompt: Annotated[str, Placeholders("input_text", optional=("entity_types",))] | None = None,
+                 continue_prompt: Annotated[str, Placeholders()] | None = None,
+                 loop_prompt: Annotated[str, Placeholders()] | None = None,
+                 summarize_prompt: Annotated[str, Placeholders("description_list",
+                                                               optional=("entity_name", "max_length"))] | None = None,
+                 report_prompt: Annotated[str, Placeholders("input_text", optional=("max_report_length",))] | None = None,
+                 map_prompt: Annotated[str, Placeholders("context_data", optional=("max_length",))] | None = None,
+                 reduce_prompt: Annotated[str, Placeholders("report_data",
+                                                            optional=("response_type", "max_length"))] | None = None,
+                 reduce_mc_prompt: Annotated[str, Placeholders("report_data", "options")] | None = None,
+                 traversal: str = "local", top_k: int = 10, retrieve_threshold: float = -1.0, **core: Any) -> None:
+        # Settings are declared by the annotations (memsys.settings), checked before a run starts;
+        # null prompts are the ones in conf/memory/graphrag.yaml.
         super().__init__(llm=llm, embedder=embedder, tokenizer=tokenizer, traversal=traversal, top_k=top_k,
                          retrieve_threshold=retrieve_threshold, **core)
-        if extraction_format not in ("records", "json"):
-            raise ValueError(f"memory.extraction_format must be 'records' or 'json', got {extraction_format!r}")
-        if missing_endpoint not in ("drop", "create"):
-            raise ValueError(f"memory.missing_endpoint must be 'drop' or 'create', got {missing_endpoint!r}")
-        if chunk_size is not None and not 0 <= chunk_overlap < chunk_size:
-            raise ValueError(f"memory.chunk_overlap must be in [0, chunk_size), got {chunk_overlap} / {chunk_size}")
         self.chunk_size, self.chunk_overlap = chunk_size, int(chunk_overlap)
         self.entity_types, self.extraction_format = list(entity_types), extraction_format
         self.max_gleanings, self.extract_max_tokens = int(max_gleanings), int(extract_max_tokens)
@@ -93,13 +106,10 @@ class GraphRAG(HierarchicalMemory):
         self.description_separator = description_separator
         self.max_cluster_size, self.use_lcc, self.leiden_seed = int(max_cluster_size), bool(use_lcc), leiden_seed
         self.leiden_resolution, self.leiden_iterations = float(leiden_resolution), int(leiden_iterations)
-        if leiden_backend not in ("igraph", "leidenalg"):
-            raise ValueError(f"memory.leiden_backend must be 'igraph' or 'leidenalg', got {leiden_backend!r}")
         self.leiden_backend, self.leiden_randomness = leiden_backend, float(leiden_randomness)
         self.report_max_input_tokens, self.report_max_words = int(report_max_input_tokens), int(report_max_words)
         self.report_max_tokens, self.max_failures_kept = int(report_max_tokens), int(max_failures_kept)
-        self.local_search = check_local_settings(dict(local_search or {}))
-        self.global_search = check_global_settings(dict(global_search or {}))
+        self.local_search, self.global_search = local_settings(local_search), global_settings(global_search)
         given = {"extract_prompt": extract_prompt, "extract_json_prompt": extract_json_prompt,
                  "continue_prompt": continue_prompt, "loop_prompt": loop_prompt, "summarize_prompt": summarize_prompt,
                  "report_prompt": report_prompt, "map_prompt": map_prompt, "reduce_prompt": reduce_prompt,
@@ -114,6 +124,15 @@ class GraphRAG(HierarchicalMemory):
         self.index: GraphIndex | None = None
         self._global: GlobalSearch | None = None
 
+    @classmethod
+    def check_settings(cls, settings: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        """Rules between settings: the chunk overlap and the local-search budget split."""
+        size, overlap = settings.get("chunk_size"), settings.get("chunk_overlap", 100)
+        if size is not None and overlap >= size:
+            yield "chunk_overlap", f"must be smaller than chunk_size ({size})"
+        for key, message in local_settings_problems(settings.get("local_search") or {}):
+            yield f"local_search.{key}", message
+
     @property
     def answers_itself(self) -> bool:
         """Global search produces the answer (its reduce step); the runner then calls ``answer``."""
@@ -123,7 +142,9 @@ class GraphRAG(HierarchicalMemory):
     def build(self, units: Sequence[Unit]) -> None:
         """Rebuild everything from ``units``: extraction, merge, communities, reports."""
         log, timings, start = FailureLog(self.max_failures_kept), {}, time.perf_counter()
+        # a rebuild starts over: earlier retrievals point at the previous store, earlier failures are gone
         self.store, self.retrievals, self.index, self._global = HierarchyStore(), [], None, None
+        self.degradation.clear()
         text_units = make_text_units(units, self.tokenizer, self.chunk_size, self.chunk_overlap)
         self.text_units = {tu.id: tu for tu in text_units}
         extraction = run_extraction(self.llm, text_units, self._extract_settings(), log)
@@ -147,6 +168,7 @@ class GraphRAG(HierarchicalMemory):
         self._add_communities(graph, communities, reports)
         timings["reports_s"] = time.perf_counter() - report_start
         self.index = GraphIndex(self.store, self.text_units)
+        self._record_degradation(log)
         self.build_record = {
             "units": len(units), "text_units": len(text_units),
             "chunking": "dataset units" if self.chunk_size is None else f"{self.chunk_size}/{self.chunk_overlap} tokens",
@@ -158,6 +180,16 @@ class GraphRAG(HierarchicalMemory):
                       "descriptions_summarised": graph.summarised},
             "communities": leiden, "reports": {k: v for k, v in report_record.items() if k != "calls"},
             "failures": log.to_json(), "seconds": {**timings, "total_s": time.perf_counter() - start}}
+
+    def _record_degradation(self, log: FailureLog) -> None:
+        """Outputs the structure was built without (the runner flags questions answered from it)."""
+        c = log.counts
+        self.degrade("extraction_failed", c["call_failed"])
+        self.degrade("extraction_unparsed", c["unparsed_reply"])
+        self.degrade("summary_failed", c["summary_failed"])
+        self.degrade("summary_unparsed", c["summary_empty"])
+        self.degrade("report_failed", c["report_failed"])
+        self.degrade("report_unparsed", c["report_unparsed"])
 
     def _extract_settings(self) -> ExtractSettings:
         prompt = self.extract_prompt if self.extraction_format == "records" else self.extract_json_prompt

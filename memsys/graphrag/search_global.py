@@ -23,9 +23,10 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Annotated, Any, Sequence, TypedDict
 
 from ..backends.types import ChatRequest
+from ..settings import NonEmpty, Range
 from ..types import RetrievedItem, content_id
 from .common import FailureLog, fill, parse_json_object
 from .index import GraphIndex
@@ -53,14 +54,24 @@ class Point:
     cited: list[int] = field(default_factory=list)  # community view indices cited in the batch
 
 
-def check_global_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    unknown = set(settings) - set(GLOBAL_DEFAULTS)
-    if unknown:
-        raise ValueError(f"unknown memory.global_search keys {sorted(unknown)}; known: {sorted(GLOBAL_DEFAULTS)}")
-    s = {**GLOBAL_DEFAULTS, **settings}
-    if int(s["map_batch_tokens"]) <= 0:
-        raise ValueError(f"memory.global_search.map_batch_tokens must be positive, got {s['map_batch_tokens']}")
-    return s
+class GlobalSearchSettings(TypedDict, total=False):
+    """``memory.global_search`` (documented in conf/memory/graphrag.yaml)."""
+
+    community_level: Annotated[int, Range(0)]
+    map_batch_tokens: Annotated[int, Range(1)]
+    map_max_words: Annotated[int, Range(1)]
+    map_max_tokens: Annotated[int, Range(1)]
+    reduce_max_words: Annotated[int, Range(1)]
+    reduce_max_tokens: Annotated[int, Range(1)]
+    response_type: Annotated[str, NonEmpty()]
+    shuffle_seed: Annotated[int, Range(0)]
+    min_rating: Annotated[float, Range(0, 10)]
+    no_data_answer: Annotated[str, NonEmpty()]
+
+
+def global_settings(settings: dict[str, Any] | None) -> dict[str, Any]:
+    """The defaults with ``settings`` over them (the settings checker has validated the values)."""
+    return {**GLOBAL_DEFAULTS, **(settings or {})}
 
 
 class GlobalSearch:
@@ -68,7 +79,7 @@ class GlobalSearch:
 
     def __init__(self, index: GraphIndex, settings: dict[str, Any], tokenizer: Any, map_prompt: str,
                  reduce_prompt: str, reduce_mc_prompt: str) -> None:
-        self.index, self.s, self.tokenizer = index, check_global_settings(settings), tokenizer
+        self.index, self.s, self.tokenizer = index, global_settings(settings), tokenizer
         self.map_prompt, self.reduce_prompt, self.reduce_mc_prompt = map_prompt, reduce_prompt, reduce_mc_prompt
         self._batches: list[Batch] | None = None
 

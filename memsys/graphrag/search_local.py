@@ -28,10 +28,11 @@ Each list stops at its first item that does not fit its budget (both implementat
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Annotated, Any, Literal, Sequence, TypedDict
 
 import numpy as np
 
+from ..settings import Range
 from ..types import RetrievedItem
 from .index import GraphIndex, Rel
 
@@ -49,20 +50,34 @@ class LocalResult:
     communities: list[int] = field(default_factory=list)  # store nodes of the reports used
 
 
-def check_local_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    """Defaults filled in; unknown keys and impossible proportions are errors naming the setting."""
-    unknown = set(settings) - set(LOCAL_DEFAULTS)
-    if unknown:
-        raise ValueError(f"unknown memory.local_search keys {sorted(unknown)}; known: {sorted(LOCAL_DEFAULTS)}")
-    s = {**LOCAL_DEFAULTS, **settings}
-    if s["style"] not in ("graphrag", "nano"):
-        raise ValueError(f"memory.local_search.style must be 'graphrag' or 'nano', got {s['style']!r}")
-    if s["community_prop"] < 0 or s["text_unit_prop"] < 0 or s["community_prop"] + s["text_unit_prop"] > 1:
-        raise ValueError("memory.local_search.community_prop + text_unit_prop must be within [0, 1]")
-    if len(s["nano_split"]) != 3 or min(s["nano_split"]) < 0 or sum(s["nano_split"]) <= 0:
-        raise ValueError("memory.local_search.nano_split must be three non-negative numbers (reports, "
-                         "relationships, text units) with a positive sum")
-    return s
+class LocalSearchSettings(TypedDict, total=False):
+    """``memory.local_search`` (documented in conf/memory/graphrag.yaml)."""
+
+    style: Literal["graphrag", "nano"]
+    top_k_entities: Annotated[int, Range(1)]
+    oversample: Annotated[int, Range(1)]
+    entity_threshold: Annotated[float, Range(-1, 1)]
+    top_k_relationships: Annotated[int, Range(0)]
+    community_prop: Annotated[float, Range(0, 1)]
+    text_unit_prop: Annotated[float, Range(0, 1)]
+    community_level: Annotated[int, Range(0)]
+    nano_split: list[Annotated[int, Range(0)]]
+
+
+def local_settings(settings: dict[str, Any] | None) -> dict[str, Any]:
+    """The defaults with ``settings`` over them (the settings checker has validated the values)."""
+    return {**LOCAL_DEFAULTS, **(settings or {})}
+
+
+def local_settings_problems(settings: dict[str, Any]) -> list[tuple[str, str]]:
+    """Rules between local-search settings, as (key under memory.local_search, message)."""
+    s, out = local_settings(settings), []
+    if s["community_prop"] + s["text_unit_prop"] > 1:
+        out.append(("text_unit_prop", "community_prop + text_unit_prop must not exceed 1"))
+    if len(s["nano_split"]) != 3 or sum(s["nano_split"]) <= 0:
+        out.append(("nano_split", "must be three token budgets (reports, relationships, text units) with a "
+                                  "positive sum"))
+    return out
 
 
 def _fill(candidates: Sequence[tuple[RetrievedItem, Any]], budget: int) -> tuple[list[tuple[RetrievedItem, Any]], int]:
@@ -80,7 +95,7 @@ class LocalSearch:
     """Builds the local context for one question over a ``GraphIndex``."""
 
     def __init__(self, index: GraphIndex, settings: dict[str, Any], tokenizer: Any) -> None:
-        self.index, self.s, self.tokenizer = index, check_local_settings(settings), tokenizer
+        self.index, self.s, self.tokenizer = index, local_settings(settings), tokenizer
 
     # ------------------------------------------------------------------ candidates
     def select_entities(self, vector: np.ndarray) -> list[tuple[int, float]]:
