@@ -156,3 +156,23 @@ def test_global_map_reduce_with_the_embedded_model_over_a_hand_built_graph():
         assert g["reduce_calls"] == 1 and completion.extra["prompt"]
     else:
         assert completion.text == memory.global_search["no_data_answer"] and g["no_data_answers"] == 1
+
+
+def test_graphrag_joins_the_traversal_coupling_sweep(tmp_path):
+    """The core's traversals on the GraphRAG store, built once (the cache serves the other two runs)."""
+    from test_cli import ROOT, run_py
+
+    proc = run_py(tmp_path, "experiment=traversal_coupling", "memory=graphrag", "dataset.limit=2",
+                  "llm=fake_graphrag", "embedder=fake", f"hydra.searchpath=[file://{ROOT / 'tests' / 'conf'}]",
+                  multirun=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    folders = sorted(p.parent for p in (tmp_path / "runs").rglob("metrics.json"))
+    metrics = [json.loads((f / "metrics.json").read_text()) for f in folders]
+    assert sorted(next(o for o in m["overrides"] if o.startswith("memory.traversal=")) for m in metrics) == [
+        "memory.traversal=collapsed", "memory.traversal=collapsed_expand", "memory.traversal=top_down"]
+    stats = [json.loads((f / "memory_stats.json").read_text()) for f in folders]
+    assert stats[0]["news"]["structure"] == stats[1]["news"]["structure"] == stats[2]["news"]["structure"]
+    assert stats[0]["news"]["structure"]["levels"] >= 2  # entities and at least one level of communities
+    assert sorted(m["calls"]["build"]["calls"] for m in metrics)[:2] == [0, 0]
+    for m in metrics:
+        assert m["counts"]["scored"] == 2
