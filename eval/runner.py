@@ -123,6 +123,8 @@ def run_episode(episode: Episode, cfg: DictConfig, services: Services, out_dir: 
             record.update(failures.degradation_fields(memory))  # answered from a degraded memory: flagged
         record["retrieved"] = [i.to_json() for i in items]
         record["context_tokens"] = sum(i.tokens or services.tokenizer.count(i.text) for i in items)
+        if record["status"] == "pending" and memory.answers_itself:  # answer_all then skips this sample
+            answer_by_memory(memory, payload, items, record, cfg, meter)
         pending.append((payload, items, record))
     stats = {**memory.stats(), "insert_batches": batches, **({"build_error": build_error} if build_error else {})}
     if hasattr(memory, "save"):
@@ -144,33 +146,54 @@ def _guarded(step: Any, meter: Any, stage: str, episode_id: str) -> str | None:
     return None
 
 
+def answer_by_memory(memory: MemorySystem, question: Question, items: list[RetrievedItem], record: dict,
+                     cfg: DictConfig, meter: Any) -> None:
+    """A memory that answers itself does so while it exists (the runner discards it after the
+    episode), under the "answer" stage; the prediction is scored like every other answer."""
+    record["answered_by"] = "memory"
+    with meter.stage("answer"):
+        try:
+            comp = memory.answer(question, items, is_multiple_choice(question, cfg.eval.answer.mode))
+        except Exception as err:  # recorded and counted as answer_failed, never dropped
+            failures.log_step_failure(log, f"the memory failed to answer {question.id}", err)
+            record.update(prompt="", prediction="", status="answer_failed", error=f"{type(err).__name__}: {err}")
+            return
+    record_answer(question, record, comp.extra.get("prompt", ""), comp, cfg)
+
+
 def answer_all(pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: DictConfig, services: Services) -> None:
     todo = [(q, items, r) for q, items, r in pending if r["status"] == "pending"]
     requests = [answer_request(q, items, cfg.eval.answer) for q, items, _ in todo]
     with services.meter.stage("answer"):
         completions = services.llm.complete(requests, desc="answer")
     for (q, _, record), req, comp in zip(todo, requests, completions):
-        record["prompt"] = req.messages[-1][1]
-        record["prediction"] = comp.text.strip()
-        record["answer_cached"] = comp.cached
-        if comp.extra.get("prompt_tokens_cut"):  # the backend had to cut the prompt to fit its context
-            record["prompt_tokens_cut"] = comp.extra["prompt_tokens_cut"]
-        if not comp.ok:
-            record.update(status="answer_failed", error=comp.error)
-            continue
-        record["status"] = "scored"
-        record["mode"] = "multiple_choice" if is_multiple_choice(q, cfg.eval.answer.mode) else "generative"
-        if record["mode"] == "multiple_choice":
-            choice, correct = mc_correct(q, comp.text)
-            record["predicted_option"] = choice
-            record["mc_status"] = "mc_unparsed" if choice is None else "parsed"
-            record["metrics"]["mc_accuracy"] = correct
-            prediction_text = q.options[choice] if choice is not None else ""
-        else:
-            prediction_text = record["prediction"]
-        failures.flag_empty_answer(record)
-        record["metrics"].update(lexical_scores(prediction_text, list(q.answers) or [reference_text(q)]))
-        record["metrics"]["context_tokens"] = record["context_tokens"]
+        record_answer(q, record, req.messages[-1][1], comp, cfg)
+
+
+def record_answer(q: Question, record: dict, prompt: str, comp: Any, cfg: DictConfig) -> None:
+    """Record a prediction (``comp``, a Completion) on its sample and score it (lexical metrics,
+    multiple-choice letter)."""
+    record["prompt"] = prompt
+    record["prediction"] = comp.text.strip()
+    record["answer_cached"] = comp.cached
+    if comp.extra.get("prompt_tokens_cut"):  # the backend had to cut the prompt to fit its context
+        record["prompt_tokens_cut"] = comp.extra["prompt_tokens_cut"]
+    if not comp.ok:
+        record.update(status="answer_failed", error=comp.error)
+        return
+    record["status"] = "scored"
+    record["mode"] = "multiple_choice" if is_multiple_choice(q, cfg.eval.answer.mode) else "generative"
+    if record["mode"] == "multiple_choice":
+        choice, correct = mc_correct(q, comp.text)
+        record["predicted_option"] = choice
+        record["mc_status"] = "mc_unparsed" if choice is None else "parsed"
+        record["metrics"]["mc_accuracy"] = correct
+        prediction_text = q.options[choice] if choice is not None else ""
+    else:
+        prediction_text = record["prediction"]
+    failures.flag_empty_answer(record)
+    record["metrics"].update(lexical_scores(prediction_text, list(q.answers) or [reference_text(q)]))
+    record["metrics"]["context_tokens"] = record["context_tokens"]
 
 
 def judge_all(pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: DictConfig, services: Services) -> None:

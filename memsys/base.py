@@ -18,7 +18,8 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from typing import Any, Sequence
 
-from .types import RetrievedItem, Unit
+from .backends.types import Completion
+from .types import Question, RetrievedItem, Unit
 
 
 class MemorySystem(ABC):
@@ -32,6 +33,9 @@ class MemorySystem(ABC):
 
     online: bool = True
     name: str = "memory"
+    # A memory that produces the answer itself (GraphRAG's global search) sets this; the runner then
+    # calls ``answer`` right after its retrieval instead of the shared answer prompt.
+    answers_itself: bool = False
 
     def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None) -> None:
         self.llm = llm
@@ -90,6 +94,12 @@ class MemorySystem(ABC):
     @abstractmethod
     def search(self, question: str, budget_tokens: int) -> list[RetrievedItem]:
         """Rank memory for ``question`` and fill ``budget_tokens``."""
+
+    def answer(self, question: Question, items: Sequence[RetrievedItem], multiple_choice: bool = False) -> Completion:
+        """Self-answering systems only: answer ``question`` from the ``items`` their retrieval returned
+        (an option letter when ``multiple_choice``). A failed call comes back with ``error`` set; put the
+        prompt sent in ``extra["prompt"]`` so the run folder records it."""
+        raise NotImplementedError(f"{type(self).__name__} sets answers_itself but does not implement answer()")
 
     def stats(self) -> dict[str, Any]:
         """Structure diagnostics for ``memory_stats.json``."""

@@ -1,0 +1,154 @@
+"""Hierarchical Leiden (igraph + leidenalg) and community reports with hand-written replies."""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from graphrag_fakes import StepLLM, WordTokenizer, report_json
+from memharness.memsys.graphrag.common import FailureLog
+from memharness.memsys.graphrag.communities import Community, hierarchical_leiden
+from memharness.memsys.graphrag.memory import default_prompts
+from memharness.memsys.graphrag.merge import Entity, Graph, Relation
+from memharness.memsys.graphrag.reports import ContextBuilder, ReportSettings, generate_reports, parse_report
+
+
+def planted(n_groups: int = 6, size: int = 30, seed: int = 0) -> list[tuple[int, int, float]]:
+    """Dense groups of ``size`` nodes (each with looser sub-groups of 6), sparsely linked."""
+    rng = random.Random(seed)
+    edges = set()
+    n = n_groups * size
+    for u in range(n):
+        for v in range(u + 1, n):
+            same_group, same_sub = u // size == v // size, u // 6 == v // 6
+            p = 0.9 if same_sub else 0.15 if same_group else 0.003
+            if rng.random() < p:
+                edges.add((u, v))
+    return [(u, v, 1.0 + rng.random()) for u, v in sorted(edges)]
+
+
+@pytest.mark.parametrize("backend", ["igraph", "leidenalg"])
+def test_hierarchy_respects_the_size_cap_and_nests(backend):
+    edges = planted()
+    communities, info = hierarchical_leiden(180, edges, max_cluster_size=10, seed=3, backend=backend)
+    by_key = {c.key: c for c in communities}
+    assert info["levels"] >= 2 and info["clustered_nodes"] == 180 and info["seed"] == 3 and info["backend"] == backend
+    for c in communities:
+        if c.children:  # split: the children partition the parent, one level deeper
+            kids = [by_key[k] for k in c.children]
+            assert sorted(m for k in kids for m in k.members) == c.members
+            assert {k.level for k in kids} == {c.level + 1} and all(k.parent == c.key for k in kids)
+        else:  # final: within the cap unless Leiden could not split it (recorded)
+            assert len(c.members) <= 10 or c.key in info["unsplittable"]
+        if len(c.members) > 10:
+            assert c.children or c.key in info["unsplittable"]
+    top = [c for c in communities if c.level == 0]
+    assert sorted(m for c in top for m in c.members) == list(range(180))
+    assert info["max_final_size"] <= 10 or info["unsplittable"]
+
+
+@pytest.mark.parametrize("backend", ["igraph", "leidenalg"])
+def test_same_seed_same_hierarchy_and_the_seed_matters(backend):
+    edges = planted(seed=1)
+
+    def shape(seed):
+        cs, _ = hierarchical_leiden(180, edges, 10, seed=seed, backend=backend)
+        return [(c.level, c.parent, c.members) for c in cs]
+
+    assert shape(11) == shape(11)
+    assert any(shape(11) != shape(s) for s in (12, 13, 14))
+
+
+def test_largest_connected_component_option():
+    edges = [(0, 1, 1.0), (1, 2, 1.0), (2, 0, 1.0), (3, 4, 1.0)]
+    with_lcc, info = hierarchical_leiden(6, edges, 10, seed=0, use_lcc=True)
+    assert sorted(m for c in with_lcc if c.level == 0 for m in c.members) == [0, 1, 2]
+    assert info["graph_nodes"] == 5 and info["clustered_nodes"] == 3
+    without, _ = hierarchical_leiden(6, edges, 10, seed=0, use_lcc=False)
+    assert sorted(m for c in without if c.level == 0 for m in c.members) == [0, 1, 2, 3, 4]  # 5 has no edge
+    assert hierarchical_leiden(3, [], 10)[0] == []
+    with pytest.raises(ValueError, match="memory.leiden_backend"):
+        hierarchical_leiden(3, edges, 10, backend="louvain")
+
+
+def a_graph() -> tuple[Graph, list[list[int]]]:
+    """Five entities in a path with a hub: relation ranks differ so the ordering is visible."""
+    names = ["ALPHA", "BETA", "GAMMA", "DELTA", "EPSILON"]
+    g = Graph(entities=[Entity(name=n, type="PERSON", descriptions=[], chunks=[f"t{i}"], frequency=1,
+                               description=f"{n.lower()} does things") for i, n in enumerate(names)])
+    pairs = [(0, 1), (0, 2), (0, 3), (3, 4)]
+    for a, b in pairs:
+        g.relations.append(Relation(source=a, target=b, descriptions=[], chunks=[], weight=1.0,
+                                    description=f"{names[a]} knows {names[b]}"))
+    for r in g.relations:
+        g.entities[r.source].degree += 1
+        g.entities[r.target].degree += 1
+    for r in g.relations:
+        r.rank = g.entities[r.source].degree + g.entities[r.target].degree
+    incident = [[i for i, r in enumerate(g.relations) if e in (r.source, r.target)] for e in range(5)]
+    return g, incident
+
+
+def test_report_context_ranks_relationships_by_degree_within_the_budget():
+    g, incident = a_graph()
+    builder = ContextBuilder(g, incident, WordTokenizer())
+    full, used_full = builder.local_context([0, 1, 2, 3, 4])
+    rows = full.split("-----Relationships-----\n")[1].splitlines()[1:]
+    assert [r.split(",")[0] for r in rows] == ["2", "0", "1", "3"]  # ALPHA-DELTA has the highest combined degree
+    assert used_full == builder.local_tokens([0, 1, 2, 3, 4])
+    trimmed, used = builder.local_context([0, 1, 2, 3, 4], max_tokens=used_full - 1)
+    assert used <= used_full - 1 and "DELTA,EPSILON" not in trimmed and "ALPHA,DELTA" in trimmed
+
+
+def test_sub_community_reports_replace_a_context_that_is_too_large():
+    g, incident = a_graph()
+    builder = ContextBuilder(g, incident, WordTokenizer())
+    parent = Community(key=0, level=0, members=[0, 1, 2, 3, 4], children=[1, 2])
+    subs = [Community(key=1, level=1, members=[0, 1, 2], parent=0), Community(key=2, level=1, members=[3, 4], parent=0)]
+    by_key = {c.key: c for c in [parent, *subs]}
+    from memharness.memsys.graphrag.reports import Report
+
+    reports = {1: Report(key=1, status="parsed", title="Alpha group", summary="short"),
+               2: Report(key=2, status="parsed", title="Delta pair", summary="short")}
+    small = builder.local_tokens([0, 1, 2, 3, 4]) - 1
+    text, used = builder.community_context(parent, by_key, reports, small)
+    assert "-----Reports-----" in text and "Alpha group" in text  # the larger sub-community is replaced first
+    assert "Delta pair" not in text and "DELTA,EPSILON" in text and used <= small
+    fits, _ = builder.community_context(parent, by_key, reports, 10_000)
+    assert "-----Reports-----" not in fits  # under the budget: its own local context
+
+
+def test_reports_deepest_level_first_one_batch_per_level_and_failures_counted():
+    g, incident = a_graph()
+    communities = [Community(key=0, level=0, members=[0, 1, 2, 3, 4], children=[1, 2]),
+                   Community(key=1, level=1, members=[0, 1, 2], parent=0),
+                   Community(key=2, level=1, members=[3, 4], parent=0)]
+    replies = {"ALPHA": report_json("Alpha group", 7), "DELTA": "not json at all"}
+
+    def respond(step, request):
+        data = request.messages[-1][1].split("Data:\n", 1)[1]
+        assert request.json_output
+        if "1,BETA," in data and "4,EPSILON," in data:
+            return None  # the top community (all five entity rows) fails
+        return replies["ALPHA" if "1,BETA," in data else "DELTA"]
+
+    llm, log = StepLLM(respond), FailureLog()
+    reports, record = generate_reports(llm, ContextBuilder(g, incident, WordTokenizer()), communities,
+                                       ReportSettings(prompt=default_prompts()["report_prompt"]), log)
+    assert [len(b) for b in llm.batches] == [2, 1] and llm.steps() == ["report", "report"]
+    assert reports[1].ok and reports[1].title == "Alpha group" and reports[1].rating == 7
+    assert reports[1].text.startswith("# Alpha group\n\nAbout Alpha group.\n\n## Alpha group finding")
+    assert reports[2].status == "unparsed" and reports[0].status == "failed"
+    assert log.counts == {"report_unparsed": 1, "report_failed": 1}
+    assert record == {"calls": 3, "failed": 1, "unparsed": 1,
+                      "batches": [{"level": 1, "calls": 2}, {"level": 0, "calls": 1}]}
+
+
+def test_report_parsing_counts_missing_ratings_and_bad_findings():
+    log = FailureLog()
+    r = parse_report(3, json.dumps({"title": "T", "summary": "S", "rating": "high",
+                                    "findings": [{"summary": "a", "explanation": "b"}, "oops"]}), log)
+    assert r.ok and r.rating == 0.0 and len(r.findings) == 1
+    assert log.counts == {"rating_missing": 1, "finding_malformed": 1}
+    assert parse_report(4, '{"rating": 5}', log).status == "unparsed"

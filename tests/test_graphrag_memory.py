@@ -1,0 +1,213 @@
+"""GraphRAG-lite as a memory: store layout, local and global search, core traversals, persistence."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from graphrag_fakes import TEXTS, StepLLM, WordEmbedder, WordTokenizer, responder, unit
+from memharness.memsys.graphrag import GraphRAG
+from memharness.memsys.graphrag.search_local import LocalSearch
+from memharness.memsys.types import Question
+
+def built(traversal="local", map_reply=None, **kw) -> tuple[GraphRAG, StepLLM, list]:
+    llm = StepLLM(responder(map_reply))
+    kw.setdefault("max_cluster_size", 3)
+    kw.setdefault("use_lcc", False)
+    memory = GraphRAG(llm=llm, embedder=WordEmbedder(), tokenizer=WordTokenizer(), traversal=traversal, **kw)
+    units = [unit(t, i, source=f"d{i // 3}") for i, t in enumerate(TEXTS)]
+    memory.insert(units)
+    memory.ensure_built()
+    return memory, llm, units
+
+
+def test_store_layout_entities_are_atoms_communities_are_levels_above():
+    memory, llm, units = built()
+    store, unit_ids = memory.store, {u.id for u in units}
+    entities = store.nodes_at_level(0)
+    assert entities == list(range(len(entities))) and len(entities) > 10
+    assert all(store.units[v] and set(store.units[v]) <= unit_ids for v in entities)
+    assert all(store.texts[v].startswith(store.meta[v]["name"] + ": ") for v in entities)
+    communities = [v for v in range(len(store)) if store.levels[v] > 0]
+    levels = max(store.meta[v]["community_level"] for v in communities) + 1
+    assert levels >= 2  # max_cluster_size=3 forces a split
+    for v in communities:
+        m = store.meta[v]
+        assert store.levels[v] == levels - m["community_level"]
+        assert all(store.levels[c] < store.levels[v] for c in store.children[v])
+        kids_are_entities = {store.levels[c] == 0 for c in store.children[v]}
+        assert len(kids_are_entities) == 1  # sub-communities or entities, never both
+        assert set(store.source_units(v)) == {u for e in store.atoms_under(v) for u in store.units[e]}
+        assert m["report_status"] == "parsed" and store.texts[v].startswith("# ")
+    relations = [r for v in entities for r in store.meta[v].get("relations", [])]
+    assert len(relations) == sum(len(e) for e in store.edges) // 2 > 0
+    assert all(r["units"] and set(r["units"]) <= unit_ids for r in relations)
+    # build calls: every extraction first pass, then every gleaning, then reports level by level
+    assert llm.steps()[:2] == ["extract", "glean"] and set(llm.steps()[2:]) == {"report"}
+    record = memory.build_record
+    assert record["llm_calls"]["extract"] == len(units) and record["llm_calls"]["total"] == llm.calls("extract") \
+        + llm.calls("glean") + llm.calls("report")
+    assert record["failures"]["counts"] == {"unparsed_reply": 1}  # the gleaning reply "I found nothing."
+    assert record["failures"]["samples"][0]["raw"] == "I found nothing."
+
+
+@pytest.mark.parametrize("budget", [40, 120, 400])
+def test_local_context_respects_every_budget_and_carries_provenance(budget):
+    memory, _, units = built()
+    search = LocalSearch(memory.index, memory.local_search, memory.tokenizer)
+    result = search.search(memory.embedder.embed(["Who leads Velox Rail in Port Elden?"])[0], budget)
+    b, used = result.budgets, result.used
+    assert b == {"reports": int(budget * 0.15), "text_units": int(budget * 0.5),
+                 "entities_and_relationships": int(budget * 0.35)}
+    assert used["reports"] <= b["reports"] and used["text_units"] <= b["text_units"]
+    assert used["entities"] + used["relationships"] <= b["entities_and_relationships"]
+    assert sum(i.tokens for i in result.items) == sum(used.values()) <= budget
+    kinds = [i.node_id[:2] for i in result.items]
+    order = {"c-": 0, "e-": 1, "r-": 2, "u-": 3}
+    assert [order[k] for k in kinds] == sorted(order[k] for k in kinds)  # reports, entities, relationships, units
+    unit_ids = {u.id for u in units}
+    assert all(i.source_unit_ids and set(i.source_unit_ids) <= unit_ids for i in result.items)
+    if budget >= 120:  # 10 x oversample 2 entities are selected (there are fewer here)
+        assert {"e-", "u-"} <= set(kinds) and len(result.entities) == min(20, len(memory.index.entities))
+
+
+def test_local_context_nano_style_splits_what_the_entities_leave():
+    memory, _, _ = built(local_search={"style": "nano", "top_k_entities": 5, "entity_threshold": 0.1})
+    search = LocalSearch(memory.index, memory.local_search, memory.tokenizer)
+    result = search.search(memory.embedder.embed(["Tomas Berg Harbor Hawks"])[0], 200)
+    rest = 200 - result.used["entities"]
+    assert result.budgets["reports"] == int(rest * 3200 / 12000) and result.budgets["text_units"] == int(rest * 4000 / 12000)
+    assert all(result.used[k] <= result.budgets[k] for k in ("reports", "relationships", "text_units"))
+    assert len(result.entities) <= 5 and all(s >= 0.1 for _, s in result.entities)
+
+
+def test_memory_search_returns_the_local_context_and_records_it():
+    memory, _, _ = built()
+    items = memory.search("Who coaches the Harbor Hawks?", 200)
+    assert items and sum(i.tokens for i in items) <= 200
+    assert memory.retrievals[-1]["question"] == "Who coaches the Harbor Hawks?"
+    assert memory.stats()["graphrag"]["search"]["local"]["entities_selected"] == min(20, len(memory.index.entities))
+
+
+def test_core_traversals_run_on_the_same_store():
+    memory, _, _ = built(traversal="collapsed", top_k=5)
+    items = memory.search("Velox Rail", 10_000)
+    assert len(items) == 5 and {i.level for i in items} >= {0}
+    top = built(traversal="top_down", top_k=2)[0]
+    picked = top.traverse("Harbor Hawks", top.embedder.embed(["Harbor Hawks"])[0])
+    top_level = top.store.max_level()
+    assert top.store.levels[picked[0][0]] == top_level  # starts from the coarsest communities
+    assert any(top.store.levels[v] == 0 for v, _ in picked)  # and reaches entities
+
+
+def map_reply_by_batch(request):
+    table = request.messages[0][1].split("---Reports---\n", 1)[1]
+    first_id = int(table.splitlines()[2].split("|")[0])
+    return json.dumps({"points": [{"description": f"useful fact [Data: Reports ({first_id})]", "score": 70},
+                                  {"description": "nothing here", "score": 0}]})
+
+
+def test_global_search_drops_zero_points_and_the_memory_answers():
+    memory, llm, units = built("global", map_reply=map_reply_by_batch, global_search={"map_batch_tokens": 50})
+    assert memory.answers_itself
+    before = len(llm.batches)
+    items = memory.search("What happened?", 1000)
+    batches = memory._global_search().batches()
+    assert len(batches) > 1 and all(b.tokens <= 50 or len(b.communities) == 1 for b in batches)
+    assert llm.batches[before:] and [s for s, _ in llm.batches[-1]] == ["map"] * len(batches)  # one concurrent batch
+    assert len(items) == len(batches) and all("nothing here" not in i.text for i in items)
+    assert all(i.text.startswith("----Analyst ") and "Importance Score: 70" in i.text for i in items)
+    node_of = {c.key: c.node for c in memory.index.communities}
+    for item in items:  # provenance: the units of the report the point cites
+        key = int(item.text.split("Reports (")[1].split(")")[0])
+        assert item.source_unit_ids == memory.store.source_units(node_of[key])
+    completion = memory.answer(Question(id="q", text="What happened?", answers=("x",), position=7), items)
+    assert completion.text == "REDUCED" and "---Analyst reports---" in completion.extra["prompt"]
+    g = memory.stats()["graphrag"]["search"]["global"]
+    assert g["map_calls"] == len(batches) and g["points_zero"] == len(batches) and g["points_kept"] == len(items)
+    assert g["reduce_calls"] == 1
+
+
+def test_global_search_returns_the_no_data_answer_when_every_score_is_zero():
+    zero = lambda request: json.dumps({"points": [{"description": "no", "score": 0}]})  # noqa: E731
+    memory, llm, _ = built("global", map_reply=zero)
+    items = memory.search("What happened?", 1000)
+    calls = len(llm.batches)
+    completion = memory.answer(Question(id="q", text="What happened?", answers=("x",), position=7), items)
+    assert items == [] and completion.text == memory.global_search["no_data_answer"] and completion.ok
+    assert len(llm.batches) == calls  # no reduce call
+    assert memory.stats()["graphrag"]["search"]["global"]["no_data_answers"] == 1
+
+
+def test_malformed_map_replies_are_counted_with_their_raw_text():
+    replies = iter(["not json", json.dumps({"points": [{"description": "x"}, {"description": "ok", "score": "55"}]})])
+    memory, _, _ = built("global", map_reply=lambda r: next(replies, "null"), global_search={"map_batch_tokens": 60})
+    items = memory.search("What happened?", 1000)
+    assert len(memory._global_search().batches()) > 2
+    g = memory.stats()["graphrag"]
+    assert g["search"]["global"]["map_unparsed"] >= 1 and g["search"]["global"]["points_malformed"] == 1
+    assert g["failure_counts"]["map_unparsed"] >= 1 and g["failure_counts"]["point_malformed"] == 1
+    assert [s["raw"] for s in g["search"]["failures"]["samples"]][:2] == ["not json", "{'description': 'x'}"]
+    assert len(items) == 1 and "Importance Score: 55" in items[0].text
+
+
+def test_multiple_choice_reduce_is_constrained_to_the_option_letters():
+    memory, llm, _ = built("global", map_reply=map_reply_by_batch)
+    q = Question(id="q", text="Which?", answers=(), position=7, options=("red", "blue"), gold_option=1)
+    memory.answer(q, memory.search("Which?", 1000), multiple_choice=True)
+    request = llm.batches[-1][0][1]
+    assert request.choices == ("A", "B") and "(B) blue" in request.messages[0][1]
+
+
+def test_save_and_load_give_the_same_answers_without_llm_calls(tmp_path):
+    memory, _, _ = built()
+    before = memory.search("Who audits Velox Rail?", 150)
+    memory.save(tmp_path)
+    again = GraphRAG.load(tmp_path, llm=None, embedder=WordEmbedder(), tokenizer=WordTokenizer())
+    assert [i.node_id for i in again.search("Who audits Velox Rail?", 150)] == [i.node_id for i in before]
+    assert again.max_cluster_size == 3 and again.build_record == memory.build_record
+    assert (tmp_path / "view.html").exists()
+    json.dumps(again.stats())  # memory_stats.json material
+
+
+def test_bad_settings_are_refused_before_a_run_naming_the_setting(make_cfg):
+    from memharness.eval.validate import config_problems
+
+    assert config_problems(make_cfg("memory=graphrag")) == [] and config_problems(make_cfg("memory=graphrag_global")) == []
+    cases = {"memory.local_search.style=hybrid": "memory.local_search.style='hybrid': expected one of graphrag | nano",
+             "memory.traversal=drift": "memory.traversal='drift'",
+             "memory.max_cluster_size=0": "memory.max_cluster_size=0: expected an integer >= 1",
+             "+memory.local_search.topk=3": "memory.local_search.topk",
+             "memory.local_search.community_prop=0.6": "memory.local_search.text_unit_prop: community_prop + "
+                                                       "text_unit_prop must not exceed 1",
+             "memory.chunk_size=100": "memory.chunk_overlap: must be smaller than chunk_size (100)",
+             "memory.map_prompt='no table here'": "memory.map_prompt='no table here': expected null or a template "
+                                                  "string with {placeholders}: context_data",
+             "memory.leiden_backend=louvain": "memory.leiden_backend='louvain'"}
+    for override, expected in cases.items():
+        problems = config_problems(make_cfg("memory=graphrag", override))
+        assert any(p.startswith(expected) for p in problems), (override, problems)
+
+
+def test_relationship_order_in_network_first_then_shared_neighbours_capped_per_entity():
+    from memharness.memsys.graphrag.index import GraphIndex
+    from memharness.memsys.graphrag.merge import Entity, Graph, Relation
+
+    names = ["A", "B", "C", "D", "E"]
+    graph = Graph(entities=[Entity(name=n, type="T", descriptions=[], chunks=[], frequency=1, description=n.lower())
+                            for n in names])
+    for a, b in [(0, 1), (0, 2), (1, 2), (0, 3), (3, 4)]:
+        graph.relations.append(Relation(source=a, target=b, descriptions=[], chunks=[], weight=1.0,
+                                        description=f"{names[a]}-{names[b]}"))
+        graph.entities[a].degree += 1
+        graph.entities[b].degree += 1
+    for r in graph.relations:
+        r.rank = graph.entities[r.source].degree + graph.entities[r.target].degree
+    memory = GraphRAG(embedder=WordEmbedder(), tokenizer=WordTokenizer())
+    memory._add_entities(graph)
+    index = GraphIndex(memory.store, {})
+    search = LocalSearch(index, {"top_k_relationships": 1}, WordTokenizer())
+    order = [index.relation_text(index.relations[r]).split(": ")[1] for r in search.relationships_for([0, 1])]
+    # A-B joins two selected entities; C is linked to both (2 links) and comes before D (1 link);
+    # out-of-network relationships are capped at top_k_relationships x 2 selected entities
+    assert order == ["A-B", "A-C", "B-C"]
