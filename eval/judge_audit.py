@@ -42,13 +42,16 @@ def verdicts(llm: LLM, prompt_cfg: Any, cases: Sequence[tuple[Question, str, str
     return out
 
 
-def agreement(a: Sequence[float | None], b: Sequence[float | None]) -> dict[str, Any] | None:
-    """κ, agreement and both accuracies over the items both verdicts parsed."""
-    pairs = [(x, y) for x, y in zip(a, b) if x is not None and y is not None]
+def agreement(a: Sequence[float | None], b: Sequence[dict]) -> dict[str, Any] | None:
+    """κ, agreement and both accuracies over the items both verdicts parsed, plus the second
+    verdicts' failures (``b``: results of ``verdicts``), which are counted, never dropped."""
+    pairs = [(x, y["verdict"]) for x, y in zip(a, b) if x is not None and y["verdict"] is not None]
+    failures = {"unparsed": sum(r["status"] == "judge_unparsed" for r in b),
+                "failed": sum(r["status"] == "judge_failed" for r in b)}
     if not pairs:
-        return None
+        return {"kappa": None, "agreement": None, "n": 0, **failures}
     xs, ys = [int(x) for x, _ in pairs], [int(y) for _, y in pairs]
-    return {**cohen_kappa(xs, ys), "accuracy_a": sum(xs) / len(xs), "accuracy_b": sum(ys) / len(ys)}
+    return {**cohen_kappa(xs, ys), "accuracy_a": sum(xs) / len(xs), "accuracy_b": sum(ys) / len(ys), **failures}
 
 
 def _rate(results: Sequence[dict], accept: bool) -> dict[str, Any]:
@@ -142,13 +145,13 @@ def audit(pending: Sequence[tuple[Question, Any, dict]], cfg: DictConfig, servic
             for (_, r), v in zip(todo, lenient):
                 r["judge_lenient_status"] = v["status"]
                 r["metrics"]["judge_lenient"] = None if v["verdict"] is None else float(v["verdict"])
-            section["strict_vs_lenient"] = agreement(strict, [v["verdict"] for v in lenient])
+            section["strict_vs_lenient"] = agreement(strict, lenient)
         if judges.second is not None:
             second = verdicts(judges.second, cfg.eval.judge, cases, "second judge")
             for (_, r), v in zip(todo, second):
                 r["judge2_status"] = v["status"]
                 r["metrics"]["judge2"] = None if v["verdict"] is None else float(v["verdict"])
-            section["judge_vs_judge2"] = agreement(strict, [v["verdict"] for v in second])
+            section["judge_vs_judge2"] = agreement(strict, second)
         questions = [q for q, _ in todo]
         if int(audit_cfg.get("canaries", 0)) >= 2 and len(questions) >= 2:
             canary = canary_set(judges.primary, questions, cfg)  # the judge LLM writes the wrong answers

@@ -42,7 +42,8 @@ def test_run_against_fault_server_loses_nothing_and_counts_match(tmp_path):
     faults = dict(rate_429=0.1, rate_500=0.1, rate_hang=0.05, rate_malformed=0.05, hang_s=3, seed=1)
     with fault_server(tmp_path, **faults) as url:
         metrics = run(run_cmd(url, tmp_path / "run", tmp_path / "c.sqlite",
-                              *fault_overrides("llm.retry.max_retries=0", "eval.judge.calibration_max=0")),
+                              *fault_overrides("llm.retry.max_retries=0", "eval.judge.calibration_max=0",
+                                              "eval.judge_audit.lenient=false")),
                      tmp_path / "run.log")
         injected = stats(url)
     counts = metrics["counts"]
