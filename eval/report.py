@@ -119,7 +119,7 @@ def build_sections(wide: Any, metrics: Sequence[str], best: set, paired: Any, ba
                            "false-accept rate on another question's reference / a plausible wrong answer written "
                            "by the judge (want 0); κ: Cohen's kappa of strict vs lenient prompt and of judge vs "
                            "judge2 ('-' when undefined: both gave one constant verdict). A judge with high false "
-                           "accepts makes every accuracy above optimistic."),
+                           "accepts makes every accuracy above optimistic.", rates=True),
         fmt.paired_section(paired, baseline),
     ]
     return [s for s in sections if s is not None]

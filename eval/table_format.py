@@ -84,14 +84,17 @@ def metric_section(title: str, wide: pd.DataFrame, metrics: Sequence[str], best:
 
 
 def column_section(title: str, wide: pd.DataFrame, columns: Sequence[str], note: str,
-                   digits: int = 3) -> Section | None:
-    """Rows x plain numeric columns (cost, judge reliability)."""
+                   rates: bool = False) -> Section | None:
+    """Rows x plain numeric columns: counts and amounts (cost), or rates shown with 3 decimals."""
     columns = [c for c in columns if c in wide]  # a column exists when some run measured it
     if not any(wide[c].notna().any() for c in columns):
         return None
     ident = _ident(wide)
-    rows = [[str(c) for c in _ident_cells(row, ident)] + [number(_float(row[c]), digits) for c in columns]
-            for _, row in wide.iterrows()]
+    def cell(value: Any) -> str:
+        v = _float(value)
+        return "-" if v is None else (f"{v:.3f}" if rates else number(v))
+
+    rows = [[str(c) for c in _ident_cells(row, ident)] + [cell(row[c]) for c in columns] for _, row in wide.iterrows()]
     return Section(title, ident + list(columns), rows, set(), note)
 
 

@@ -146,7 +146,8 @@ def short_model(model_id: str | None) -> str:
     core = model_id.split("@")[0]
     parts = core.split(":")
     name = parts[1] if len(parts) > 1 else parts[0]
-    return name.removesuffix(".gguf")
+    name = name.removesuffix(".gguf")
+    return core if len(name) < 8 else name  # 'st:model' says more than 'model'
 
 
 def cost_columns(run: dict[str, Any]) -> dict[str, float | None]:
