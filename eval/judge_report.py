@@ -100,8 +100,9 @@ def _cell(column: str, value: Any) -> str:
     return f"{float(value):.3f}"
 
 
-def build(paths: Sequence[str | Path], out: Path, name: str) -> dict[str, Path]:
-    runs = tables.identify([tables.attach(load_run(f)) for f in find_runs(paths)])
+def build(paths: Sequence[str | Path], out: Path, name: str, latest_only: bool = True) -> dict[str, Path]:
+    runs = [tables.attach(load_run(f)) for f in find_runs(paths)]
+    runs = tables.latest(runs) if latest_only else tables.identify(runs)
     per_run = pd.DataFrame([run_row(r) for r in runs])
     pairs = pd.DataFrame(cross_judge(runs))
     out.mkdir(parents=True, exist_ok=True)
@@ -125,9 +126,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("runs", nargs="*", default=["results/runs"], help="run folders or folders holding them")
     parser.add_argument("--out", default="results/tables", type=Path)
     parser.add_argument("--name", default="judges")
+    parser.add_argument("--all", action="store_true", help="every run, not only the latest of each row identity")
     args = parser.parse_args(argv)
     try:
-        written = build(args.runs, args.out, args.name)
+        written = build(args.runs, args.out, args.name, latest_only=not args.all)
     except ReportError as err:
         raise SystemExit(f"error: {err}") from None
     print(f"wrote {len(written)} files:")

@@ -147,10 +147,13 @@ def cost_scatter(wide: pd.DataFrame, metric: str, out: Path, name: str) -> list[
                         yerr=[[mean - float(r[f"{metric}.ci_low"])], [float(r[f"{metric}.ci_high"]) - mean]],
                         fmt=markers[i % len(markers)], markersize=7, capsize=4, elinewidth=1.2,
                         label=row_label({"memory": r["memory"], "setting": r["setting"]}) + f" (set {r['set']})")
-        ax.set_xscale("log")
-        ax.xaxis.set_minor_formatter(NullFormatter())  # minor log labels (2x10^2, 3x10^2, ...) collide
+        tokens = frame["tokens_per_question"].astype(float).clip(lower=1.0)
+        log = tokens.max() / tokens.min() >= 10  # within one decade a log axis would show no labelled tick
+        if log:
+            ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(NullFormatter())  # minor log labels (2x10^2, 3x10^2, ...) collide
         ax.set_ylim(-0.05, 1.05)
-        ax.set_xlabel("method tokens per question (intrinsic, log)")
+        ax.set_xlabel("method tokens per question (intrinsic" + (", log)" if log else ")"))
         ax.set_title(dataset, fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
