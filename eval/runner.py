@@ -181,7 +181,8 @@ def run(cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None) -> d
     services = build_services(cfg)
     judges = None
     try:
-        judges = build_judges(cfg, services)
+        # no judging, no judge backend to load (the closed-book pass then scores by exact match)
+        judges = build_judges(cfg, services) if cfg.eval.judge.enabled else Judges(primary=services.llm)
         pending, memory_stats = [], {}
         for episode in dataset.episodes:
             episode_pending, memory_stats[episode.id] = run_episode(episode, cfg, services, out_dir)
@@ -198,7 +199,7 @@ def run(cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None) -> d
             judges.close()
         services.close()
     samples = [record for _, _, record in pending]
-    sections = {**judges.describe(), "judge_reliability": reliability,
+    sections = {**(judges.describe() if cfg.eval.judge.enabled else {"judge": None}), "judge_reliability": reliability,
                 "judge_calibration": judge_audit.legacy_calibration(reliability or {})}
     return write_outputs(out_dir, cfg, dataset, samples, memory_stats, services, time.time() - started,
                          overrides=overrides or [], sections=sections)

@@ -101,3 +101,14 @@ def test_judge_report_pairs_runs_judged_by_different_models(make_cfg, tmp_path, 
     assert pair["kappa"] == pytest.approx(cohen_kappa([1, 0, 0, 0], [1, 1, 1, 1])["kappa"])
     md = (tmp_path / "t" / "j.md").read_text()
     assert "Between judges" in md and "far_wrong" in md
+
+
+def test_no_judge_no_judge_identity(make_cfg, tmp_path):
+    metrics = run(make_cfg("memory=full_context", "dataset.limit=2", "eval.judge.enabled=false", "judge=fake"),
+                  tmp_path / "runs" / "r")
+    assert metrics["judge"] is None and metrics["judge_reliability"] is None and "judge" not in metrics["metrics"]
+    assert metrics["intrinsic"]["judge"]["calls"] == 0
+    from memharness.eval.report import build_report
+
+    wide = build_report([tmp_path / "runs"], tmp_path / "t", "x")["csv"].read_text()
+    assert ",-,-," in wide  # judge and judge2 columns say no judge
