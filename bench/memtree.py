@@ -124,11 +124,10 @@ def parallel_vs_serial(base: MemTree, latency_s: float = 0.02, n: int = 40) -> d
     units = _units(n, 10**6)
     for mode in ("parallel", "serial"):
         clock = _Clock()
-        tree = copy.copy(base)
-        for attr in ("ids", "texts", "parent", "depth", "height", "n_units", "leaf_unit", "_tokens", "insertions"):
-            setattr(tree, attr, list(getattr(base, attr)))
-        tree.children = [list(c) for c in base.children]
-        tree._emb, tree._provenance = base._emb.copy(), {}
+        services = base.llm, base.embedder
+        base.llm = base.embedder = None  # thread pools and locks do not deep-copy
+        tree = copy.deepcopy(base)
+        base.llm, base.embedder = services
         tree.llm = LLM(StubChat(latency_s, clock), max_in_flight=8, progress=False)
         tree.embedder = Embedder(StubEmbed(clock))
         tree.parallel_updates = mode == "parallel"
@@ -151,8 +150,8 @@ def synthetic_tree(n_nodes: int, seed: int = 0) -> MemTree:
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     for i in range(1, n_nodes):
         parent = int(rng.integers(i)) if i > 1 else 0
-        if parent and tree.leaf_unit[parent] is not None:
-            tree.leaf_unit[parent] = None
+        if parent:
+            tree.store.units[parent] = ()  # a leaf that gets a child becomes a parent
         tree._new_node(f"n{i}", f"node {i} text", vecs[i], parent, f"u{i}", 1)
     return tree
 

@@ -13,10 +13,17 @@ import logging
 import os
 import socket
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Annotated, Any, Iterable, Iterator, Literal
 from urllib.parse import urlparse
 
+from memharness.memsys.settings import PathExists, Range
+
 from .base import Dataset, DatasetError, check_integrity, sha256_file
+
+# Setting types shared by the loaders' signatures (checked before a run starts).
+LocalPath = Annotated[str, PathExists()] | None  # a file or folder that must exist; null = cache or Hub
+Integrity = Literal["warn", "raise"]
+ChunkSize = Annotated[int, Range(1)]
 
 log = logging.getLogger(__name__)
 
@@ -100,36 +107,63 @@ def cached_revision(cache: Path) -> str | None:
     return marker.read_text().strip() if marker.is_file() else None
 
 
-def read_json(path: Path) -> Any:
-    """Parse a JSON file; errors name the file."""
+def read_text(path: Path, what: str = "file") -> str:
+    """A UTF-8 text file; errors name the file, line and column, never dump its content."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise DatasetError(f"{path}: not valid JSON ({err})") from err
+        data = Path(path).read_bytes()
+    except OSError as err:
+        raise DatasetError(f"{path}: cannot read the {what} ({err.strerror or err})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise DatasetError(f"{path}:{_where(data, err.start)}: not valid UTF-8 "
+                           f"(byte 0x{data[err.start]:02x}); re-save the {what} as UTF-8") from None
+
+
+def _where(data: bytes, offset: int) -> str:
+    """'line:column' (1-based) of a byte offset."""
+    line = data.count(b"\n", 0, offset) + 1
+    column = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
+    return f"{line}:{column}"
+
+
+def read_json(path: Path) -> Any:
+    """Parse a JSON file; errors name the file and the position."""
+    text = read_text(path)
+    if not text.strip():
+        raise DatasetError(f"{path}: the file is empty (expected JSON)")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        truncated = "\n" not in text[err.pos:].rstrip()  # the error is on the last line
+        raise DatasetError(f"{path}:{err.lineno}:{err.colno}: not valid JSON ({err.msg}"
+                           f"{'; the file may be truncated' if truncated else ''})") from None
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (1-based line number, object) for each non-blank line; errors name file and line."""
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DatasetError(f"{path}:{lineno}: not valid JSON ({err})") from err
-            if not isinstance(obj, dict):
-                raise DatasetError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
-            yield lineno, obj
+    lines = read_text(path).splitlines()
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as err:
+            last = "; the file may be truncated" if lineno == len(lines) else ""
+            raise DatasetError(f"{path}:{lineno}:{err.colno}: not valid JSON ({err.msg}{last})") from None
+        if not isinstance(obj, dict):
+            raise DatasetError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
+        yield lineno, obj
 
 
 def need(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
     """``obj[key]`` checked for presence and type; the error names ``where`` and the field."""
     if not isinstance(obj, dict):
         raise DatasetError(f"{where}: expected an object, got {type(obj).__name__}")
-    if key not in obj or obj[key] is None:
-        raise DatasetError(f"{where}: missing field {key!r} (found keys {sorted(obj)})")
+    if key not in obj:
+        raise DatasetError(f"{where}: missing field {key!r} (found keys {sorted(map(str, obj))[:20]})")
+    if obj[key] is None:
+        raise DatasetError(f"{where}: field {key!r} is null")
     value = obj[key]
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         names = kind.__name__ if isinstance(kind, type) else "|".join(k.__name__ for k in kind)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Literal
 
 from memharness.memsys.types import Episode, Question, content_id, units_from_texts
 
@@ -99,8 +99,8 @@ def _find_file(path: Path) -> Path:
     return path
 
 
-def load(path: str | None = None, data_dir: str | None = None, revision: str | None = None,
-         unit: str = "round", integrity: str = "warn") -> Dataset:
+def load(path: hub.LocalPath = None, data_dir: str | None = None, revision: str | None = None,
+         unit: Literal["round", "turn"] = "round", integrity: hub.Integrity = "warn") -> Dataset:
     """Load MSC-Self-Instruct from ``path`` (the jsonl or its folder), the data-dir cache or the Hub."""
     cache = hub.cache_dir(data_dir, "msc")
     local = hub.local_path(path)
@@ -118,7 +118,7 @@ def load(path: str | None = None, data_dir: str | None = None, revision: str | N
     rows = ((f"{file}:{n}", row) for n, row in hub.read_jsonl(file))
     episodes = episodes_from_rows(rows, unit)
     if not episodes:
-        raise DatasetError(f"{file}: no rows")
+        raise DatasetError(f"{file}: no rows (the file is empty)")
     ds = Dataset(name="msc", episodes=episodes, files=hub.file_hashes([file]), revision=rev,
                  metadata={"hub_id": HUB_ID, "unit": unit})
     return hub.finish(ds, integrity)

@@ -19,8 +19,9 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
+from memharness.memsys.settings import PathExists, Placeholders, Range
 from memharness.memsys.types import Episode, Evidence, Question, content_id, units_from_texts
 
 from . import hub, msc
@@ -30,6 +31,24 @@ FORMAT = "msc_e/v1"
 FILENAME = "msc_e.v1.jsonl"
 NAMES = {"Speaker 1": "Alex", "Speaker 2": "Bob"}
 CONFIG = Path(__file__).resolve().parent.parent / "conf" / "dataset" / "msc_e.yaml"
+Count = Annotated[int, Range(1)]
+
+
+class GeneratorSettings(TypedDict):
+    """``dataset.generator`` of conf/dataset/msc_e.yaml (used by ``msc_e generate`` only)."""
+
+    rounds: Count
+    window_turns: Count
+    rounds_per_step: Count
+    qa_window_rounds: Count
+    questions_per_window: Count
+    temperature: Annotated[float, Range(0, 2)]
+    seed: Annotated[int, Range(0)]
+    max_tokens: Count
+    qa_max_tokens: Count
+    max_attempts: Count
+    continue_prompt: Annotated[str, Placeholders("n_rounds", "recent_chat_hist")]
+    qa_prompt: Annotated[str, Placeholders("n_q", "chat_hist")]
 
 
 # ----------------------------------------------------------------------------- loader
@@ -77,7 +96,8 @@ def record_episode(record: dict[str, Any], where: str) -> Episode:
     return Episode(id=ep_id, units=units, questions=questions, metadata={"source": record.get("source")})
 
 
-def load(path: str | None = None, data_dir: str | None = None, integrity: str = "warn") -> Dataset:
+def load(path: Annotated[str, PathExists()] | None = None, data_dir: str | None = None,
+         integrity: hub.Integrity = "warn") -> Dataset:
     """Load a generated (or user-supplied) MSC-E file; ``path`` is the jsonl or its folder."""
     cache = hub.cache_dir(data_dir, "msc_e")
     file = hub.local_path(path) or cache / FILENAME
@@ -89,7 +109,7 @@ def load(path: str | None = None, data_dir: str | None = None, integrity: str = 
                            "or pass a file in the same format with `dataset.loader.path=<file>`.")
     episodes = [record_episode(rec, f"{file}:{n}") for n, rec in hub.read_jsonl(file)]
     if not episodes:
-        raise DatasetError(f"{file}: no episodes")
+        raise DatasetError(f"{file}: no episodes (the file is empty)")
     ds = Dataset(name="msc_e", episodes=episodes, files=hub.file_hashes([file]), revision=FORMAT,
                  metadata={"online": True})
     return hub.finish(ds, integrity)

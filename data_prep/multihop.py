@@ -133,8 +133,8 @@ def check_pins(files: dict[str, str], pins: dict[str, str] | None) -> dict[str, 
     return {Path(p).name: pins[Path(p).name] == h for p, h in files.items() if pins and Path(p).name in pins}
 
 
-def load(path: str | None = None, data_dir: str | None = None, revision: str | None = None,
-         chunk_size: int = 1024, include_null: bool = False, integrity: str = "warn",
+def load(path: hub.LocalPath = None, data_dir: str | None = None, revision: str | None = None,
+         chunk_size: hub.ChunkSize = 1024, include_null: bool = False, integrity: hub.Integrity = "warn",
          sha256_pins: dict[str, str] | None = None) -> Dataset:
     """Load MultiHop-RAG from a folder with corpus.json + MultiHopRAG.json, the cache, or the Hub."""
     cache = hub.cache_dir(data_dir, "multihop")

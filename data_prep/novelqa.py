@@ -86,10 +86,7 @@ def find_layout(root: Path) -> tuple[dict[str, Path], dict[str, Path]]:
 
 
 def book_episode(book_id: str, text_file: Path, qa_file: Path, meta: dict[str, Any], chunk_size: int) -> Episode:
-    try:
-        text = text_file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise DatasetError(f"{text_file}: cannot read the book text ({err})") from err
+    text = hub.read_text(text_file, "book text")
     chunks = chunk_text(text, get_tokenizer("cl100k_base"), chunk_size)
     if not chunks:
         raise DatasetError(f"{text_file}: the book text is empty")
@@ -99,8 +96,8 @@ def book_episode(book_id: str, text_file: Path, qa_file: Path, meta: dict[str, A
     return Episode(id=f"novelqa-{book_id}", units=units, questions=questions, metadata={"book": book_id, **meta})
 
 
-def load(path: str | None = None, data_dir: str | None = None, chunk_size: int = 512,
-         integrity: str = "warn") -> Dataset:
+def load(path: hub.LocalPath = None, data_dir: str | None = None, chunk_size: hub.ChunkSize = 512,
+         integrity: hub.Integrity = "warn") -> Dataset:
     """Load NovelQA from a local folder (``path``, else ``<data_dir>/novelqa``)."""
     cache = hub.cache_dir(data_dir, "novelqa")
     root = hub.local_path(path) or (cache if cache.is_dir() else None)

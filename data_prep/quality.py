@@ -14,7 +14,7 @@ import re
 from collections import OrderedDict
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Literal
 
 from memharness.memsys.tokens import chunk_text, get_tokenizer
 from memharness.memsys.types import Episode, Question, content_id, units_from_texts
@@ -112,10 +112,19 @@ def build_episodes(articles: "OrderedDict[str, dict]", chunk_size: int, html_inp
 def read_rows(file: Path) -> list[tuple[str, dict[str, Any]]]:
     """Rows of a jsonl or parquet file with their locations."""
     if file.suffix == ".parquet":
+        import pyarrow
         import pyarrow.parquet as pq
 
-        return [(f"{file}: row {i}", r) for i, r in enumerate(pq.read_table(file).to_pylist())]
-    return [(f"{file}:{n}", row) for n, row in hub.read_jsonl(file)]
+        try:
+            table = pq.read_table(file)
+        except (OSError, pyarrow.ArrowException) as err:
+            reason = str(err).splitlines()[0][:160] if str(err) else type(err).__name__
+            raise DatasetError(f"{file}: not a readable parquet file ({reason})") from None
+        return [(f"{file}: row {i}", r) for i, r in enumerate(table.to_pylist())]
+    rows = [(f"{file}:{n}", row) for n, row in hub.read_jsonl(file)]
+    if not rows:
+        raise DatasetError(f"{file}: no rows (the file is empty)")
+    return rows
 
 
 def episodes_from_rows(rows: list[tuple[str, dict[str, Any]]], mode: str = "generative", chunk_size: int = 512,
@@ -139,8 +148,9 @@ def _pick_file(path: Path, split: str) -> Path:
     return hits[0]
 
 
-def load(path: str | None = None, data_dir: str | None = None, revision: str | None = None, split: str = "dev",
-         mode: str = "generative", chunk_size: int = 512, integrity: str = "warn") -> Dataset:
+def load(path: hub.LocalPath = None, data_dir: str | None = None, revision: str | None = None,
+         split: Literal["train", "dev", "validation"] = "dev", mode: Literal["generative", "multiple_choice"] = "generative",
+         chunk_size: hub.ChunkSize = 512, integrity: hub.Integrity = "warn") -> Dataset:
     """Load QuALITY from a local file or folder, else the ``emozilla/quality`` mirror on the Hub."""
     if split not in SPLITS:
         raise DatasetError(f"dataset.loader.split must be one of {sorted(SPLITS)}, got {split!r}")

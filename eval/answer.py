@@ -37,6 +37,8 @@ def answer_request(question: Question, items: Sequence[RetrievedItem], cfg: Any)
     if is_multiple_choice(question, cfg.mode):
         prompt = cfg.mc_prompt.format(question=question.text, options=format_options(question.options),
                                       context=context)
+        if not cfg.get("mc_constrained", True):  # a free reply in the prompt's own format, parsed by parse_choice
+            return ChatRequest.user(prompt, max_tokens=int(cfg.get("mc_max_tokens", 32)))
         letters = tuple(LETTERS[: len(question.options)])
         return ChatRequest.user(prompt, max_tokens=2, choices=letters)
     prompt = cfg.prompt.format(question=question.text, context=context)

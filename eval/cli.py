@@ -18,31 +18,39 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+from memharness.eval.sweeps import already_done, register_resolvers
 
 log = logging.getLogger("memharness")
+register_resolvers()
 
 
 @hydra.main(version_base="1.3", config_path="pkg://memharness.conf", config_name="config")
-def main(cfg: DictConfig) -> float | None:
-    from memharness.data_prep.base import DatasetError
-    from memharness.eval.runner import run
-    from memharness.memsys.backends.secrets import install_log_redaction
-    from memharness.memsys.backends.types import ConfigError
+def hydra_main(cfg: DictConfig) -> float | None:
+    """One run (one job of a multirun): see ``eval.command.run_command``."""
+    from memharness.eval.command import refuse, run_command
 
-    install_log_redaction()
-    out_dir = Path(HydraConfig.get().runtime.output_dir)
-    try:
-        metrics = run(cfg, out_dir, overrides=list(HydraConfig.get().overrides.task))
-    except (ConfigError, DatasetError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
-    judge = metrics["metrics"].get("judge", {}).get("mean")
-    counts = metrics["counts"]
-    log.info("%s on %s: judge=%s scored=%d/%d failed=%d judge_unparsed=%d -> %s", cfg.memory.name,
-             cfg.dataset.name, "n/a" if judge is None else f"{judge:.3f}", counts["scored"], counts["questions"],
-             counts["answer_failed"] + counts["retrieve_failed"] + counts["build_failed"], counts["judge_unparsed"], out_dir)
-    return judge
+    hc = HydraConfig.get()
+    out_dir = Path(hc.runtime.output_dir)
+    if cfg.get("sweep_only") and hc.mode != RunMode.MULTIRUN:
+        chosen = hc.runtime.choices.get("experiment")
+        return refuse(f"experiment={chosen} is a sweep; run it with -m (python run.py -m experiment={chosen})")
+    if cfg.get("skip_done") and already_done(out_dir, OmegaConf.to_container(cfg, resolve=True)):
+        log.info("skip_done: %s already holds a finished run with this config; skipped", out_dir)
+        return None
+    sweep_dir = Path(hc.sweep.dir) if hc.mode == RunMode.MULTIRUN else None
+    return run_command(cfg, out_dir, list(hc.overrides.task), sweep_dir)
+
+
+def main() -> None:
+    """The ``memharness`` command: exit status 0 ok, 2 a user mistake, 3 aborted, 4 too many failures."""
+    from memharness.eval.command import exit_status, guard_argv
+
+    guard_argv(sys.argv[1:])
+    hydra_main()
+    sys.exit(exit_status())
 
 
 if __name__ == "__main__":

@@ -46,6 +46,8 @@ def closed_book_pass(pending: Sequence[tuple[Any, Any, dict]], cfg: DictConfig, 
             entry: dict[str, Any] = {"prediction": comp.text.strip(), "correct": None}
             if not comp.ok:
                 entry.update(status="answer_failed", error=comp.error)
+            elif not entry["prediction"]:  # an empty answer is wrong; it is never judged
+                entry.update(status="answer_empty", correct=0.0)
             elif is_multiple_choice(q, cfg.eval.answer.mode):
                 entry.update(status="scored", criterion="mc_accuracy", correct=mc_correct(q, comp.text)[1])
             elif use_judge:

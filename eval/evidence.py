@@ -9,7 +9,7 @@ covered by the top ``k`` items matches it:
   matches the units at stream positions ``[position, end)``;
 - evidence without one (a MultiHop-RAG article) matches every unit of its ``source_id``.
 
-``evidence_recall@k`` is the share of a question's gold evidence items found in the top ``k``
+``evidence_recall_at_k`` is the share of a question's gold evidence items found in the top ``k``
 items; ``evidence_recall`` uses every item the memory returned (the answerer's whole context).
 Questions without gold evidence (QuALITY, NovelQA, MSC) get no value, never a zero. A summary
 high in a tree covers many units, so its recall is generous by construction; ``evidence_units``
@@ -65,13 +65,13 @@ def recall(gold: Sequence[Evidence], covered: Sequence[Unit]) -> float:
 
 def recall_scores(question: Question, items: Sequence[RetrievedItem], units: Mapping[str, Unit],
                   cfg: Any = None) -> dict[str, float]:
-    """``evidence_recall@k`` for each configured k, ``evidence_recall`` over every item and
+    """``evidence_recall_at_k`` for each configured k, ``evidence_recall`` over every item and
     ``evidence_units``; empty when the question has no gold evidence."""
     gold = gold_evidence(question)
     if not gold:
         return {}
     ks = tuple(int(k) for k in (cfg.get("k", DEFAULT_K) if cfg is not None else DEFAULT_K))
-    out = {f"evidence_recall@{k}": recall(gold, covered_units(items[:k], units)) for k in ks}
+    out = {f"evidence_recall_at_{k}": recall(gold, covered_units(items[:k], units)) for k in ks}
     covered = covered_units(items, units)
     out["evidence_recall"] = recall(gold, covered)
     out["evidence_units"] = float(len(covered))

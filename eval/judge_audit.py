@@ -135,6 +135,10 @@ def audit(pending: Sequence[tuple[Question, Any, dict]], cfg: DictConfig, servic
     todo = [(q, r) for q, _, r in pending if r["status"] == "scored" and r.get("mode") == "generative"]
     if audit_cfg is None or not todo:
         return None
+    for _, r in todo:  # an empty answer is wrong under every judge and is never sent to one
+        if r.get("answer_empty"):
+            r["metrics"].update({k: 0.0 for k in ("judge_lenient", "judge2") if _enabled(k, audit_cfg, judges)})
+    todo = [(q, r) for q, r in todo if not r.get("answer_empty")]
     section: dict[str, Any] = {**judges.describe(), "n": len(todo)}
     strict = [r["metrics"].get("judge") for _, r in todo]
     cases = [(q, reference_text(q), r["prediction"]) for q, r in todo]
@@ -159,6 +163,10 @@ def audit(pending: Sequence[tuple[Question, Any, dict]], cfg: DictConfig, servic
             if judges.second is not None:
                 section["canaries_judge2"] = judge_canaries(judges.second, canary, cfg)
     return section
+
+
+def _enabled(metric: str, audit_cfg: Any, judges: Judges) -> bool:
+    return bool(audit_cfg.get("lenient", True)) if metric == "judge_lenient" else judges.second is not None
 
 
 class _Obj(dict):

@@ -86,7 +86,7 @@ def parse_judge(reply: str) -> int | None:
 def parse_choice(reply: str, n_options: int) -> int | None:
     """Read an option letter (A, B, ...) from a multiple-choice reply; None if absent or ambiguous."""
     letters = "ABCDEFGHIJ"[:n_options]
-    text = reply.strip()
+    text = re.sub(r"^\s*answer\s*:\s*", "", reply, flags=re.IGNORECASE).strip()  # "Answer: (C) ..." formats
     if re.match(rf"^\(?[{letters}]\)?\s*(?:or|and|/|,)\s*\(?[{letters}]\b", text):
         return None  # "A or B" names two options
     match = re.match(rf"^\(?([{letters}])\)?(?:[\s.:)]|$)", text)

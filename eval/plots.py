@@ -13,6 +13,8 @@ from typing import Sequence
 
 import pandas as pd
 
+from memharness.memsys import fileio
+
 from .paired import label as row_label
 
 ERROR_STYLE = {"ecolor": "black", "elinewidth": 1.2, "capsize": 4, "capthick": 1.2}
@@ -75,9 +77,11 @@ def _save(fig, out: Path, name: str) -> list[Path]:
         w, h = fig.get_size_inches()
         fig.set_size_inches(w * 1.3, h)
     paths = [out / f"{name}.png", out / f"{name}.pdf"]
-    fig.savefig(paths[0], dpi=150, bbox_inches="tight")
-    fig.savefig(paths[1], bbox_inches="tight")
-    _plt().close(fig)
+    try:  # atomic: a reader never sees half a figure
+        fileio.atomic_write(paths[0], lambda f: fig.savefig(f, dpi=150, bbox_inches="tight", format="png"), mode="wb")
+        fileio.atomic_write(paths[1], lambda f: fig.savefig(f, bbox_inches="tight", format="pdf"), mode="wb")
+    finally:
+        _plt().close(fig)
     return paths
 
 

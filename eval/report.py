@@ -1,4 +1,4 @@
-"""Tables and plots from run folders (reads only metrics.json and samples.jsonl).
+"""Tables and plots from run folders (reads metrics.json, samples.jsonl and config.yaml).
 
     python -m memharness.eval.report                      # latest run of each row identity under results/runs
     python -m memharness.eval.report RUN_OR_PARENT ... --out results/tables --name sample --baseline full_context
@@ -7,6 +7,9 @@ Writes <name>.md / .tex (scores, memory-attributable accuracy, evidence recall, 
 reliability, paired comparison against the baseline), <name>.csv (one row per run), <name>_long.csv
 (one row per run x metric: mean, CI, n), <name>_paired.csv, and the figures <name>.png/.pdf and
 <name>_cost.png/.pdf; it prints every path.
+
+Run folders still marked ``INCOMPLETE.json`` (a run that stopped early or is still going) are not
+tabulated; they are listed with their reason on stdout and under the markdown table.
 """
 from __future__ import annotations
 
@@ -15,8 +18,11 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from memharness.memsys import fileio
+
 from . import plots, tables
 from . import table_format as fmt
+from .io import MARKER, read_marker
 from .paired import paired_frame
 
 DEFAULT_METRICS = ("judge", "mc_accuracy", "rouge_l_recall", "rouge_1_f", "rouge_l_f", "exact_match", "f1",
@@ -27,19 +33,34 @@ class ReportError(Exception):
     """No usable run folder, or a run folder missing a file the report needs."""
 
 
-def find_runs(paths: Sequence[str | Path]) -> list[Path]:
-    """Every folder holding a metrics.json under the given paths (a run folder or a parent)."""
-    runs: set[Path] = set()
+def _run_folders(paths: Sequence[str | Path]) -> set[Path]:
+    """Folders holding a metrics.json or an INCOMPLETE.json under the given paths."""
+    folders: set[Path] = set()
     for p in map(Path, paths):
-        if (p / "metrics.json").is_file():
-            runs.add(p)
+        if (p / "metrics.json").is_file() or (p / MARKER).is_file():
+            folders.add(p)
         elif p.is_dir():
-            runs.update(m.parent for m in p.rglob("metrics.json"))
+            folders.update(m.parent for name in ("metrics.json", MARKER) for m in p.rglob(name))
         else:
             raise ReportError(f"{p} is neither a run folder nor a folder holding run folders")
+    return folders
+
+
+def find_incomplete(paths: Sequence[str | Path]) -> list[tuple[Path, str]]:
+    """Run folders still marked incomplete, with the recorded reason."""
+    return [(f, (read_marker(f) or {}).get("reason", "?")) for f in sorted(_run_folders(paths))
+            if (f / MARKER).is_file()]
+
+
+def find_runs(paths: Sequence[str | Path]) -> list[Path]:
+    """Every complete run folder (metrics.json, no INCOMPLETE.json) under the given paths."""
+    folders = _run_folders(paths)
+    runs = sorted(f for f in folders if (f / "metrics.json").is_file() and not (f / MARKER).is_file())
     if not runs:
-        raise ReportError(f"no run folders (with metrics.json) under {[str(p) for p in paths]}")
-    return sorted(runs)
+        incomplete = len(folders) - len(runs)
+        raise ReportError(f"no run folders (complete: with metrics.json, no INCOMPLETE.json) under {[str(p) for p in paths]}"
+                          + (f"; {incomplete} incomplete (see INCOMPLETE.json in each)" if incomplete else ""))
+    return runs
 
 
 def load_run(folder: Path) -> dict[str, Any]:
@@ -66,7 +87,8 @@ def latest_per_config(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def write_tables(runs: list[dict[str, Any]], out: Path, name: str, metrics: Sequence[str] = DEFAULT_METRICS,
-                 baseline: str = "full_context", resamples: int = 2000) -> dict[str, Path]:
+                 baseline: str = "full_context", resamples: int = 2000,
+                 incomplete: Sequence[tuple[Path, str]] = ()) -> dict[str, Path]:
     """Write <name>.md and .tex (sections), <name>.csv (one row per run), <name>_long.csv (one row per
     run x metric) and <name>_paired.csv (every row against the baseline of its comparable group)."""
     out.mkdir(parents=True, exist_ok=True)
@@ -83,11 +105,15 @@ def write_tables(runs: list[dict[str, Any]], out: Path, name: str, metrics: Sequ
              "long_csv": out / f"{name}_long.csv", "paired_csv": out / f"{name}_paired.csv"}
     preface = ("One row per run: memory, the resolved settings that differ (setting), dataset, models, n, seed and "
                "question set. " + fmt.sets_note(ordered))
-    paths["md"].write_text(fmt.to_markdown(sections, f"Comparison: {name}", preface) + "\n")
-    paths["tex"].write_text(fmt.to_latex(sections))
-    wide.to_csv(paths["csv"], index=False)
-    tables.long_frame(wide, metrics).to_csv(paths["long_csv"], index=False)
-    paired.to_csv(paths["paired_csv"], index=False)
+    md = fmt.to_markdown(sections, f"Comparison: {name}", preface)
+    if incomplete:
+        md += f"\nIncomplete runs, not tabulated ({len(incomplete)}):\n\n"
+        md += "".join(f"- `{folder}`: {reason}\n" for folder, reason in incomplete)
+    fileio.write_text(paths["md"], md + "\n")
+    fileio.write_text(paths["tex"], fmt.to_latex(sections))
+    long = tables.long_frame(wide, metrics)
+    for key, frame in (("csv", wide), ("long_csv", long), ("paired_csv", paired)):
+        fileio.atomic_write(paths[key], lambda f, frame=frame: frame.to_csv(f, index=False))
     return paths
 
 
@@ -104,7 +130,7 @@ def build_sections(wide: Any, metrics: Sequence[str], best: set, paired: Any, ba
                            "embedder, the judge.", models=True, extra=["failed", "judge_unparsed"]),
         fmt.metric_section("Memory-attributable accuracy", wide, needs, best, "closed_book_accuracy: share answered "
                            "correctly with no memory; `:needs_memory`: the metric on the other questions only."),
-        fmt.metric_section("Retrieval: evidence recall", wide, retrieval, best, "evidence_recall@k: share of the "
+        fmt.metric_section("Retrieval: evidence recall", wide, retrieval, best, "evidence_recall_at_k: share of the "
                            "gold evidence under the top k retrieved items' provenance; evidence_recall: under every "
                            "retrieved item; evidence_units: source units those items cover (a summary covers many)."),
         fmt.column_section("Cost (intrinsic: the same whether or not the cache served the calls)", wide,
@@ -144,15 +170,20 @@ def build_report(paths: Sequence[str | Path], out: Path, name: str, latest_only:
     runs = [tables.attach(load_run(f)) for f in find_runs(paths)]
     if latest_only:
         runs = latest_per_config(runs)
-    written = write_tables(runs, out, name, baseline=baseline, resamples=resamples)
-    for path in write_plot(runs, out, name):
-        written[("cost_" if path.stem.endswith("_cost") else "") + path.suffix[1:]] = path
+    try:
+        written = write_tables(runs, out, name, baseline=baseline, resamples=resamples,
+                               incomplete=find_incomplete(paths))
+        for path in write_plot(runs, out, name):
+            written[("cost_" if path.stem.endswith("_cost") else "") + path.suffix[1:]] = path
+    except OSError as err:
+        raise ReportError(f"cannot write {err.filename or out} ({err.strerror or err}); choose a writable --out") from None
     return written
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("runs", nargs="*", default=["results/runs"], help="run folders or folders holding them")
+    parser.add_argument("runs", nargs="*", default=["results/runs", "results/sweeps"],
+                        help="run folders, sweep folders, or folders holding them")
     parser.add_argument("--out", default="results/tables", type=Path)
     parser.add_argument("--name", default="comparison")
     parser.add_argument("--all", action="store_true", help="keep every run, not only the latest of each row identity")
@@ -160,11 +191,18 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="memory (or row label) every row is compared with, question by question")
     parser.add_argument("--resamples", type=int, default=2000, help="paired bootstrap resamples")
     args = parser.parse_args(argv)
+    args.runs = [p for p in args.runs if Path(p).exists()] or args.runs  # the defaults may not all exist yet
     try:
+        incomplete = find_incomplete(args.runs)
+        for folder, reason in incomplete:
+            print(f"incomplete (not tabulated): {folder}: {reason}")
         written = build_report(args.runs, args.out, args.name, latest_only=not args.all, baseline=args.baseline,
                                resamples=args.resamples)
     except ReportError as err:
         raise SystemExit(f"error: {err}") from None
+    from .browse import write_browser
+
+    written["browser"] = write_browser(args.runs, args.out / f"{args.name}_browser.html")
     print(f"wrote {len(written)} files:")
     for kind, path in written.items():
         print(f"  {kind}: {path}")

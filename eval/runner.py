@@ -7,7 +7,6 @@ on the sample (``samples.jsonl``) and counted (``metrics.json``).
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import time
 from functools import partial
@@ -19,17 +18,20 @@ from omegaconf import DictConfig, OmegaConf
 
 from memharness.data_prep.base import Dataset, DatasetError, check_integrity, subset
 from memharness.memsys.backends.factory import Services, build_services
+from memharness.memsys.backends.progress import Progress
 from memharness.memsys.backends.types import ConfigError
 from memharness.memsys.base import MemorySystem
 from memharness.memsys.types import Episode, Question, RetrievedItem
 
-from . import aggregate, closed_book, evidence, judge_audit
+from . import aggregate, closed_book, evidence, failures, judge_audit
+from . import io as run_io
 from .judges import Judges, build_judges
 from .answer import answer_request, is_multiple_choice, judge_request, mc_correct, reference_text
 from .metrics import lexical_scores, parse_judge
 from memharness.memsys.backends.secrets import redact
 
 from .provenance import environment
+from .validate import validate_config
 
 log = logging.getLogger("memharness")
 
@@ -90,8 +92,9 @@ def run_episode(episode: Episode, cfg: DictConfig, services: Services, out_dir: 
                 try:
                     items = memory.retrieve(payload.text, budget)
                 except Exception as err:  # recorded and counted, never dropped
-                    log.exception("retrieval failed for %s", payload.id)
+                    failures.log_step_failure(log, f"retrieval failed for {payload.id}", err)
                     record.update(status="retrieve_failed", error=f"{type(err).__name__}: {err}")
+            record.update(failures.degradation_fields(memory))  # answered from a degraded memory: flagged
         record["retrieved"] = [i.to_json() for i in items]
         if record["status"] == "pending":  # retrieval worked: did it find the gold evidence?
             record["metrics"].update(evidence.recall_scores(payload, items, units, cfg.eval.get("evidence")))
@@ -99,7 +102,10 @@ def run_episode(episode: Episode, cfg: DictConfig, services: Services, out_dir: 
         pending.append((payload, items, record))
     stats = {**memory.stats(), **({"build_error": build_error} if build_error else {})}
     if hasattr(memory, "save"):
-        memory.save(out_dir / "memory" / episode.id)
+        try:
+            memory.save(out_dir / "memory" / episode.id)
+        except OSError as err:
+            raise run_io.output_error(err, folder=out_dir) from None
     return pending, stats
 
 
@@ -109,7 +115,7 @@ def _guarded(step: Any, meter: Any, stage: str, episode_id: str) -> str | None:
         try:
             step()
         except Exception as err:
-            log.exception("building memory failed for episode %s", episode_id)
+            failures.log_step_failure(log, f"building memory failed for episode {episode_id}", err)
             return f"{type(err).__name__}: {err}"
     return None
 
@@ -138,6 +144,7 @@ def answer_all(pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: D
             prediction_text = q.options[choice] if choice is not None else ""
         else:
             prediction_text = record["prediction"]
+        failures.flag_empty_answer(record)
         record["metrics"].update(lexical_scores(prediction_text, list(q.answers) or [reference_text(q)]))
         record["metrics"]["context_tokens"] = record["context_tokens"]
 
@@ -145,6 +152,7 @@ def answer_all(pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: D
 def judge_all(pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: DictConfig, services: Services,
               judges: Judges | None = None) -> None:
     todo = [(q, r) for q, _, r in pending if r["status"] == "scored" and r.get("mode") == "generative"]
+    todo = failures.skip_empty_answers(todo)  # an empty answer is wrong; it is never judged
     requests = [judge_request(q, reference_text(q), r["prediction"], cfg.eval.judge) for q, r in todo]
     with services.meter.stage("judge"):
         completions = (judges.primary if judges else services.llm).complete(requests, desc="judge")
@@ -169,16 +177,24 @@ def summarize_run(samples: list[dict], cfg: DictConfig) -> dict[str, Any]:
             "breakdowns": aggregate.breakdowns(samples, metrics, list(cfg.eval.position_buckets), *args)}
 
 
+def config_snapshot(resolved: dict[str, Any]) -> dict[str, Any]:
+    """The resolved config as the run folder records it (secrets redacted)."""
+    return redact(resolved)
+
+
 def run(cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None) -> dict[str, Any]:
     """Run one evaluation and write config.yaml, samples.jsonl, metrics.json, memory_stats.json.
 
     ``overrides`` (the command line's) are recorded so reports can tell runs of a sweep apart."""
     started = time.time()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    resolved = redact(OmegaConf.to_container(cfg, resolve=True))
-    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(resolved)))
+    validate_config(cfg)  # every setting, before any model or file is loaded
+    run_io.begin_run(out_dir)  # INCOMPLETE.json until every file is written
+    resolved = config_snapshot(OmegaConf.to_container(cfg, resolve=True))
+    run_io.write_text(out_dir, "config.yaml", OmegaConf.to_yaml(OmegaConf.create(resolved)))
     dataset = load_dataset(cfg)
     services = build_services(cfg)
+    progress = Progress(services.meter, len(dataset.episodes), float(cfg.get("progress_interval_s", 10)),
+                        bar=bool(cfg.get("progress", True))).start()
     judges = None
     try:
         # no judging, no judge backend to load (the closed-book pass then scores by exact match)
@@ -187,22 +203,29 @@ def run(cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None) -> d
         for episode in dataset.episodes:
             episode_pending, memory_stats[episode.id] = run_episode(episode, cfg, services, out_dir)
             pending.extend(episode_pending)
+            progress.episode_done()
+        progress.set_stage("answer")
         answer_all(pending, cfg, services)
         if cfg.eval.get("closed_book", {}).get("enabled", False):
             closed_book.closed_book_pass(pending, cfg, services, judges)
         reliability = None
         if cfg.eval.judge.enabled:
+            progress.set_stage("judge")
             judge_all(pending, cfg, services, judges)
             reliability = judge_audit.audit(pending, cfg, services, judges)
     finally:
+        progress.close()
         if judges is not None:
             judges.close()
         services.close()
     samples = [record for _, _, record in pending]
+    failures.finalize(samples)
     sections = {**(judges.describe() if cfg.eval.judge.enabled else {"judge": None}), "judge_reliability": reliability,
                 "judge_calibration": judge_audit.legacy_calibration(reliability or {})}
-    return write_outputs(out_dir, cfg, dataset, samples, memory_stats, services, time.time() - started,
-                         overrides=overrides or [], sections=sections)
+    metrics = write_outputs(out_dir, cfg, dataset, samples, memory_stats, services, time.time() - started,
+                            overrides=overrides or [], sections=sections)
+    run_io.end_run(out_dir, metrics)
+    return metrics
 
 
 SUBSET_KEYS = ("limit", "subset_seed", "stratify_by", "strata", "question_ids")
@@ -218,10 +241,8 @@ def write_outputs(out_dir: Path, cfg: DictConfig, dataset: Dataset, samples: lis
                   sections: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write samples.jsonl, memory_stats.json and metrics.json; ``sections`` (the judges, the judge
     reliability audit) go into metrics.json as they are."""
-    with open(out_dir / "samples.jsonl", "w", encoding="utf-8") as f:
-        for s in samples:
-            f.write(json.dumps(s, ensure_ascii=False) + "\n")
-    (out_dir / "memory_stats.json").write_text(json.dumps(memory_stats, indent=1, default=float))
+    run_io.write_jsonl(out_dir, "samples.jsonl", samples)
+    run_io.write_json(out_dir, "memory_stats.json", memory_stats, indent=1, default=float)
     calls = services.meter.to_json()
     backend_s = calls["total"]["backend_s"]
     metrics = {
@@ -241,5 +262,6 @@ def write_outputs(out_dir: Path, cfg: DictConfig, dataset: Dataset, samples: lis
         "intrinsic": services.meter.intrinsic_json(),  # the method's cost, cached or not (tables show this)
         "env": environment(),
     }
-    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=1, default=str))
+    metrics["outcome"] = failures.outcome(metrics, cfg, services)
+    run_io.write_json(out_dir, "metrics.json", metrics, indent=1, default=str)
     return metrics

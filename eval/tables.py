@@ -132,9 +132,10 @@ def identity(run: dict[str, Any]) -> tuple:
 
 
 def latest(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The newest run (by folder name, a timestamp) of each identity."""
+    """The newest run (by when its metrics.json was written) of each identity."""
     best: dict[tuple, dict[str, Any]] = {}
-    for run in sorted(identify(runs), key=lambda r: Path(r["folder"]).name):
+    for run in sorted(identify(runs), key=lambda r: ((Path(r["folder"]) / "metrics.json").stat().st_mtime_ns,
+                                                     r["folder"])):
         best[identity(run)] = run
     return list(best.values())
 
@@ -268,5 +269,5 @@ def present_metrics(runs: Sequence[dict[str, Any]], preferred: Sequence[str]) ->
 
 
 def _natural(name: str) -> list:
-    """Sort key that puts evidence_recall@3 before evidence_recall@10."""
+    """Sort key that puts evidence_recall_at_3 before evidence_recall_at_10."""
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]

@@ -5,11 +5,17 @@ A system is built per episode by Hydra from ``conf/memory/<name>.yaml``
 ``llm`` (``memsys.backends.llm.LLM``), ``embedder``
 (``memsys.backends.embed.Embedder``) and ``tokenizer``
 (``memsys.tokens.Tokenizer``).
+
+Settings are declared by the constructor's type hints (``memsys.settings``; see docs/config.md).
+A system that builds part of its structure without an LLM output it needed (a failed or unusable
+summary, aggregation, extraction, rating) calls ``self.degrade(kind)``: the runner flags every
+question answered from the memory after that as ``degraded`` and counts them.
 """
 from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
+from collections import Counter
 from typing import Any, Sequence
 
 from .types import RetrievedItem, Unit
@@ -34,6 +40,19 @@ class MemorySystem(ABC):
         self.units: list[Unit] = []
         self._pending = False
         self.rebuilds: list[dict[str, Any]] = []
+        self.degradation: Counter[str] = Counter()  # kind -> count, see degrade()
+
+    def degrade(self, kind: str, count: int = 1) -> None:
+        """Record that the memory was built without ``count`` LLM outputs of ``kind`` that it needed
+        (e.g. ``aggregation_failed``, ``summary_failed``, ``extraction_unparsed``): the structure is
+        still usable but not what the method specifies. Call it where the failure is handled."""
+        if count > 0:
+            self.degradation[kind] += int(count)
+
+    @property
+    def degraded(self) -> dict[str, int]:
+        """What is missing so far (empty when the memory is as the method specifies)."""
+        return {k: v for k, v in self.degradation.items() if v}
 
     def insert(self, units: Sequence[Unit]) -> None:
         """Add a batch of units to memory."""
@@ -74,7 +93,7 @@ class MemorySystem(ABC):
 
     def stats(self) -> dict[str, Any]:
         """Structure diagnostics for ``memory_stats.json``."""
-        return {"units": len(self.units), "rebuilds": list(self.rebuilds)}
+        return {"units": len(self.units), "rebuilds": list(self.rebuilds), "degradation": self.degraded}
 
 
 def fill_budget(items: Sequence[RetrievedItem], budget_tokens: int, tokenizer: Any,

@@ -22,13 +22,14 @@ it to 0.5 for all (as in the public code).
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from typing import Annotated, Any, Iterator, Literal, Sequence
 
 import numpy as np
 
 from memharness.memsys.backends.types import ChatRequest
 
 from .base import MemorySystem, fill_budget
+from .settings import Placeholders, Range
 from .types import RetrievedItem, Unit
 
 
@@ -54,15 +55,17 @@ class MemoryStream(MemorySystem):
 
     name = "memorystream"
 
-    def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None, top_k: int = 3,
-                 scoring: str = "cosine", recency_decay: float = 0.995, recency_weight: float = 1.0,
-                 importance_weight: float = 1.0, relevance_weight: float = 1.0, importance_default: int = 5,
-                 importance_prompt: str = "", importance_max_tokens: int = 4, update_access: bool = True) -> None:
+    def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None,
+                 top_k: Annotated[int, Range(1)] = 3,
+                 scoring: Literal["cosine", "generative_agents"] = "cosine",
+                 recency_decay: Annotated[float, Range(0, 1, lo_open=True)] = 0.995,
+                 recency_weight: Annotated[float, Range(0)] = 1.0,
+                 importance_weight: Annotated[float, Range(0)] = 1.0,
+                 relevance_weight: Annotated[float, Range(0)] = 1.0,
+                 importance_default: Annotated[int, Range(1, 10)] = 5,
+                 importance_prompt: Annotated[str, Placeholders(optional=("memory",))] = "",
+                 importance_max_tokens: Annotated[int, Range(1)] = 4, update_access: bool = True) -> None:
         super().__init__(llm, embedder, tokenizer)
-        if scoring not in ("cosine", "generative_agents"):
-            raise ValueError(f"memory.scoring must be 'cosine' or 'generative_agents', got {scoring!r}")
-        if scoring == "generative_agents" and "{memory}" not in importance_prompt:
-            raise ValueError("memory.importance_prompt must contain the placeholder {memory}")
         self.top_k = top_k
         self.scoring = scoring
         self.recency_decay = recency_decay
@@ -76,6 +79,12 @@ class MemoryStream(MemorySystem):
         self._last_access: list[int] = []
         self.importance_unparsed = 0
         self.importance_failed = 0
+
+    @classmethod
+    def check_settings(cls, settings: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        """Cross-field rule: Generative Agents scoring rates importance with the prompt."""
+        if settings.get("scoring") == "generative_agents" and "{memory}" not in settings.get("importance_prompt", ""):
+            yield "importance_prompt", "must contain the placeholder {memory} when scoring=generative_agents"
 
     def add(self, units: Sequence[Unit]) -> None:
         self._vectors.extend(self.embedder.embed([u.text for u in units]))
@@ -91,8 +100,10 @@ class MemoryStream(MemorySystem):
             value = parse_importance(completion.text) if completion.ok else None
             if not completion.ok:
                 self.importance_failed += 1
+                self.degrade("importance_failed")
             elif value is None:
                 self.importance_unparsed += 1
+                self.degrade("importance_unparsed")
             ratings.append(float(value if value is not None else self.importance_default))
         return ratings
 

@@ -22,13 +22,14 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Annotated, Any, Literal, Sequence
 
 import numpy as np
 
 from .backends.types import ChatRequest
 from .hierarchy import traverse
 from .hierarchy.memory import HierarchicalMemory
+from .settings import Placeholders, Range
 from .types import Unit, content_id
 
 ROOT = 0
@@ -42,19 +43,21 @@ class MemTree(HierarchicalMemory):
     with_root = True
 
     def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None, *,
-                 aggregate_prompt: str = "{current_content}\n{new_content}",
-                 base_threshold: float = 0.4, rate: float = 0.5,
-                 threshold_form: str = "scaled", max_depth: int | None = None,
-                 aggregate_count: str = "units", aggregate_max_tokens: int = 192,
-                 parallel_updates: bool = True, insert_order_seed: int | None = None,
+                 aggregate_prompt: Annotated[str, Placeholders("new_content", "current_content",
+                                                               optional=("n_children",))]
+                 = "{current_content}\n{new_content}",
+                 base_threshold: Annotated[float, Range(0, 1, hi_open=True)] = 0.4,
+                 rate: Annotated[float, Range(0)] = 0.5,
+                 threshold_form: Literal["scaled", "exponential"] = "scaled",
+                 max_depth: Annotated[int, Range(1)] | None = None,
+                 aggregate_count: Literal["units", "children"] = "units",
+                 aggregate_max_tokens: Annotated[int, Range(1)] = 192,
+                 parallel_updates: bool = True, insert_order_seed: Annotated[int, Range(0)] | None = None,
                  traversal: str = "collapsed", top_k: int = 3, retrieve_threshold: float = 0.0,
                  **core: Any) -> None:
+        # traversal / top_k / retrieve_threshold keep the base class's declared ranges and choices.
         super().__init__(llm=llm, embedder=embedder, tokenizer=tokenizer, traversal=traversal, top_k=top_k,
                          retrieve_threshold=retrieve_threshold, **core)
-        if threshold_form not in ("scaled", "exponential"):
-            raise ValueError(f"memory.threshold_form must be 'scaled' or 'exponential', got {threshold_form!r}")
-        if aggregate_count not in ("units", "children"):
-            raise ValueError(f"memory.aggregate_count must be 'units' or 'children', got {aggregate_count!r}")
         self.aggregate_prompt = aggregate_prompt
         self.base_threshold, self.rate = float(base_threshold), float(rate)
         self.threshold_form, self.max_depth = threshold_form, max_depth
@@ -190,6 +193,7 @@ class MemTree(HierarchicalMemory):
             for (v, text), vec in zip(changed, vectors):
                 self.store.set_text(v, text, vec)
         self.aggregation_failures += failures
+        self.degrade("aggregation_failed", failures)  # those nodes keep their old summary
         return failures
 
     def insert_unit(self, unit: Unit, vector: np.ndarray | None = None) -> int:
@@ -261,6 +265,7 @@ class MemTree(HierarchicalMemory):
         self.tree_max_depth = max(self.depth)
         self.insertions = list(state.get("insertions", []))
         self.aggregation_failures = int(state.get("aggregation_failures", 0))
+        self.degradation["aggregation_failed"] = self.aggregation_failures
 
     @classmethod
     def load(cls, in_dir: str | Path, llm: Any = None, embedder: Any = None, tokenizer: Any = None,

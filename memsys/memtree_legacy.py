@@ -49,4 +49,5 @@ def load_legacy(cls: type, folder: str | Path, llm: Any = None, embedder: Any = 
         tree._raise_heights(v)
     tree.insertions = list(data.get("insertions", []))
     tree.aggregation_failures = int(data.get("aggregation_failures", 0))
+    tree.degrade("aggregation_failed", tree.aggregation_failures)
     return tree

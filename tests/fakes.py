@@ -83,3 +83,38 @@ class FailingMemory(FullContext):
         if any(self.fail_on in u.text for u in units):
             raise RuntimeError(f"cannot insert a unit containing {self.fail_on!r}")
         super().add(units)
+
+
+class ScriptedChatWithLogprobs(ScriptedChat):
+    """ScriptedChat that also scores prompt tokens: -1 nat per word, -0.25 after a "Summary" prefix."""
+
+    def logprob(self, request) -> tuple[float, int]:
+        words = len(request.text.split())
+        return -(0.25 if request.prefix.startswith("Summary") else 1.0) * words, words
+
+
+class SlowScriptedChat(ScriptedChat):
+    """ScriptedChat that sleeps ``delay_s`` per call (for progress and timing tests)."""
+
+    def __init__(self, delay_s: float = 0.05, **kw) -> None:
+        super().__init__(**kw)
+        self.delay_s = delay_s
+
+    def chat(self, request):
+        import time
+
+        time.sleep(self.delay_s)
+        return super().chat(request)
+
+
+class DegradingMemory(FullContext):
+    """A full-context memory that records a degradation (as a failed summary would) for every
+    inserted unit containing ``degrade_on``."""
+
+    def __init__(self, degrade_on: str = "", **services) -> None:
+        super().__init__(**services)
+        self.degrade_on = degrade_on
+
+    def add(self, units) -> None:
+        self.degrade("summary_failed", sum(self.degrade_on in u.text for u in units))
+        super().add(units)

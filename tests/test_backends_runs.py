@@ -17,8 +17,8 @@ pytestmark = pytest.mark.slow
 SECRET = "sk-memharness-test-0123456789abcdef"
 
 
-def run_cmd(url: str, out: Path, cache: Path, *overrides: str) -> list[str]:
-    return [sys.executable, "run.py", "llm=openai", f"llm.backend.base_url={url}", "memory=full_context",
+def run_cmd(url: str, out: Path, cache: Path, *overrides: str, memory: str = "full_context") -> list[str]:
+    return [sys.executable, "run.py", "llm=openai", f"llm.backend.base_url={url}", f"memory={memory}",
             "dataset=sample", f"hydra.run.dir={out}", f"cache.path={cache}", "progress=false", *overrides]
 
 
@@ -34,29 +34,44 @@ def run(cmd: list[str], log: Path) -> dict:
 
 
 def fault_overrides(*extra: str) -> tuple[str, ...]:
+    # failures are the point here: the exit status must not depend on how many (eval.max_failed_fraction)
     return ("llm.backend.model=fault-model", "llm.backend.api_key_env=MEMHARNESS_TEST_KEY",
-            "llm.backend.structured=guided_choice", "llm.backend.timeout_s=1", *extra)
+            "llm.backend.structured=guided_choice", "llm.backend.timeout_s=1", "eval.max_failed_fraction=1", *extra)
 
 
 def test_run_against_fault_server_loses_nothing_and_counts_match(tmp_path):
-    faults = dict(rate_429=0.1, rate_500=0.1, rate_hang=0.05, rate_malformed=0.05, hang_s=3, seed=1)
+    """MemTree (LLM aggregations while building) and the embedder both behind a faulty server:
+    every sample is kept, and failures, embedding retries and degraded-memory flags add up to
+    what the server itself counted."""
+    faults = dict(rate_429=0.1, rate_500=0.1, rate_hang=0.05, rate_malformed=0.05, hang_s=3, seed=1,
+                  embed_rate_500=0.3, embed_transient=1)
     with fault_server(tmp_path, **faults) as url:
-        metrics = run(run_cmd(url, tmp_path / "run", tmp_path / "c.sqlite",
-                              *fault_overrides("llm.retry.max_retries=0", "eval.judge.calibration_max=0",
-                                              "eval.judge_audit.lenient=false")),
-                     tmp_path / "run.log")
+        metrics = run(run_cmd(url, tmp_path / "run", tmp_path / "c.sqlite", *fault_overrides(
+            "llm.retry.max_retries=0", "eval.judge.calibration_max=0", "eval.judge_audit.lenient=false",
+            "memory.base_threshold=0.0", "embedder=openai", f"embedder.backend.base_url={url}",
+            "embedder.backend.model=fault-embed", "embedder.backend.api_key_env=MEMHARNESS_TEST_KEY",
+            "embedder.backend.base_delay_s=0.01"), memory="memtree"), tmp_path / "run.log")
         injected = stats(url)
     counts = metrics["counts"]
     samples = [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    memory_stats = json.loads((tmp_path / "run" / "memory_stats.json").read_text())
     assert len(samples) == counts["questions"] == metrics["data"]["questions"] > 0
     assert all(s["status"] in ("scored", "answer_failed", "retrieve_failed") for s in samples)
     assert counts["scored"] + counts["answer_failed"] + counts["retrieve_failed"] == counts["questions"]
-    # max_retries=0: each injected fault fails exactly one answer or judge call, hence one sample
-    assert injected["injected_total"] > 0
-    assert counts["answer_failed"] + counts["judge_failed"] == injected["injected_total"]
+    # max_retries=0: each injected chat fault fails exactly one call: an aggregation, an answer or a verdict
+    aggregation_failed = sum(ep["degradation"].get("aggregation_failed", 0) for ep in memory_stats.values())
+    assert injected["injected_total"] > 0 and aggregation_failed > 0
+    assert aggregation_failed + counts["answer_failed"] + counts["judge_failed"] == injected["injected_total"]
     calls = metrics["calls"]["total"]
     assert calls["failures"] == injected["injected_total"] and calls["retries"] == 0
     assert calls["calls"] == injected["chat_ok"]
+    # embedding faults recover after one attempt: each one retried once, none failed, all counted
+    assert injected["injected_embed"] > 0 and calls["embed_retries"] == injected["injected_embed"]
+    assert calls["embed_failures"] == 0 and calls["embed_calls"] == injected["embed_ok"]
+    # degraded-memory flags: every question is asked after its episode's inserts
+    degraded_episodes = {ep for ep, st in memory_stats.items() if st["degradation"]}
+    assert {s["episode_id"] for s in samples if s.get("degraded")} == degraded_episodes
+    assert counts["degraded"] == sum(s["episode_id"] in degraded_episodes for s in samples) > 0
     # the key went to the server but nowhere into the run folder
     assert injected["auth_seen"] > 0
     for path in (tmp_path / "run").rglob("*"):

@@ -84,7 +84,11 @@ def test_multirun_writes_one_folder_per_memory_and_a_table(tmp_path):
                   f"hydra.searchpath=[file://{ROOT / 'tests' / 'conf'}]", multirun=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     folders = sorted(p.parent for p in (tmp_path / "runs").rglob("metrics.json"))
-    assert [f.parent.name for f in folders] == ["full_context-sample", "memorystream-sample"]
+    # one folder per setting, named by the setting's own overrides (memory and dataset in the parent)
+    assert [f.relative_to(tmp_path / "runs").parts[0] for f in folders] == ["full_context-sample", "memorystream-sample"]
+    assert {f.name for f in folders} == {"dataset.limit=2,embedder=fake,llm=fake"}
+    summary = (tmp_path / "runs" / "summary.md").read_text()  # written by the sweep's end callback
+    assert "| full_context |" in summary and "| memorystream |" in summary
     tables = subprocess.run([sys.executable, "-m", "memharness.eval.report", str(tmp_path / "runs"), "--out",
                              str(tmp_path / "tables"), "--name", "t"], cwd=ROOT, capture_output=True, text=True)
     assert tables.returncode == 0, tables.stderr
@@ -94,3 +98,25 @@ def test_multirun_writes_one_folder_per_memory_and_a_table(tmp_path):
     # the same 2 questions and judge: one comparable set, with the models that produced each row
     assert len(rows) == 2 and all("| sample | A | fake-chat | fake-embed | fake-chat | 2 | 0 |" in r for r in rows)
     assert "## Paired comparison against full_context" in md and (tmp_path / "tables" / "t.pdf").is_file()
+
+
+def test_sweep_only_experiment_without_m_is_refused(tmp_path):
+    proc = run_py(tmp_path, "experiment=memtree_thresholds")
+    assert proc.returncode == 2 and "run it with -m" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "run" / "metrics.json").exists()
+
+
+def test_relaunched_sweep_skips_settings_already_done(tmp_path):
+    args = ("memory=full_context", "dataset.limit=1,2", "llm=fake", "embedder=fake",
+            f"hydra.searchpath=[file://{ROOT / 'tests' / 'conf'}]")
+    first = run_py(tmp_path, *args, multirun=True)
+    assert first.returncode == 0, first.stderr[-3000:]
+    done = {p: p.stat().st_mtime_ns for p in (tmp_path / "runs").rglob("metrics.json")}
+    assert len(done) == 2
+    again = run_py(tmp_path, *args, "skip_done=true", multirun=True)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "runs").rglob("metrics.json")} == done
+    assert again.stderr.count("already holds a finished run") + again.stdout.count("already holds a finished run") == 2
+    third = run_py(tmp_path, "memory=full_context", "dataset.limit=1,3", "llm=fake", "embedder=fake",
+                   f"hydra.searchpath=[file://{ROOT / 'tests' / 'conf'}]", "skip_done=true", multirun=True)
+    assert third.returncode == 0 and len(list((tmp_path / "runs").rglob("metrics.json"))) == 3  # only limit=3 ran

@@ -27,7 +27,7 @@ def test_source_evidence_is_found_through_any_unit_of_the_source():
                            Evidence(source_id="A", position=0)))  # A listed twice counts once
     items = [item("u4"), item("u2"), item("u9-unknown"), item("u5")]
     scores = recall_scores(q, items, unit_index(episode()), {"k": [1, 2, 3]})
-    assert scores == {"evidence_recall@1": 0.0, "evidence_recall@2": 0.5, "evidence_recall@3": 0.5,
+    assert scores == {"evidence_recall_at_1": 0.0, "evidence_recall_at_2": 0.5, "evidence_recall_at_3": 0.5,
                       "evidence_recall": 1.0, "evidence_units": 3.0}
 
 
@@ -37,9 +37,9 @@ def test_span_evidence_needs_a_unit_inside_the_span():
     units = unit_index(episode())
     assert recall_scores(q, [item("u0"), item("u3")], units, {"k": [1]})["evidence_recall"] == 0.0
     assert recall_scores(q, [item("u0"), item("u2")], units, {"k": [1]}) == {
-        "evidence_recall@1": 0.0, "evidence_recall": 1.0, "evidence_units": 2.0}
+        "evidence_recall_at_1": 0.0, "evidence_recall": 1.0, "evidence_units": 2.0}
     # a summary whose provenance spans the window finds it at rank 1
-    assert recall_scores(q, [item("u0", "u1", "u4")], units, {"k": [1]})["evidence_recall@1"] == 1.0
+    assert recall_scores(q, [item("u0", "u1", "u4")], units, {"k": [1]})["evidence_recall_at_1"] == 1.0
 
 
 def test_no_gold_evidence_gives_no_value():
@@ -55,4 +55,4 @@ def test_runs_record_evidence_recall_per_sample(make_cfg, tmp_path):
     assert metrics["metrics"]["evidence_recall"]["n"] == len(samples)
     narrow = run(make_cfg("memory=memorystream", "dataset.top_k=1"), tmp_path / "narrow")
     assert narrow["metrics"]["evidence_recall"]["mean"] < 1.0
-    assert narrow["metrics"]["evidence_recall@1"]["mean"] == pytest.approx(narrow["metrics"]["evidence_recall"]["mean"])
+    assert narrow["metrics"]["evidence_recall_at_1"]["mean"] == pytest.approx(narrow["metrics"]["evidence_recall"]["mean"])

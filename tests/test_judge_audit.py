@@ -112,3 +112,17 @@ def test_no_judge_no_judge_identity(make_cfg, tmp_path):
 
     wide = build_report([tmp_path / "runs"], tmp_path / "t", "x")["csv"].read_text()
     assert ",-,-," in wide  # judge and judge2 columns say no judge
+
+
+def test_the_audit_never_judges_an_empty_answer(make_cfg, tmp_path):
+    asked = questions()[0]
+    cfg = make_cfg("memory=full_context", "dataset.limit=4", "eval.judge.calibration_max=0")
+    cfg.llm.backend.script = [[f"Question: {asked.text}", "   "], ["[Verdict]", "1"]]
+    metrics = run(cfg, tmp_path / "r")
+    samples = {s["question_id"]: s for s in map(json.loads, (tmp_path / "r" / "samples.jsonl").read_text().splitlines())}
+    empty = samples[asked.id]
+    assert empty["answer_empty"] and empty["metrics"]["judge_lenient"] == 0.0 and "judge_lenient_status" not in empty
+    rel = metrics["judge_reliability"]
+    assert rel["n"] == 3 and rel["strict_vs_lenient"]["n"] == 3  # κ over the three real answers only
+    assert metrics["calls"]["audit"]["calls"] + metrics["calls"]["audit"]["cache_hits"] == 3
+    assert metrics["metrics"]["judge_lenient"]["n"] == 4 and metrics["metrics"]["judge_lenient"]["mean"] == 0.75

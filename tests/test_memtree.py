@@ -102,8 +102,11 @@ def test_threshold_forms():
     assert fixed.depth_threshold(4) == pytest.approx(0.4 * math.exp(0.2))
     expo = make_tree(TABLE, threshold_form="exponential", base_threshold=0.1, rate=0.25)
     assert expo.depth_threshold(3) == pytest.approx(0.1 * math.exp(0.75))
-    with pytest.raises(ValueError, match="threshold_form"):
-        make_tree(TABLE, threshold_form="linear")
+    # settings are checked from their declarations before a run starts (memsys.settings)
+    from memharness.memsys.settings_check import check_target
+
+    problems = check_target({"_target_": "memharness.memsys.memtree.MemTree", "threshold_form": "linear"}, "memory")
+    assert problems == ["memory.threshold_form='linear': expected one of scaled | exponential"]
 
 
 def test_failed_aggregation_keeps_old_content_and_is_counted():

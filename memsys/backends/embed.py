@@ -1,14 +1,24 @@
-"""The one embedding interface: cached per text, batched, metered, L2-normalised."""
+"""The one embedding interface: cached per text, batched, retried, metered, L2-normalised.
+
+A backend call that raises a retryable ``BackendError`` is retried by ``retry`` (backoff, the
+server's Retry-After a floor) and counted as ``embed_retries``; one that still fails is counted
+as ``embed_failures`` and raised to the step that needed it (which records its own failure). A
+401/403 aborts the run (``AuthenticationFailed``); after the run's deadline no call is made.
+"""
 from __future__ import annotations
 
 import hashlib
+import random
 import time
 from typing import Protocol, Sequence
 
 import numpy as np
 
 from .cache import CallCache
+from .deadline import Deadline
+from .llm import RetryPolicy
 from .meter import Meter, current_stage
+from .types import AUTH_STATUS, AuthenticationFailed, BackendError, DeadlineExceeded
 
 
 class EmbedBackend(Protocol):
@@ -25,11 +35,14 @@ class Embedder:
     """Embeds texts through the cache; only texts never seen go to the backend."""
 
     def __init__(self, backend: EmbedBackend, meter: Meter | None = None, cache: CallCache | None = None,
-                 batch_size: int = 64) -> None:
+                 batch_size: int = 64, retry: RetryPolicy | None = None, deadline: Deadline | None = None) -> None:
         self.backend = backend
         self.meter = meter or Meter()
         self.cache = cache
         self.batch_size = batch_size
+        self.retry = retry or getattr(backend, "retry_policy", None) or RetryPolicy(max_retries=0)
+        self.deadline = deadline
+        self._rng = random.Random(0)
         self._dim: int | None = None
 
     @property
@@ -52,9 +65,7 @@ class Embedder:
             new: dict[str, np.ndarray] = {}
             for start in range(0, len(missing), self.batch_size):
                 batch = missing[start:start + self.batch_size]
-                t0 = time.perf_counter()
-                vectors = np.asarray(self.backend.embed([text_of[k] for k in batch]), dtype=np.float32)
-                self.meter.add(stage, embed_calls=1, embed_texts=len(batch), backend_s=time.perf_counter() - t0)
+                vectors = self._embed_batch([text_of[k] for k in batch], stage)
                 new.update(zip(batch, _normalise(vectors)))
             if self.cache is not None:
                 self.cache.put_embeddings(self.model_id, new)
@@ -65,6 +76,33 @@ class Embedder:
 
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
+
+    def _embed_batch(self, texts: list[str], stage: str) -> np.ndarray:
+        """One backend request, retried on transient errors; counted per stage."""
+        attempt = 0
+        while True:
+            t0 = time.perf_counter()
+            try:
+                if self.deadline is not None:
+                    self.deadline.check("embedding call")
+                vectors = np.asarray(self.backend.embed(texts), dtype=np.float32)
+            except BackendError as err:
+                self.meter.add(stage, backend_s=time.perf_counter() - t0)
+                if err.status in AUTH_STATUS:
+                    self.meter.add(stage, embed_failures=1)
+                    raise AuthenticationFailed(f"authentication failed: {err}") from None
+                if not err.retryable or attempt >= self.retry.max_retries:
+                    self.meter.add(stage, embed_failures=1, deadline_skipped=int(isinstance(err, DeadlineExceeded)))
+                    raise
+                wait = self.retry.delay(attempt, self._rng, err.retry_after)
+                if self.deadline is not None and self.deadline.remaining() is not None:
+                    wait = min(wait, max(0.0, self.deadline.remaining()))
+                self.meter.add(stage, embed_retries=1)
+                time.sleep(wait)
+                attempt += 1
+                continue
+            self.meter.add(stage, embed_calls=1, embed_texts=len(texts), backend_s=time.perf_counter() - t0)
+            return vectors
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:

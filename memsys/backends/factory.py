@@ -1,7 +1,8 @@
 """Build the shared services (LLM, embedder, tokenizer, cache, meter) from config."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ..tokens import Tokenizer, get_tokenizer
 from .cache import CallCache
+from .deadline import Deadline
 from .embed import Embedder
 from .llm import LLM, RetryPolicy
 from .meter import Meter
@@ -23,6 +25,7 @@ class Services:
     tokenizer: Tokenizer
     meter: Meter
     cache: CallCache | None
+    deadline: Deadline = field(default_factory=Deadline)
 
     def close(self) -> None:
         self.llm.close()
@@ -36,7 +39,10 @@ def _plain(node: Any) -> dict:
 def build_cache(cfg: DictConfig) -> CallCache | None:
     if not cfg.get("cache", {}).get("enabled", True):
         return None
-    return CallCache(Path(cfg.cache.path))
+    path = str(cfg.cache.path)
+    from_env = os.environ.get("MEMHARNESS_CACHE")
+    setting = "cache.path (from $MEMHARNESS_CACHE)" if from_env and from_env == path else "cache.path"
+    return CallCache(Path(path), setting=setting)
 
 
 def _instantiate_backend(section: DictConfig, group: str) -> Any:
@@ -52,14 +58,22 @@ def _instantiate_backend(section: DictConfig, group: str) -> Any:
 
 
 def build_services(cfg: DictConfig, meter: Meter | None = None, cache: CallCache | None = None) -> Services:
-    """Instantiate ``cfg.llm.backend`` and ``cfg.embedder.backend`` behind the cached facades."""
+    """Instantiate ``cfg.llm.backend`` and ``cfg.embedder.backend`` behind the cached facades.
+
+    The run's deadline (``eval.deadline_s``, counted from here) is shared by both facades and by
+    backends that can cut requests in flight (``set_deadline``)."""
     meter = meter or Meter(prices=_plain(cfg.llm.get("prices")))
     cache = cache if cache is not None else build_cache(cfg)
+    deadline = Deadline((cfg.get("eval") or {}).get("deadline_s"))
     retry = RetryPolicy(**_plain(cfg.llm.get("retry")))
-    llm = LLM(_instantiate_backend(cfg.llm, "llm"), meter=meter, cache=cache,
-              max_in_flight=int(cfg.llm.get("max_in_flight", 8)), retry=retry,
-              progress=bool(cfg.get("progress", True)))
-    embedder = Embedder(_instantiate_backend(cfg.embedder, "embedder"), meter=meter, cache=cache,
-                        batch_size=int(cfg.embedder.get("batch_size", 64)))
+    chat_backend = _instantiate_backend(cfg.llm, "llm")
+    embed_backend = _instantiate_backend(cfg.embedder, "embedder")
+    for backend in (chat_backend, embed_backend):
+        if callable(getattr(backend, "set_deadline", None)):
+            backend.set_deadline(deadline)
+    llm = LLM(chat_backend, meter=meter, cache=cache, max_in_flight=int(cfg.llm.get("max_in_flight", 8)),
+              retry=retry, progress=bool(cfg.get("progress", True)), deadline=deadline)
+    embedder = Embedder(embed_backend, meter=meter, cache=cache, batch_size=int(cfg.embedder.get("batch_size", 64)),
+                        deadline=deadline)
     return Services(llm=llm, embedder=embedder, tokenizer=get_tokenizer(cfg.get("tokenizer", "cl100k_base")),
-                    meter=meter, cache=cache)
+                    meter=meter, cache=cache, deadline=deadline)

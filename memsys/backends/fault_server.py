@@ -7,6 +7,12 @@ prompt that is faulted stays faulted (``--transient 0``) or recovers after its f
 N attempts (``--transient N``). That makes the number of failed samples of a run
 computable from ``/stats``.
 
+Embedding requests can be faulted too (``embed_rate_500``, keyed by the batch's texts, recovering
+after ``embed_transient`` attempts); ``empty_rate`` answers some prompts with empty content;
+``reject_posts=401`` answers every POST with that status while ``/models`` still answers 200; and
+``echo_auth`` makes error bodies quote the request's Authorization header (a misbehaving server,
+to test that no key reaches a file).
+
 Run: ``python -m memharness.memsys.backends.fault_server --port 8765 --rate-429 0.1 --seed 0``.
 """
 from __future__ import annotations
@@ -38,6 +44,11 @@ class FaultConfig:
     retry_after_s: float = 0.0  # Retry-After header on 429s
     hang_s: float = 30.0  # how long a hung request stalls before the connection is dropped
     embed_dim: int = 16
+    embed_rate_500: float = 0.0  # fraction of embedding batches answered 500
+    embed_transient: int = 0  # 0 = a faulted batch fails forever; N = only its first N attempts
+    empty_rate: float = 0.0  # fraction of (unfaulted) chat prompts answered with empty content
+    reject_posts: int = 0  # an HTTP status (401, 403) for every POST; /models still answers 200
+    echo_auth: bool = False  # error bodies quote the request's Authorization header
 
     def __post_init__(self) -> None:
         if sum(self.rates()) > 1.0:
@@ -99,9 +110,11 @@ class _State:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.counts: Counter[str] = Counter(dict.fromkeys(("chat_requests", "chat_ok", "embed_requests",
-                                                          "embed_texts"), 0))
+                                                          "embed_texts", "embed_ok", "injected_embed",
+                                                          "empty_answers", "rejected"), 0))
         self.injected: Counter[str] = Counter()
         self.per_prompt: Counter[str] = Counter()
+        self.per_batch: Counter[str] = Counter()
         self.auth_seen = 0
 
     def snapshot(self, detail: bool) -> dict[str, Any]:
@@ -165,6 +178,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with self.state.lock:
             self.state.auth_seen += bool(self.headers.get("Authorization"))
+        if self.cfg.reject_posts:
+            with self.state.lock:
+                self.state.counts["rejected"] += 1
+            self._send(self.cfg.reject_posts, {"error": {"message": "invalid API key" + self._echo()}})
+            return
         if self.path.rstrip("/").endswith("/chat/completions"):
             self._chat(body)
         elif self.path.rstrip("/").endswith("/embeddings"):
@@ -187,6 +205,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._inject(fault)
             return
         text = answer_text(self.cfg, key, body)
+        if self.cfg.empty_rate and _unit(self.cfg.seed, "empty", key) < self.cfg.empty_rate:
+            text = ""
+            with self.state.lock:
+                self.state.counts["empty_answers"] += 1
         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body.get("messages") or [])
         with self.state.lock:
             self.state.counts["chat_ok"] += 1
@@ -196,12 +218,16 @@ class _Handler(BaseHTTPRequestHandler):
                          "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()),
                                    "total_tokens": prompt_tokens + len(text.split())}})
 
+    def _echo(self) -> str:
+        """What a misbehaving server leaks: the Authorization header it received."""
+        return f" (received {self.headers.get('Authorization')})" if self.cfg.echo_auth else ""
+
     def _inject(self, fault: str) -> None:
         if fault == "429":
-            self._send(429, {"error": {"message": "rate limited (injected)"}},
+            self._send(429, {"error": {"message": "rate limited (injected)" + self._echo()}},
                        headers={"Retry-After": f"{self.cfg.retry_after_s:g}"})
         elif fault == "500":
-            self._send(500, {"error": {"message": "server error (injected)"}})
+            self._send(500, {"error": {"message": "server error (injected)" + self._echo()}})
         elif fault == "malformed":
             self._send(200, None, raw=b'{"choices": [{"message": {"content": "trunc')
         else:  # hang: stall, then drop the connection without a response
@@ -211,9 +237,20 @@ class _Handler(BaseHTTPRequestHandler):
     def _embeddings(self, body: dict[str, Any]) -> None:
         inputs = body.get("input")
         texts = [inputs] if isinstance(inputs, str) else list(inputs or [])
+        key = prompt_key([{"role": "embed", "content": t} for t in texts])
         with self.state.lock:
             self.state.counts["embed_requests"] += 1
             self.state.counts["embed_texts"] += len(texts)
+            self.state.per_batch[key] += 1
+            attempt = self.state.per_batch[key]
+        faulted = self.cfg.embed_rate_500 and _unit(self.cfg.seed, "embed-fault", key) < self.cfg.embed_rate_500
+        if faulted and (self.cfg.embed_transient == 0 or attempt <= self.cfg.embed_transient):
+            with self.state.lock:
+                self.state.counts["injected_embed"] += 1
+            self._send(500, {"error": {"message": "embedding server error (injected)" + self._echo()}})
+            return
+        with self.state.lock:
+            self.state.counts["embed_ok"] += 1
         data = []
         for i, text in enumerate(texts):
             vec = [_unit(self.cfg.seed, "embed", str(text), str(d)) - 0.5 for d in range(self.cfg.embed_dim)]
@@ -271,10 +308,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--transient", type=int, default=0, help="faulted prompts fail only their first N attempts")
     parser.add_argument("--retry-after", type=float, default=0.0, help="Retry-After seconds sent with 429s")
     parser.add_argument("--hang-s", type=float, default=30.0)
+    parser.add_argument("--embed-rate-500", type=float, default=0.0, help="fraction of embedding batches faulted")
+    parser.add_argument("--embed-transient", type=int, default=0, help="faulted batches fail only N attempts")
+    parser.add_argument("--empty-rate", type=float, default=0.0, help="fraction of prompts answered empty")
+    parser.add_argument("--reject-posts", type=int, default=0, help="answer every POST with this status")
+    parser.add_argument("--echo-auth", type=int, default=0, help="1: error bodies quote the Authorization header")
     args = parser.parse_args(argv)
     config = FaultConfig(rate_429=args.rate_429, rate_500=args.rate_500, rate_hang=args.rate_hang,
                          rate_malformed=args.rate_malformed, latency_ms=args.latency_ms, seed=args.seed,
-                         transient=args.transient, retry_after_s=args.retry_after, hang_s=args.hang_s)
+                         transient=args.transient, retry_after_s=args.retry_after, hang_s=args.hang_s,
+                         embed_rate_500=args.embed_rate_500, embed_transient=args.embed_transient,
+                         empty_rate=args.empty_rate, reject_posts=args.reject_posts, echo_auth=bool(args.echo_auth))
     server = FaultServer(config, host=args.host, port=args.port)
     print(f"fault server on {server.url}", flush=True)
     try:

@@ -13,13 +13,16 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Annotated, Protocol, Sequence
 
 from tqdm.auto import tqdm
 
+from ..settings import Range
 from .cache import CallCache
+from .deadline import Deadline
 from .meter import Meter, current_stage
-from .types import BackendError, ChatRequest, Completion, Logprob, LogprobRequest
+from .types import (AUTH_STATUS, AuthenticationFailed, BackendError, ChatRequest, Completion, DeadlineExceeded,
+                    Logprob, LogprobRequest)
 
 
 class ChatBackend(Protocol):
@@ -33,10 +36,12 @@ class ChatBackend(Protocol):
 
 @dataclass
 class RetryPolicy:
-    max_retries: int = 5
-    base_delay_s: float = 0.5
-    max_delay_s: float = 30.0
-    timeout_s: float = 120.0
+    """``llm.retry``: retries after the first attempt, with exponential backoff and full jitter."""
+
+    max_retries: Annotated[int, Range(0)] = 5
+    base_delay_s: Annotated[float, Range(0)] = 0.5
+    max_delay_s: Annotated[float, Range(0)] = 30.0
+    timeout_s: Annotated[float, Range(0, lo_open=True)] = 120.0
 
     def delay(self, attempt: int, rng: random.Random, retry_after: float | None) -> float:
         """Exponential backoff with full jitter; a server's Retry-After is a floor."""
@@ -52,8 +57,9 @@ class LLM:
 
     def __init__(self, backend: ChatBackend, meter: Meter | None = None, cache: CallCache | None = None,
                  max_in_flight: int = 8, retry: RetryPolicy | None = None, progress: bool = True,
-                 progress_min_batch: int = 8) -> None:
+                 progress_min_batch: int = 8, deadline: Deadline | None = None) -> None:
         self.backend = backend
+        self.deadline = deadline
         self.meter = meter or Meter()
         self.cache = cache
         cap = backend.max_concurrency
@@ -117,10 +123,14 @@ class LLM:
         return completion
 
     def _call_with_retries(self, request: ChatRequest, stage: str) -> Completion:
+        """Call the backend, retrying transient errors; a 401/403 aborts the run (``AuthenticationFailed``),
+        a passed deadline fails the call at once."""
         attempt = 0
         while True:
             start = time.perf_counter()
             try:
+                if self.deadline is not None:
+                    self.deadline.check("chat call")
                 completion = self.backend.chat(request)
                 elapsed = time.perf_counter() - start
                 completion.attempts = attempt + 1
@@ -131,11 +141,16 @@ class LLM:
                 return completion
             except BackendError as err:
                 self.meter.add(stage, backend_s=time.perf_counter() - start)
-                if not err.retryable or attempt >= self.retry.max_retries:
+                if err.status in AUTH_STATUS:
                     self.meter.add(stage, failures=1)
+                    raise AuthenticationFailed(f"authentication failed: {err}") from None
+                if not err.retryable or attempt >= self.retry.max_retries:
+                    self.meter.add(stage, failures=1, deadline_skipped=int(isinstance(err, DeadlineExceeded)))
                     return Completion(text="", error=f"{type(err).__name__}: {err}", attempts=attempt + 1)
                 with self._rng_lock:
                     wait = self.retry.delay(attempt, self._rng, err.retry_after)
+                if self.deadline is not None and self.deadline.remaining() is not None:
+                    wait = min(wait, max(0.0, self.deadline.remaining()))
                 self.meter.add(stage, retries=1)
                 time.sleep(wait)
                 attempt += 1
@@ -162,9 +177,13 @@ class LLM:
                 return Logprob(logprob=hit["logprob"], tokens=hit["tokens"], cached=True)
         start = time.perf_counter()
         try:
+            if self.deadline is not None:
+                self.deadline.check("log-probability call")
             total, tokens = self.backend.logprob(request)
         except BackendError as err:
             self.meter.add(stage, failures=1, backend_s=time.perf_counter() - start)
+            if err.status in AUTH_STATUS:
+                raise AuthenticationFailed(f"authentication failed: {err}") from None
             return Logprob(error=f"{type(err).__name__}: {err}")
         elapsed = time.perf_counter() - start
         self.meter.add(stage, calls=1, backend_s=elapsed, prompt_tokens=tokens)

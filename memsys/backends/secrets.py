@@ -1,29 +1,55 @@
 """Keep API keys out of run folders, logs and config snapshots.
 
-Configs only ever name the environment variable holding a key (``api_key_env``);
-``redact`` is a second line of defence for anything written to disk or logged.
+Configs only ever name the environment variable holding a key (``api_key_env``). Every variable
+named that way is registered (``register_secret_env``) and its value is masked by ``redact`` /
+``redact_text`` wherever the harness writes or logs, as are values of variables whose names look
+secret, key-shaped strings, and any value registered with ``register_secret_value`` (a key pasted
+where a variable name was expected). ``install_log_redaction`` masks every log record, tracebacks
+included, from the moment it is created.
 """
 from __future__ import annotations
 
 import logging
 import os
 import re
+import threading
+import traceback
 from typing import Any
 
 REDACTED = "***"
 _SECRET_NAME = re.compile(r"(api[_-]?key|secret|token|password|authorization|bearer)", re.IGNORECASE)
 _KEY_SHAPED = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|hf_[A-Za-z0-9]{8,})")
 _HARMLESS_NAMES = {"api_key_env", "max_tokens", "prompt_tokens", "completion_tokens", "tokenizer"}
+_MIN_LEN = 8  # shorter "secrets" would mask ordinary words
+
+_lock = threading.Lock()
+_secret_envs: set[str] = set()
+_secret_values: set[str] = set()
+
+
+def register_secret_env(name: str) -> None:
+    """Mask the value of environment variable ``name`` wherever the harness writes or logs."""
+    with _lock:
+        _secret_envs.add(name)
+
+
+def register_secret_value(value: str) -> None:
+    """Mask this literal value (e.g. a key given where a variable name was expected)."""
+    if value and len(value) >= _MIN_LEN:
+        with _lock:
+            _secret_values.add(value)
 
 
 def secret_values() -> list[str]:
-    """Values of environment variables whose names look like secrets (longest first)."""
-    values = {v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= 8}
-    return sorted(values, key=len, reverse=True)
+    """Values to mask, longest first: registered values and variables, and secret-named variables."""
+    with _lock:
+        names, literal = set(_secret_envs), set(_secret_values)
+    values = {v for k, v in os.environ.items() if (k in names or _SECRET_NAME.search(k)) and len(v) >= _MIN_LEN}
+    return sorted(values | literal, key=len, reverse=True)
 
 
 def redact_text(text: str, secrets: list[str] | None = None) -> str:
-    """Replace secret env values and key-shaped strings in ``text``."""
+    """Replace secret values and key-shaped strings in ``text``."""
     for value in secrets if secrets is not None else secret_values():
         text = text.replace(value, REDACTED)
     return _KEY_SHAPED.sub(REDACTED, text)
@@ -47,19 +73,47 @@ def _is_secret_field(name: Any, value: Any) -> bool:
             and isinstance(value, str) and bool(value))
 
 
+def redact_record(record: logging.LogRecord) -> None:
+    """Mask secrets in a record's message and in its formatted traceback, in place."""
+    try:
+        message = record.getMessage()
+    except Exception:  # a malformed format call: leave it to the handler's error reporting
+        return
+    clean = redact_text(message)
+    if clean != message:
+        record.msg, record.args = clean, ()
+    if record.exc_info and not record.exc_text:
+        record.exc_text = redact_text("".join(traceback.format_exception(*record.exc_info)).rstrip("\n"))
+    if record.stack_info:
+        record.stack_info = redact_text(record.stack_info)
+
+
 class RedactingFilter(logging.Filter):
-    """A logging filter that masks secrets in every record's final message."""
+    """A logging filter that masks secrets in every record's final message and traceback."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        clean = redact_text(message)
-        if clean != message:
-            record.msg, record.args = clean, ()
+        redact_record(record)
         return True
 
 
+_factory_installed = False
+
+
 def install_log_redaction(logger: logging.Logger | None = None) -> None:
-    """Attach ``RedactingFilter`` to every handler of ``logger`` (default: the root logger)."""
+    """Mask secrets in every log record from now on (a record factory, which survives logging
+    reconfiguration) and attach ``RedactingFilter`` to the handlers of ``logger`` (default: root)."""
+    global _factory_installed
+    with _lock:
+        if not _factory_installed:
+            previous = logging.getLogRecordFactory()
+
+            def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+                record = previous(*args, **kwargs)
+                redact_record(record)
+                return record
+
+            logging.setLogRecordFactory(factory)
+            _factory_installed = True
     target = logger or logging.getLogger()
     for handler in target.handlers:
         if not any(isinstance(f, RedactingFilter) for f in handler.filters):

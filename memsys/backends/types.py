@@ -105,3 +105,27 @@ class BackendError(Exception):
 
 class ConfigError(Exception):
     """A user configuration mistake; the message names the setting to change."""
+
+
+class RunAborted(BaseException):
+    """Ends the whole run at once: every later call would fail the same way (a rejected key, an
+    unwritable cache). A BaseException, so no ``except Exception`` in a memory or in the runner's
+    per-sample guards swallows it; the command prints the message and marks the run incomplete."""
+
+
+class AuthenticationFailed(RunAborted):
+    """The server answered 401/403: the key is missing, wrong or lacks access."""
+
+
+class CacheUnavailable(RunAborted):
+    """The call cache could not be written (disk full, file replaced, permissions)."""
+
+
+class DeadlineExceeded(BackendError):
+    """The run's deadline (``eval.deadline_s``) has passed: the call was not made."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retryable=False)
+
+
+AUTH_STATUS = (401, 403)

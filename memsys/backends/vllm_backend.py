@@ -10,11 +10,14 @@ import queue
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Annotated, Any, Callable, Literal, Sequence
 
 import numpy as np
 
+from ..settings import NonEmpty, Range
 from .types import BackendError, ChatRequest, Completion, ConfigError
+
+DType = Literal["auto", "float16", "bfloat16", "float32"]
 
 
 def require_vllm(setting: str) -> Any:
@@ -135,9 +138,12 @@ class VLLMBackend:
 
     max_concurrency = None
 
-    def __init__(self, model: str, tensor_parallel_size: int = 1, gpu_memory_utilization: float = 0.85,
-                 max_model_len: int | None = None, dtype: str = "auto", seed: int = 0, max_batch: int = 256,
-                 batch_wait_ms: float = 20.0, engine: Any = None, vllm_module: Any = None) -> None:
+    def __init__(self, model: Annotated[str, NonEmpty()], tensor_parallel_size: Annotated[int, Range(1)] = 1,
+                 gpu_memory_utilization: Annotated[float, Range(0, 1, lo_open=True)] = 0.85,
+                 max_model_len: Annotated[int, Range(1)] | None = None, dtype: DType = "auto",
+                 seed: Annotated[int, Range(0)] = 0, max_batch: Annotated[int, Range(1)] = 256,
+                 batch_wait_ms: Annotated[float, Range(0)] = 20.0, engine: Any = None,
+                 vllm_module: Any = None) -> None:
         # engine / vllm_module let tests inject doubles; real runs build them here.
         self._vllm = vllm_module or require_vllm("llm")
         self._engine = engine or self._vllm.LLM(model=model, tensor_parallel_size=tensor_parallel_size,
@@ -162,8 +168,10 @@ class VLLMBackend:
 class VLLMEmbedBackend:
     """An embedding model (e.g. E5-Mistral-7B-Instruct) in process via ``vllm.LLM(task="embed")``."""
 
-    def __init__(self, model: str, tensor_parallel_size: int = 1, gpu_memory_utilization: float = 0.3,
-                 max_model_len: int | None = None, dtype: str = "auto", seed: int = 0, engine: Any = None) -> None:
+    def __init__(self, model: Annotated[str, NonEmpty()], tensor_parallel_size: Annotated[int, Range(1)] = 1,
+                 gpu_memory_utilization: Annotated[float, Range(0, 1, lo_open=True)] = 0.3,
+                 max_model_len: Annotated[int, Range(1)] | None = None, dtype: DType = "auto",
+                 seed: Annotated[int, Range(0)] = 0, engine: Any = None) -> None:
         if engine is None:
             vllm = require_vllm("embedder")
             engine = vllm.LLM(model=model, task="embed", tensor_parallel_size=tensor_parallel_size,

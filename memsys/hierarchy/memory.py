@@ -14,11 +14,13 @@ from __future__ import annotations
 import importlib
 import inspect
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, TypedDict
 
 import numpy as np
 
+from .. import fileio
 from ..base import MemorySystem, fill_budget
+from ..settings import ChoicesFrom, Range
 from ..types import RetrievedItem
 from . import traverse
 from .diagnostics import hierarchy_stats
@@ -29,6 +31,17 @@ DIAGNOSTICS = {"revenue_exact_max_leaves": 1500, "revenue_samples": 20000, "cohe
 _SERVICES = ("self", "llm", "embedder", "tokenizer")
 
 
+class DiagnosticsSettings(TypedDict, total=False):
+    """``memory.diagnostics``: cost bounds of the shared diagnostics (``hierarchy_stats``)."""
+
+    revenue_exact_max_leaves: Annotated[int, Range(0)]
+    revenue_samples: Annotated[int, Range(1)]
+    coherence_exact_max_members: Annotated[int, Range(0)]
+    coherence_samples: Annotated[int, Range(1)]
+    ss_theta_groups: Annotated[int, Range(0)]
+    ss_theta_max_tokens: Annotated[int, Range(1)]
+
+
 class HierarchicalMemory(MemorySystem):
     """A memory organised as levels of representatives over atoms (theory paper, Sec. 2)."""
 
@@ -36,17 +49,15 @@ class HierarchicalMemory(MemorySystem):
     traversals = traverse.TRAVERSALS
 
     def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None, *,
-                 traversal: str = "collapsed", top_k: int = 10, retrieve_threshold: float = -1.0,
-                 stop_at_first_overflow: bool = False, top_down_returns: str = "all",
-                 diagnostics: dict[str, Any] | None = None, seed: int = 0, html_max_nodes: int = 5000) -> None:
+                 traversal: Annotated[str, ChoicesFrom("traversals")] = "collapsed",
+                 top_k: Annotated[int, Range(1)] = 10,
+                 retrieve_threshold: Annotated[float, Range(-1, 1)] = -1.0,
+                 stop_at_first_overflow: bool = False, top_down_returns: Literal["all", "atoms"] = "all",
+                 diagnostics: DiagnosticsSettings | None = None, seed: Annotated[int, Range(0)] = 0,
+                 html_max_nodes: Annotated[int, Range(0)] = 5000) -> None:
+        # Settings are declared by the annotations above (memsys.settings) and checked before the run
+        # starts; subclasses inherit these declarations through **kwargs (see docs/config.md).
         super().__init__(llm=llm, embedder=embedder, tokenizer=tokenizer)
-        if traversal not in self.traversals:
-            raise ValueError(f"memory.traversal must be one of {' | '.join(self.traversals)}, got {traversal!r}")
-        if top_down_returns not in ("all", "atoms"):
-            raise ValueError(f"memory.top_down_returns must be 'all' or 'atoms', got {top_down_returns!r}")
-        unknown = set(diagnostics or {}) - set(DIAGNOSTICS)
-        if unknown:
-            raise ValueError(f"unknown memory.diagnostics keys {sorted(unknown)}; known: {sorted(DIAGNOSTICS)}")
         self.traversal, self.top_k, self.retrieve_threshold = traversal, int(top_k), float(retrieve_threshold)
         self.stop_at_first_overflow, self.top_down_returns = bool(stop_at_first_overflow), top_down_returns
         self.diagnostics = {**DIAGNOSTICS, **(diagnostics or {})}
@@ -106,10 +117,11 @@ class HierarchicalMemory(MemorySystem):
 
         system = f"{type(self).__module__}.{type(self).__qualname__}"
         self.store.save(out_dir, extra={"system": system, "hyperparameters": self.hyperparameters(),
-                                        "state": self.state(), "retrievals": self.retrievals})
+                                        "state": self.state(), "retrievals": self.retrievals,
+                                        "degradation": self.degraded})
         html = render_html(self.store, title=f"{self.name}: {len(self.store.content_nodes())} nodes",
                            retrievals=self.retrievals, max_nodes=self.html_max_nodes)
-        (Path(out_dir) / "view.html").write_text(html, encoding="utf-8")
+        fileio.write_text(Path(out_dir) / "view.html", html)
 
     @classmethod
     def load(cls, in_dir: str | Path, llm: Any = None, embedder: Any = None, tokenizer: Any = None,
@@ -125,6 +137,7 @@ class HierarchicalMemory(MemorySystem):
                 store.set_text(v, store.texts[v], vec)
         memory.store = store
         memory._pending = False
+        memory.degradation.update(doc.get("degradation", {}))
         memory.load_state(doc.get("state", {}))
         return memory
 

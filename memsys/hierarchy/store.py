@@ -12,12 +12,12 @@ the node itself and to everything beneath it, in node order.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from .. import fileio
 from ..types import RetrievedItem
 
 FORMAT = "memharness.hierarchy/1"
@@ -243,11 +243,8 @@ class HierarchyStore:
         out = Path(folder)
         out.mkdir(parents=True, exist_ok=True)
         doc = {**self.to_json(), **(extra or {})}
-        _atomic_write(out / "hierarchy.json", json.dumps(doc, ensure_ascii=False).encode("utf-8"))
-        tmp = out / ".embeddings.npy.tmp"
-        with open(tmp, "wb") as f:
-            np.save(f, self.embeddings)
-        os.replace(tmp, out / "embeddings.npy")
+        fileio.write_json(out / "hierarchy.json", doc, ensure_ascii=False)
+        fileio.atomic_write(out / "embeddings.npy", lambda f: np.save(f, self.embeddings), mode="wb")
 
     @classmethod
     def load(cls, folder: str | Path) -> tuple["HierarchyStore", dict[str, Any]]:
@@ -257,8 +254,3 @@ class HierarchyStore:
         npy = folder / "embeddings.npy"
         return cls.from_json(doc, np.load(npy) if npy.exists() else None), doc
 
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)

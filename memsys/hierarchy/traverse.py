@@ -43,9 +43,9 @@ def collapsed(store: HierarchyStore, vector: np.ndarray, k: int, threshold: floa
     if not len(store) or store.dim == 0:
         return []
     sims = store.similarities(vector)
-    if store.root is not None:
-        nodes = np.delete(np.arange(len(store)), store.root)
-        return _rank(nodes, sims[nodes], k, threshold)
+    if store.root is not None:  # the content-less root can never rank nor pass a threshold
+        sims[store.root] = -np.inf
+        k = min(k, len(store) - 1)
     return _rank(np.arange(len(store)), sims, k, threshold)
 
 

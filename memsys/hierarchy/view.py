@@ -48,8 +48,8 @@ function make(i){
   row.innerHTML = '<span class="tog">' + (kids ? '▸' : '·') + '</span><span class="meta"></span> <span class="txt"></span>';
   row.querySelector('.meta').textContent = meta.join(' · ');
   row.querySelector('.txt').textContent = snippet(n.t, 140);
-  const full = document.createElement('div'); full.className = 'full'; full.textContent = n.t;
-  d.append(row, full);
+  d.append(row);
+  if (n.t.length > 140){ const full = document.createElement('div'); full.className = 'full'; full.textContent = n.t; d.append(full); }
   row.onclick = () => toggle(d);
   (el[i] = el[i] || []).push(d);
   return d;

@@ -1,0 +1,51 @@
+"""Atomic file writes: a reader (or a crash) never sees a half-written file.
+
+Each write goes to a hidden temporary file in the same folder, is flushed to disk, then renamed
+over the target (``os.replace`` is atomic on POSIX). If anything fails (disk full, read-only
+folder) the temporary file is removed and the ``OSError`` names the target path.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterable, TextIO
+
+
+def atomic_write(path: str | Path, write: Callable[[Any], None], mode: str = "w") -> Path:
+    """Call ``write(file)`` on a temporary file, then move it to ``path``."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise OSError(err.errno, err.strerror or str(err), str(path)) from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    return atomic_write(path, lambda f: f.write(text))
+
+
+def write_bytes(path: str | Path, data: bytes) -> Path:
+    return atomic_write(path, lambda f: f.write(data), mode="wb")
+
+
+def write_json(path: str | Path, obj: Any, **dump_args: Any) -> Path:
+    return write_text(path, json.dumps(obj, **dump_args))
+
+
+def write_lines(path: str | Path, lines: Iterable[str]) -> Path:
+    """Write each string followed by a newline (e.g. JSON Lines)."""
+    def write(f: TextIO) -> None:
+        for line in lines:
+            f.write(line + "\n")
+    return atomic_write(path, write)

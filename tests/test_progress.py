@@ -1,0 +1,41 @@
+"""Progress lines reach the log (run.log under Hydra) for every stage, the build stage included."""
+from __future__ import annotations
+
+import logging
+import re
+
+from memharness.eval.runner import run
+
+
+def test_progress_lines_are_logged_for_build_answer_and_judge(make_cfg, tmp_path):
+    log_file = tmp_path / "progress.log"
+    handler = logging.FileHandler(log_file)
+    logger = logging.getLogger("memharness")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        cfg = make_cfg("memory=memtree", "dataset.limit=3", "progress_interval_s=0.2",
+                       "llm.backend._target_=fakes.SlowScriptedChat", "+llm.backend.delay_s=0.05")
+        run(cfg, tmp_path / "run")
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+    lines = log_file.read_text().splitlines()
+    build = [l for l in lines if l.startswith("progress build+retrieve:")]
+    assert len(build) >= 3  # periodic lines while memories are built, not only at the end
+    counts = [int(re.search(r"(\d+) LLM calls", l).group(1)) for l in build]
+    assert counts == sorted(counts) and counts[-1] > 0  # calls done grow as the build goes on
+    final = next(l for l in build if l.endswith("(done)"))
+    assert re.search(r"episodes (\d+)/\1 ", final)  # every episode built
+    assert any(l.startswith("progress answer: started") for l in lines)
+    assert any(l.startswith("progress judge:") and "cached" in l and "failed" in l for l in lines)
+
+
+def test_a_hydra_run_writes_progress_into_run_log(tmp_path):
+    from test_cli import ROOT, run_py
+
+    proc = run_py(tmp_path, "memory=memtree", "dataset.limit=2", "llm=fake", "embedder=fake", "progress_interval_s=1",
+                  f"hydra.searchpath=[file://{ROOT / 'tests' / 'conf'}]")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = (tmp_path / "run" / "run.log").read_text()
+    assert "progress build+retrieve: episodes" in text and "progress judge" in text
