@@ -211,8 +211,9 @@ def wide_frame(runs: list[dict[str, Any]], metrics: Sequence[str]) -> pd.DataFra
                                "llm": r.get("llm", "-"), "embedder": r.get("embedder", "-"),
                                "judge": r["judge_model"], "judge2": r["judge2_model"], "n": r["n"],
                                "seed": r["seed"], "qset": r["qset"], "set": r["group"],
-                               "failed": c.get("answer_failed", 0) + c.get("retrieve_failed", 0)
-                               + c.get("build_failed", 0), "judge_unparsed": c.get("judge_unparsed", 0)}
+                               "failed": sum(c.get(k, 0) for k in ("answer_failed", "retrieve_failed", "build_failed",
+                                                                   "deadline_exceeded")),
+                               "judge_unparsed": c.get("judge_unparsed", 0)}
         for m in metrics:
             s = r["metrics"].get(m) or {}
             for part in ("mean", "ci_low", "ci_high", "n"):
