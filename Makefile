@@ -7,7 +7,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: help setup demo test test-full bench tables clean clean-cache
+.PHONY: help setup demo test test-full bench tables papers clean clean-cache
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -41,8 +41,11 @@ bench: setup  ## speed and efficiency ratios, each measured in one run
 tables: setup  ## tables and plots from every run and sweep folder under results/
 	$(PY) -m memharness.eval.report results/runs results/sweeps --out results/tables --name comparison
 
+papers:  ## the papers' tables, published beside reproduced, from every run and sweep folder under results/
+	$(PY) -m memharness.eval.paper_report results/runs results/sweeps --out results/papers
+
 clean:  ## remove run and sweep folders, tables, figures and benchmark output (keeps the call cache)
-	rm -rf results/runs results/sweeps results/tables results/figures results/bench multirun outputs
+	rm -rf results/runs results/sweeps results/tables results/figures results/papers results/bench multirun outputs
 	@echo "kept the call cache .cache/ (paid replies live there); 'make clean-cache' removes it"
 
 clean-cache:  ## remove the call cache too (every LLM and embedding reply, paid ones included)

@@ -70,16 +70,45 @@ def sample_record(episode: Episode, question: Question) -> dict[str, Any]:
             "evidence_sources": [e.source_id for e in question.evidence], "status": "pending", "metrics": {}}
 
 
+def insert_batch_size(cfg: DictConfig) -> int | None:
+    """``dataset.insert_batch_size``: units per insert batch; null = the dataset's own batches."""
+    size = cfg.dataset.get("insert_batch_size")
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
+        raise ConfigError(f"dataset.insert_batch_size must be a positive integer or null, got {size!r}")
+    return size
+
+
+def split_batches(units: list, size: int | None) -> list[list]:
+    """One insert event cut into consecutive batches of at most ``size`` units (None: kept whole)."""
+    return [units] if size is None else [units[i:i + size] for i in range(0, len(units), size)]
+
+
+def insert_batch(memory: MemorySystem, batch: list, integrate: bool, meter: Any, records: list[dict]) -> None:
+    """Insert one batch and record its size, wall time and LLM requests. With ``integrate`` (a batch
+    size is set) the batch is brought fully in before the next: offline systems rebuild."""
+    before, start = meter.stages["build"], time.perf_counter()
+    requests = before.calls + before.cache_hits
+    memory.insert(batch)
+    if integrate:
+        memory.ensure_built()
+    after = meter.stages["build"]
+    records.append({"units": len(batch), "seconds": time.perf_counter() - start,
+                    "llm_requests": after.calls + after.cache_hits - requests})
+
+
 def run_episode(episode: Episode, cfg: DictConfig, services: Services, out_dir: Path) -> tuple[list, dict]:
     """Stream the episode's inserts and questions; return (pending samples, memory stats)."""
     meter, budget = services.meter, int(cfg.dataset.budget_tokens)
     memory = build_memory(cfg, services)
     units = evidence.unit_index(episode)
-    pending, build_error = [], None
+    pending, build_error, batches = [], None, []
+    size = insert_batch_size(cfg)
     for kind, payload in episode.events():
         if kind == "insert":
-            if build_error is None:
-                build_error = _guarded(partial(memory.insert, payload), meter, "build", episode.id)
+            for batch in split_batches(payload, size):
+                if build_error is None:
+                    build_error = _guarded(partial(insert_batch, memory, batch, size is not None, meter, batches),
+                                           meter, "build", episode.id)
             continue
         record = sample_record(episode, payload)
         items: list[RetrievedItem] = []
@@ -100,7 +129,7 @@ def run_episode(episode: Episode, cfg: DictConfig, services: Services, out_dir: 
             record["metrics"].update(evidence.recall_scores(payload, items, units, cfg.eval.get("evidence")))
         record["context_tokens"] = sum(i.tokens or services.tokenizer.count(i.text) for i in items)
         pending.append((payload, items, record))
-    stats = {**memory.stats(), **({"build_error": build_error} if build_error else {})}
+    stats = {**memory.stats(), "insert_batches": batches, **({"build_error": build_error} if build_error else {})}
     if hasattr(memory, "save"):
         try:
             memory.save(out_dir / "memory" / episode.id)

@@ -54,6 +54,7 @@ class DatasetSettings(TypedDict):
     seed: Seed
     budget_tokens: Positive
     top_k: Positive
+    insert_batch_size: NotRequired[Positive | None]  # cut each insert event into batches of this many units
     generator: NotRequired[GeneratorSettings]  # msc_e: the generator's settings
 
 

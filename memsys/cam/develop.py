@@ -1,0 +1,217 @@
+"""CAM's memory development (Sec. 4.1): one incremental update, level by level, for a batch of chunks.
+
+For a batch: the chunks join the foundational network (eq. 2, top-k edges with s >= θ); the
+affected set A is the new chunks and their new neighbours; replicas are rebuilt for A only; labels
+propagate from the affected replicas outward (``clustering.propagate_labels``); the communities
+are recomputed and matched to the existing supernodes, so only new or changed communities are
+summarised (one concurrent LLM batch per level); the supernodes that appeared, vanished, changed
+text or changed neighbours are the next level's affected set, and the same update runs there.
+
+Stop rules (released code): after the communities of level l are known, no level above l is built
+when l >= ``max_level`` or the level has at least as many communities as nodes. Online, a rule
+that starts to hold removes the levels above; one that stops holding builds the next level afresh.
+
+Offline CAM is this same update fed every chunk as one batch: every replica is then new and the
+propagation runs over all of them, which is the released code's one-shot build.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..types import content_id
+from .clustering import Propagation, communities, plan_clusters, propagate_labels, super_edges
+from .network import Adjacency, Replicas, composite_similarity, expand_network
+
+Summariser = Callable[[list[list[str]]], list[tuple[str, bool]]]  # member texts -> (summary, failed)
+Embed = Callable[[list[str]], np.ndarray]
+
+
+@dataclass
+class Node:
+    id: str
+    level: int
+    text: str
+    vector: np.ndarray | None
+    children: tuple[str, ...] = ()
+    units: tuple[str, ...] = ()
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Level:
+    """One level's graph (nodes in level order, same-level edges), replicas and communities."""
+
+    order: list[str] = field(default_factory=list)
+    adj: Adjacency = field(default_factory=dict)
+    replicas: Replicas = field(default_factory=Replicas)
+    clusters: dict[str, tuple[tuple[int, int], tuple[str, ...]]] = field(default_factory=dict)  # supernode -> (key, members)
+    _pos: dict[str, int] | None = None
+
+    def position(self) -> dict[str, int]:
+        if self._pos is None:
+            self._pos = {v: i for i, v in enumerate(self.order)}
+        return self._pos
+
+    def append(self, node: str) -> None:
+        self.order.append(node)
+        self._pos = None
+
+    def remove(self, ids: Sequence[str]) -> None:
+        gone = set(ids)
+        self.order = [v for v in self.order if v not in gone]
+        self._pos = None
+
+
+@dataclass
+class Delta:
+    """What changed in one level: nodes removed, nodes whose ego-network changed (new ones included),
+    nodes whose text changed (their communities must be re-summarised)."""
+
+    removed: list[str] = field(default_factory=list)
+    affected: set[str] = field(default_factory=set)
+    dirty: set[str] = field(default_factory=set)
+
+    def __bool__(self) -> bool:
+        return bool(self.removed or self.affected or self.dirty)
+
+
+@dataclass
+class Settings:
+    alpha: float = 0.6
+    sigma: float = 1.0
+    theta: float = 0.6
+    k: int = 10
+    clip_cosine: bool = False
+    max_cluster_size: int | None = 12
+    max_level: int = 10
+    hierarchy: bool = True
+    ego_splitting: bool = True
+    lp_max_rounds: int | None = 100
+
+
+class Development:
+    """The levels of one CAM memory and the update that brings a batch of chunks in."""
+
+    def __init__(self, settings: Settings, summarise: Summariser, embed: Embed) -> None:
+        self.settings, self.summarise, self.embed = settings, summarise, embed
+        self.nodes: dict[str, Node] = {}
+        self.levels: list[Level] = [Level()]
+        self.serial = 0  # supernodes created so far (part of their content-addressed id)
+
+    # ------------------------------------------------------------------ level 0
+    def insert(self, chunks: Sequence[Node]) -> dict[str, Any]:
+        """Add chunks (level-0 nodes with ``meta`` position / document) and update every level."""
+        base, s = self.levels[0], self.settings
+        for c in chunks:
+            self.nodes[c.id] = c
+            base.append(c.id)
+            base.adj[c.id] = {}
+        ids = base.order
+        vectors = np.stack([self.nodes[v].vector for v in ids])
+        positions = [self.nodes[v].meta["position"] for v in ids]
+        documents = [self.nodes[v].meta["document"] for v in ids]
+        new = slice(len(ids) - len(chunks), len(ids))
+        sims = composite_similarity(vectors[new], vectors, positions[new], positions, documents[new], documents,
+                                    s.alpha, s.sigma, s.clip_cosine)
+        added = expand_network(base.adj, [c.id for c in chunks], ids, sims, s.theta, s.k)
+        affected = {c.id for c in chunks} | {u for _, u, _ in added}
+        record: dict[str, Any] = {"chunks": len(chunks), "edges_added": len(added), "affected_chunks": len(affected),
+                                  "levels": []}
+        delta: Delta | None = Delta(affected=affected)
+        level = 0
+        while s.hierarchy and delta:
+            level_record, delta = self.update_level(level, delta)
+            record["levels"].append(level_record)
+            level += 1
+        return record
+
+    # ------------------------------------------------------------------ one level
+    def update_level(self, level: int, delta: Delta) -> tuple[dict[str, Any], Delta | None]:
+        """Ego-splitting, propagation and community update at ``level``; summaries one level up."""
+        s, here = self.settings, self.levels[level]
+        order = here.position()
+        touched = here.replicas.remove_nodes(delta.removed)
+        fresh, active = here.replicas.resplit(here.adj, [v for v in delta.affected if v in order], order,
+                                             s.ego_splitting)
+        active |= touched
+        prop = propagate_labels(here.replicas, active, s.lp_max_rounds) if active else Propagation(0, False, set(), set())
+        comms = communities(here.replicas, s.max_cluster_size, order)
+        record = {"level": level, "nodes": len(here.order), "affected_nodes": len(delta.affected),
+                  "new_replicas": len(fresh), "active_replicas": len(prop.active), "lp_rounds": prop.rounds,
+                  "lp_hit_limit": prop.hit_limit, "labels_changed": len(prop.changed), "communities": len(comms)}
+        if level >= s.max_level or len(comms) >= len(here.order):
+            record["stopped"] = True
+            self.drop_above(level)
+            return record, None
+        if level + 1 == len(self.levels):
+            self.levels.append(Level())
+        plan = plan_clusters(here.clusters, comms, delta.dirty)
+        up = self.levels[level + 1]
+        for sid in plan.removed:
+            del self.nodes[sid]
+        up.remove(plan.removed)
+        clusters, new_ids, summarise = {}, [], []
+        for sid, key, members in plan.assignment:
+            if sid is None:
+                self.serial += 1
+                sid = content_id("cam-node", level + 1, members, self.serial, prefix=f"s{level + 1}-")
+                self.nodes[sid] = Node(sid, level + 1, "", None, children=members)
+                up.append(sid)
+                new_ids.append(sid)
+                summarise.append(sid)
+            elif sid in plan.resummarise:
+                self.nodes[sid].children = members
+                summarise.append(sid)
+            clusters[sid] = (key, members)
+        here.clusters = clusters
+        record.update(summarised=len(summarise), new=len(new_ids), removed=len(plan.removed),
+                      summary_failures=self.write_summaries(summarise))
+        edges = super_edges({sid: members for sid, (_, members) in clusters.items()}, here.adj)
+        changed = {v for v in set(edges) | set(up.adj) if edges.get(v, {}).keys() != up.adj.get(v, {}).keys()}
+        up.adj = edges
+        gone = set(plan.removed)
+        nxt = Delta(removed=plan.removed, affected=(changed | set(new_ids)) - gone,
+                    dirty=set(summarise) - set(new_ids))
+        return record, (nxt if nxt else None)
+
+    def write_summaries(self, ids: Sequence[str]) -> int:
+        """Summarise the communities of ``ids`` as one batch, embed the results; return failures."""
+        if not ids:
+            return 0
+        groups = [[self.nodes[c].text for c in self.nodes[sid].children] for sid in ids]
+        results = self.summarise(groups)
+        vectors = self.embed([text for text, _ in results])
+        failures = 0
+        for sid, (text, failed), vector in zip(ids, results, vectors):
+            node = self.nodes[sid]
+            node.text, node.vector = text, vector
+            node.meta = {"summary_failed": True} if failed else {}
+            failures += int(failed)
+        return failures
+
+    def drop_above(self, level: int) -> None:
+        """Remove every level above ``level`` (a stop rule now holds there)."""
+        for upper in self.levels[level + 1:]:
+            for v in upper.order:
+                del self.nodes[v]
+        del self.levels[level + 1:]
+        self.levels[level].clusters = {}
+
+    # ------------------------------------------------------------------ persistence
+    def to_json(self) -> dict[str, Any]:
+        return {"serial": self.serial, "levels": [
+            {"order": lvl.order, "replicas": lvl.replicas.to_json(),
+             "clusters": [[sid, list(key), list(members)] for sid, (key, members) in lvl.clusters.items()]}
+            for lvl in self.levels]}
+
+    def load_json(self, doc: dict[str, Any], nodes: dict[str, Node], edges: dict[str, dict[str, float]]) -> None:
+        """Restore from ``to_json`` plus the nodes and same-level edges read back from the store."""
+        self.serial, self.nodes, self.levels = int(doc["serial"]), nodes, []
+        for lvl in doc["levels"]:
+            level = Level(order=list(lvl["order"]), replicas=Replicas.from_json(lvl["replicas"]))
+            level.adj = {v: dict(edges.get(v, {})) for v in level.order}
+            level.clusters = {sid: (tuple(key), tuple(members)) for sid, key, members in lvl["clusters"]}
+            self.levels.append(level)

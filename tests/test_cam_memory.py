@@ -1,0 +1,198 @@
+"""CAM's construction on hand-made embeddings: overlapping communities, stop rules, the online batch
+update touching only the affected set, offline = one batch, variants, persistence, chunking."""
+from __future__ import annotations
+
+import pytest
+
+from memharness.memsys.cam import CAM
+from memharness.memsys.hierarchy import load_memory
+
+from cam_fakes import FakeLLM, WordTokenizer, four_groups, make_cam, unit, units
+
+WORDS = [f"{g}{i}" for g in "abcd" for i in range(1, 5)]
+SETTINGS = dict(alpha=1.0, theta=0.7)  # cosine only: the groups of four_groups() decide the edges
+
+
+def structure(cam: CAM) -> list[tuple]:
+    s = cam.store
+    return [(s.ids[v], s.levels[v], s.texts[v], tuple(s.ids[c] for c in s.children[v]), s.units[v],
+             tuple(sorted((s.ids[u], round(w, 6)) for u, w in s.edges[v].items()))) for v in range(len(s))]
+
+
+def by_text(cam: CAM) -> dict[str, int]:
+    return {t: v for v, t in enumerate(cam.store.texts)}
+
+
+@pytest.fixture
+def built():
+    cam = make_cam(four_groups(), **SETTINGS)
+    cam.insert(units(WORDS))
+    return cam
+
+
+def test_bridge_chunks_feed_two_communities_and_the_levels_stop_by_the_code_rules(built):
+    s, at = built.store, by_text(built)
+    assert s.edges[at["a1"]].keys() == {at["a2"], at["a3"], at["a4"], at["b1"]}  # a1-b1 bridge, no a1-b2
+    level1 = {s.texts[v] for v in s.nodes_at_level(1)}
+    assert level1 == {"(a1 a2 a3 a4)", "(a1 b1)", "(b1 b2 b3 b4)", "(c1 c2 c3 c4)", "(c1 d1)", "(d1 d2 d3 d4)"}
+    assert {s.texts[p] for p in s.parents[at["a1"]]} == {"(a1 a2 a3 a4)", "(a1 b1)"}  # overlapping membership
+    assert [len(s.parents[at[w]]) for w in ("a1", "b1", "c1", "d1", "a2")] == [2, 2, 2, 2, 1]
+    # level 1: {A, AB, B} and {C, CD, D} are triangles -> two communities -> level 2 with two nodes, no
+    # edge between them -> 2 communities >= 2 nodes: the stop rule holds, no level 3
+    assert {s.texts[v] for v in s.nodes_at_level(2)} == {"((a1 a2 a3 a4) (a1 b1) (b1 b2 b3 b4))",
+                                                         "((c1 c2 c3 c4) (c1 d1) (d1 d2 d3 d4))"}
+    assert s.max_level() == 2 and built.batches[0]["levels"][-1]["stopped"]
+    assert built.summary_calls == 8 and built.stats()["structure"]["multi_parent_nodes"] == 4
+    # all of a level is one concurrent batch
+    assert [len(b) for b in built.llm.batches] == [6, 2]
+    assert built.store.source_units(at["(a1 b1)"]) == (unit("a1", 0).id, unit("b1", 4).id)
+
+
+def test_no_edges_means_every_chunk_is_its_own_community_and_no_level_is_built():
+    cam = make_cam(four_groups(), alpha=1.0, theta=0.999)
+    cam.insert(units(["a1", "b1", "c1"]))
+    assert cam.store.max_level() == 0 and cam.summary_calls == 0
+    assert cam.batches[0]["levels"][0] == {**cam.batches[0]["levels"][0], "communities": 3, "stopped": True}
+
+
+def test_max_level_caps_the_hierarchy():
+    cam = make_cam(four_groups(), max_level=1, **SETTINGS)
+    cam.insert(units(WORDS))
+    assert cam.store.max_level() == 1 and cam.summary_calls == 6
+
+
+def test_offline_build_is_the_online_update_fed_one_batch(built):
+    offline = make_cam(four_groups(), construction="offline", **SETTINGS)
+    offline.insert(units(WORDS))
+    assert offline.store.is_empty()  # offline: built at the first retrieval
+    offline.ensure_built()
+    assert structure(offline) == structure(built)
+    assert offline.rebuilds and offline.summary_calls == built.summary_calls
+
+
+def test_a_batch_touching_one_community_resummarises_it_and_its_ancestors_only(built):
+    before = {built.store.ids[v]: built.store.texts[v] for v in range(len(built.store))}
+    built.llm.batches.clear()
+    built.insert([unit("a5", 16)])
+    calls = built.llm.summary_requests()
+    assert calls == [["a1", "a2", "a3", "a4", "a5"], ["(a1 a2 a3 a4 a5)", "(a1 b1)", "(b1 b2 b3 b4)"]]
+    assert built.batches[-1]["llm_calls"] == 2
+    after = {built.store.ids[v]: built.store.texts[v] for v in range(len(built.store))}
+    changed = {i for i in after if before.get(i) != after[i]}
+    assert {after[i] for i in changed} == {"a5", "(a1 a2 a3 a4 a5)",
+                                           "((a1 a2 a3 a4 a5) (a1 b1) (b1 b2 b3 b4))"}
+    assert set(before) <= set(after)  # the updated supernodes kept their ids
+    level0 = built.batches[-1]["levels"][0]
+    assert level0["affected_nodes"] == 5 and level0["new_replicas"] == 1 and level0["summarised"] == 1
+
+
+def test_online_batches_that_fill_in_a_group_rebuild_only_what_changes():
+    cam = make_cam(four_groups(), **SETTINGS)
+    cam.insert(units(["a1", "a2", "c1", "c2"]))
+    first = cam.summary_calls
+    assert {cam.store.texts[v] for v in cam.store.nodes_at_level(1)} == {"(a1 a2)", "(c1 c2)"}
+    cam.insert(units(["c3", "c4"], start=4))  # touches the c community only
+    assert cam.llm.summary_requests()[first:] == [["c1", "c2", "c3", "c4"]]
+    assert "(a1 a2)" in cam.store.texts
+
+
+def test_a_failed_summary_is_counted_and_keeps_the_members_text():
+    cam = make_cam(four_groups(), llm=FakeLLM(fail_summary_when="b2"), **SETTINGS)
+    cam.insert(units(WORDS))
+    failed = [v for v in range(len(cam.store)) if cam.store.meta[v].get("summary_failed")]
+    # the stand-in is the members' text cut to the summary length (the test tokenizer joins words
+    # with spaces); it still contains "b2", so the summary above it fails too
+    assert [cam.store.texts[v] for v in failed] == ["b1 b2 b3 b4", "(a1 a2 a3 a4) (a1 b1) b1 b2 b3 b4"]
+    assert cam.summary_failures == 2 and cam.stats()["construction"]["summary_failures"] == 2
+
+
+def test_variants_no_hierarchy_and_no_ego_splitting():
+    flat = make_cam(four_groups(), hierarchy=False, **SETTINGS)
+    flat.insert(units(WORDS))
+    assert flat.store.max_level() == 0 and flat.summary_calls == 0
+    assert sum(len(e) for e in flat.store.edges) // 2 == 26
+    disjoint = make_cam(four_groups(), ego_splitting=False, **SETTINGS)
+    disjoint.insert(units(WORDS))
+    assert disjoint.stats()["structure"]["multi_parent_nodes"] == 0
+    assert disjoint.store.nodes_at_level(1)
+
+
+def test_save_and_load_restore_the_structure_and_the_online_state(built, tmp_path):
+    built.save(tmp_path / "m")
+    assert {p.name for p in (tmp_path / "m").iterdir()} >= {"hierarchy.json", "embeddings.npy", "view.html"}
+    loaded = load_memory(tmp_path / "m", llm=FakeLLM(), embedder=built.embedder, tokenizer=WordTokenizer())
+    assert isinstance(loaded, CAM) and structure(loaded) == structure(built)
+    assert loaded.theta == 0.7 and loaded.alpha == 1.0
+    built.insert([unit("a5", 16)])
+    loaded.insert([unit("a5", 16)])
+    assert structure(loaded) == structure(built) and loaded.llm.summary_requests() == built.llm.summary_requests()[-2:]
+
+
+def test_pack_chunking_joins_paragraphs_of_one_source_and_keeps_every_unit_id():
+    table = {w: [1.0, 0.0] for w in ("one", "two", "three")}
+    cam = make_cam(table, chunking="pack", chunk_tokens=4, hierarchy=False)
+    batch = [unit("one two", 0, "s"), unit("three", 1, "s"), unit("one\ntwo three one", 2, "s"),
+             unit("two", 3, "t"), unit("", 4, "t")]
+    cam.insert(batch)
+    s = cam.store
+    assert [s.texts[v] for v in range(len(s))] == ["one two\nthree\none", "two three one", "two"]
+    assert s.units[0] == (batch[0].id, batch[1].id, batch[2].id) and s.units[1] == (batch[2].id,)
+    assert cam.batches[0]["units_without_text"] == 1
+
+
+def test_bad_settings_name_the_key():
+    """The declared settings are checked before a run starts (the settings validator)."""
+    from memharness.memsys.settings_check import check_target
+
+    def problems(**settings):
+        return check_target({"_target_": "memharness.memsys.cam.CAM", **settings}, "memory")
+
+    assert problems() == [] and problems(traversal="top_down", theta=0.7) == []
+    assert problems(construction="streaming")[0].startswith("memory.construction='streaming': expected one of online")
+    assert problems(traversal="bfs")[0].startswith("memory.traversal='bfs': expected one of collapsed")
+    assert "prune_and_grow" in problems(traversal="bfs")[0]
+    assert problems(chunking="sentences")[0].startswith("memory.chunking='sentences'")
+    assert problems(summary_prompt="no placeholder")[0].startswith("memory.summary_prompt")
+    assert problems(alpha=1.5) == ["memory.alpha=1.5: expected a number in [0, 1]"]
+
+
+def _unit_vec(*xs: float) -> list[float]:
+    norm = sum(x * x for x in xs) ** 0.5
+    return [x / norm for x in xs]
+
+
+XYZ = {"x1": _unit_vec(1, 0, 0.1, 0), "x2": _unit_vec(1, 0, 0, 0.1), "w": _unit_vec(1, 0, 0.05, 0.05),
+       "y1": _unit_vec(0, 1, 0.1, 0), "z": _unit_vec(1, 1, 0.05, 0.05)}  # z is at cosine 0.71 to both sides
+
+
+def levels(cam: CAM) -> list[set[str]]:
+    return [{cam.store.texts[v] for v in cam.store.nodes_at_level(lv)} for lv in range(cam.store.max_level() + 1)]
+
+
+@pytest.mark.parametrize("ego_splitting", [True, False])
+def test_vanished_communities_lose_their_supernode_and_the_stop_rule_is_rechecked(ego_splitting):
+    cam = make_cam(XYZ, alpha=1.0, theta=0.6, ego_splitting=ego_splitting)
+    cam.insert(units(["x1", "x2", "w"]))
+    cam.insert(units(["y1"], start=3))
+    assert levels(cam) == [{"x1", "x2", "w", "y1"}, {"(x1 x2 w)", "(y1)"}]  # two unlinked level-1 nodes: stop
+    cam.insert(units(["z"], start=4))
+    record = cam.batches[-1]["levels"]
+    if ego_splitting:  # z bridges both sides and belongs to both; level 1 gets linked, so level 2 appears
+        assert levels(cam) == [{"x1", "x2", "w", "y1", "z"}, {"(x1 x2 w z)", "(y1 z)"}, {"((x1 x2 w z) (y1 z))"}]
+        assert (record[0]["removed"], record[0]["new"]) == (1, 1)  # "(y1)" replaced by "(y1 z)"
+    else:  # one disjoint community swallows y1: "(y1)" is removed
+        assert levels(cam) == [{"x1", "x2", "w", "y1", "z"}, {"(x1 x2 w y1 z)"}]
+        assert (record[0]["removed"], record[0]["new"]) == (1, 0)
+    assert "(y1)" not in cam.store.texts and len(set(cam.store.ids)) == len(cam.store)
+
+
+@pytest.mark.parametrize("construction", ["online", "offline"])
+def test_questions_between_batches_keep_pointing_at_the_nodes_they_retrieved(construction):
+    cam = make_cam(four_groups(), construction=construction, traversal="collapsed", top_k=2, **SETTINGS)
+    assert cam.stats()["construction"]["chunks"] == 0 and cam.retrieve("a2", 100) == []
+    cam.insert(units(WORDS[:8]))
+    first = [i.node_id for i in cam.retrieve("a2", 100)]
+    cam.insert(units(WORDS[8:], start=8))
+    cam.retrieve("c2", 100)
+    kept = [[cam.store.ids[v] for v in r["nodes"]] for r in cam.retrievals]
+    assert kept[0] == first and [cam.store.texts[v] for v in cam.retrievals[1]["nodes"]][0] == "c2"
