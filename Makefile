@@ -27,7 +27,8 @@ setup: $(STAMP)  ## create .venv and install the package, the embedded models an
 
 demo: setup  ## sweep the memory systems on the bundled sample with the embedded models, then table + plot
 	$(PY) run.py -m memory=full_context,memorystream,memtree dataset=sample hydra.sweep.dir=results/sweeps/demo
-	$(PY) -m memharness.eval.report results/sweeps/demo --out results/tables --name demo
+	$(PY) -m memharness.eval.report results/sweeps/demo --out results/tables --name demo --baseline full_context
+	$(PY) -m memharness.eval.judge_report results/sweeps/demo --out results/tables --name demo_judges
 
 test: setup  ## every test, the slow ones with the real embedded models and local servers included
 	$(PY) -m pytest -q

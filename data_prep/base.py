@@ -51,13 +51,38 @@ def sha256_file(path: str | Path) -> str:
     return h.hexdigest()
 
 
-def subset(dataset: Dataset, limit: int | None, seed: int = 0, stratify_by: str | None = None) -> Dataset:
-    """Keep at most ``limit`` questions, stratified by a category label, deterministically.
+def proportional_allocation(sizes: dict[str, int], limit: int) -> dict[str, int]:
+    """How many questions each stratum gets so that each keeps its share of ``limit``.
 
-    Questions are allocated round-robin over the strata (sorted by name) after a
-    seeded shuffle within each stratum, so every category is represented while
-    the limit allows. Episodes left without questions are dropped; units are kept
-    (a question's memory scope does not shrink).
+    Largest-remainder rounding of ``limit * size / total``; every stratum gets at least one
+    question when ``limit`` is at least the number of strata (taken from the strata furthest above
+    their exact share), and none gets more than it holds. Ties break by stratum name, so the
+    allocation is deterministic.
+    """
+    total = sum(sizes.values())
+    names = sorted(sizes)
+    exact = {s: limit * sizes[s] / total for s in names}
+    alloc = {s: min(sizes[s], int(exact[s])) for s in names}
+    if limit >= len(names):
+        alloc = {s: max(1, a) for s, a in alloc.items()}
+    while sum(alloc.values()) < limit:  # hand out the rest by largest remainder
+        s = max((s for s in names if alloc[s] < sizes[s]), key=lambda s: (exact[s] - alloc[s], -names.index(s)))
+        alloc[s] += 1
+    while sum(alloc.values()) > limit:  # the minimum of one overshot: take from the most over-served
+        floor = 1 if limit >= len(names) else 0
+        s = max((s for s in names if alloc[s] > floor), key=lambda s: (alloc[s] - exact[s], -names.index(s)))
+        alloc[s] -= 1
+    return alloc
+
+
+def subset(dataset: Dataset, limit: int | None, seed: int = 0, stratify_by: str | None = None) -> Dataset:
+    """Keep at most ``limit`` questions, a proportional stratified sample, deterministically.
+
+    Each stratum (value of the category label ``stratify_by``) keeps its share of the questions
+    (``proportional_allocation``: at least one where the limit allows), so a subset's mean estimates
+    the full set's mean; within a stratum the questions are a seeded random sample. Episodes left
+    without questions are dropped; units are kept (a question's memory scope does not shrink). The
+    metadata records the limit, the seed, the allocation and the kept question ids.
     """
     if limit is None or limit >= dataset.num_questions:
         return dataset
@@ -67,23 +92,21 @@ def subset(dataset: Dataset, limit: int | None, seed: int = 0, stratify_by: str 
     strata: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for ei, ep in enumerate(dataset.episodes):
         for qi, q in enumerate(ep.questions):
-            strata[q.categories.get(stratify_by, "") if stratify_by else ""].append((ei, qi))
-    queues = []
-    for name in sorted(strata):
-        members = strata[name][:]
-        rng.shuffle(members)
-        queues.append(members)
+            strata[str(q.categories.get(stratify_by, "")) if stratify_by else ""].append((ei, qi))
+    alloc = proportional_allocation({name: len(members) for name, members in strata.items()}, limit)
     chosen: set[tuple[int, int]] = set()
-    while len(chosen) < limit:
-        for queue in queues:
-            if queue and len(chosen) < limit:
-                chosen.add(queue.pop())
-    episodes = []
+    for name in sorted(strata):
+        chosen.update(rng.sample(strata[name], alloc[name]))
+    episodes, kept_ids = [], []
     for ei, ep in enumerate(dataset.episodes):
         keep = [q for qi, q in enumerate(ep.questions) if (ei, qi) in chosen]
         if keep:
             episodes.append(replace(ep, questions=keep))
-    return replace(dataset, episodes=episodes, metadata={**dataset.metadata, "limit": limit, "subset_seed": seed})
+            kept_ids += [q.id for q in keep]
+    strata_counts = {name: {"total": len(strata[name]), "kept": alloc[name]} for name in sorted(strata)}
+    return replace(dataset, episodes=episodes,
+                   metadata={**dataset.metadata, "limit": limit, "subset_seed": seed, "stratify_by": stratify_by,
+                             "strata": strata_counts, "question_ids": kept_ids})
 
 
 def check_integrity(dataset: Dataset) -> dict[str, list[str]]:

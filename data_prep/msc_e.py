@@ -80,7 +80,8 @@ def _question(raw: dict[str, Any], where: str, ep_id: str, n_rounds: int) -> Que
         raise DatasetError(f"{where}: asked_after_round={after} outside 1..{n_rounds}")
     return Question(id=raw.get("id") or content_id(ep_id, text, after, prefix="msce-q-"), text=text,
                     answers=(answer,), position=after, categories={"type": "msc_e"},
-                    evidence=(Evidence(source_id=ep_id, text=str(raw.get("evidence", "")), position=span[0]),))
+                    evidence=(Evidence(source_id=ep_id, text=str(raw.get("evidence", "")), position=span[0],
+                                       end=span[1]),))
 
 
 def record_episode(record: dict[str, Any], where: str) -> Episode:

@@ -77,7 +77,7 @@ def dialogue_episode(dialogue: dict[str, Any], file: Path) -> Episode:
         questions.append(Question(id=content_id(ep_id, q["q"], prefix="q-"), text=q["q"], answers=(q["a"],),
                                   position=len(units), categories={"type": "dialogue"},
                                   evidence=(Evidence(source_id=units[pos].source_id, text=units[pos].text,
-                                                     position=pos),)))
+                                                     position=pos, end=pos + 1),)))
     return Episode(id=ep_id, units=units, questions=questions, metadata={"kind": "dialogue"})
 
 

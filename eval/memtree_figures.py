@@ -10,6 +10,8 @@ Finds every run folder under the given paths and draws what the runs support:
     for every run (``fig4_<run>.png``).
 Each comparison keeps the other experiments' knobs at their defaults (θ0 0.4, λ 0.5,
 collapsed retrieval, stream order); of repeated settings the latest run folder wins.
+Every figure is written as PNG and, beside it, PDF; heat-map cells show the score and the number
+of questions behind it; the command prints every path it wrote.
 """
 from __future__ import annotations
 
@@ -55,6 +57,22 @@ def accuracy(metrics: dict[str, Any], key: str | None = None) -> float | None:
     return None
 
 
+def accuracy_n(metrics: dict[str, Any], key: str | None = None) -> int | None:
+    """How many questions the headline score averages (its ``n``), when metrics.json records it."""
+    scope = metrics.get("metrics", {})
+    for k in ([key] if key else ACCURACY_KEYS):
+        if isinstance(scope.get(k), dict) and "n" in scope[k]:
+            return int(scope[k]["n"])
+    return None
+
+
+def save(fig: Any, path: Path, dpi: int = 120) -> list[Path]:
+    """Write the figure as PNG and, beside it, PDF; return both paths."""
+    fig.savefig(path, dpi=dpi, bbox_inches="tight")
+    fig.savefig(path.with_suffix(".pdf"), bbox_inches="tight")
+    return [path, path.with_suffix(".pdf")]
+
+
 def episode_stats(memory_stats: Any) -> list[dict[str, Any]]:
     """MemTree stats per episode, whether the file holds one stats dict, a list or a mapping by episode."""
     if isinstance(memory_stats, dict) and "structure" in memory_stats:
@@ -77,8 +95,9 @@ def load_run(folder: Path, metric: str | None) -> dict[str, Any] | None:
     if settings.get("traversal") == "traversal":
         settings["traversal"] = "top_down"
     dataset = (cfg.get("dataset") or {}).get("name") or folder.parent.name.split("-", 1)[-1]
+    metrics = json.loads((folder / "metrics.json").read_text())
     return {"folder": folder, "dataset": dataset, "settings": settings, "stats": stats,
-            "accuracy": accuracy(json.loads((folder / "metrics.json").read_text()), metric)}
+            "accuracy": accuracy(metrics, metric), "n": accuracy_n(metrics, metric)}
 
 
 def _select(runs: list[dict], vary: tuple[str, ...]) -> dict[tuple, dict]:
@@ -124,25 +143,27 @@ def fig_thresholds(runs: dict[tuple, dict], out: Path, metric: str = "accuracy")
             ax.set_xlabel("depth" if i == len(thetas) - 1 else "")
             ax.set_ylabel("share of nodes" if j == 0 else "")
     fig.tight_layout()
-    paths = [out / "fig_a6_depth_distribution.png"]
-    fig.savefig(paths[0], dpi=120)
+    paths = save(fig, out / "fig_a6_depth_distribution.png")
     plt.close(fig)
     grid = np.full((len(thetas), len(rates)), np.nan)
+    counts = np.full((len(thetas), len(rates)), None, dtype=object)
     for (t, lam), r in runs.items():
         if r["accuracy"] is not None:
             grid[thetas.index(t), rates.index(lam)] = 100 * r["accuracy"]
-    fig, ax = plt.subplots(figsize=(4.5, 3.6))
+            counts[thetas.index(t), rates.index(lam)] = r.get("n")
+    fig, ax = plt.subplots(figsize=(1.2 * len(rates) + 2.5, 0.9 * len(thetas) + 2.0))
     im = ax.imshow(grid, cmap="viridis", origin="lower")
     ax.set_xticks(range(len(rates)), [str(x) for x in rates])
     ax.set_yticks(range(len(thetas)), [str(x) for x in thetas])
     ax.set_xlabel("λ (rate)")
     ax.set_ylabel("θ0 (base threshold)")
-    for (a, b), v in np.ndenumerate(grid):
-        ax.text(b, a, "–" if np.isnan(v) else f"{v:.1f}", ha="center", va="center", color="w")
+    for (a, b), v in np.ndenumerate(grid):  # each cell: the score and how many questions it averages
+        n = counts[a, b]
+        text = "–" if np.isnan(v) else f"{v:.1f}" + (f"\nn={n}" if n is not None else "")
+        ax.text(b, a, text, ha="center", va="center", color="w", fontsize=8)
     fig.colorbar(im, ax=ax, label=f"{metric} (%)")
     fig.tight_layout()
-    paths.append(out / "fig_a7_threshold_accuracy.png")
-    fig.savefig(paths[-1], dpi=120)
+    paths += save(fig, out / "fig_a7_threshold_accuracy.png")
     plt.close(fig)
     return paths
 
@@ -160,10 +181,9 @@ def fig_retrieval(runs: dict[tuple, dict], out: Path, metric: str = "accuracy") 
     ax.set_ylabel(f"{metric} (%)")
     ax.legend()
     fig.tight_layout()
-    path = out / "fig_a4_retrieval_ablation.png"
-    fig.savefig(path, dpi=120)
+    paths = save(fig, out / "fig_a4_retrieval_ablation.png")
     plt.close(fig)
-    return [path]
+    return paths
 
 
 def order_table(runs: dict[tuple, dict], out: Path) -> list[Path]:
@@ -184,7 +204,7 @@ def order_table(runs: dict[tuple, dict], out: Path) -> list[Path]:
     return [out / "order_spread.md", out / "order_spread.json"]
 
 
-def fig_run(run: dict, out: Path) -> Path:
+def fig_run(run: dict, out: Path) -> list[Path]:
     """Fig. 4 (nodes and median tokens per depth) plus insertion latency and LLM calls vs tree size."""
     import matplotlib.pyplot as plt
 
@@ -210,10 +230,9 @@ def fig_run(run: dict, out: Path) -> Path:
         b2.set_ylabel("LLM calls", color="tab:orange")
     fig.suptitle(f"{run['folder'].parent.name}/{run['folder'].name}", fontsize=9)
     fig.tight_layout()
-    path = out / f"fig4_{run['folder'].parent.name}_{run['folder'].name}.png"
-    fig.savefig(path, dpi=110)
+    paths = save(fig, out / f"fig4_{run['folder'].parent.name}_{run['folder'].name}.png", dpi=110)
     plt.close(fig)
-    return path
+    return paths
 
 
 def main(argv: list[str] | None = None) -> list[Path]:
@@ -243,9 +262,11 @@ def main(argv: list[str] | None = None) -> list[Path]:
         orders = _select(group, ("insert_order_seed",))
         if len(orders) > 1:
             written += order_table(orders, sub)
-        written += [fig_run(r, sub) for r in group]
+        written += [p for r in group for p in fig_run(r, sub)]
+    if written:
+        print(f"wrote {len(written)} files under {out}:")
     for p in written:
-        print(p)
+        print(f"  {p}")
     if not runs:
         print(f"no MemTree run folders under {args.paths}")
     return written

@@ -1,7 +1,12 @@
-"""Tables and plots from run folders (reads only metrics.json and samples.jsonl).
+"""Tables and plots from run folders (reads metrics.json, samples.jsonl and config.yaml).
 
-    python -m memharness.eval.report                      # latest run of each memory x dataset under results/runs
-    python -m memharness.eval.report RUN_OR_PARENT ... --out results/tables --name sample
+    python -m memharness.eval.report                      # latest run of each row identity under results/runs
+    python -m memharness.eval.report RUN_OR_PARENT ... --out results/tables --name sample --baseline full_context
+
+Writes <name>.md / .tex (scores, memory-attributable accuracy, evidence recall, intrinsic cost, judge
+reliability, paired comparison against the baseline), <name>.csv (one row per run), <name>_long.csv
+(one row per run x metric: mean, CI, n), <name>_paired.csv, and the figures <name>.png/.pdf and
+<name>_cost.png/.pdf; it prints every path.
 
 Run folders still marked ``INCOMPLETE.json`` (a run that stopped early or is still going) are not
 tabulated; they are listed with their reason on stdout and under the markdown table.
@@ -9,15 +14,16 @@ tabulated; they are listed with their reason on stdout and under the markdown ta
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 from pathlib import Path
 from typing import Any, Sequence
 
 from memharness.memsys import fileio
 
-from .aggregate import HIGHER_IS_BETTER
+from . import plots, tables
+from . import table_format as fmt
 from .io import MARKER, read_marker
+from .paired import paired_frame
 
 DEFAULT_METRICS = ("judge", "mc_accuracy", "rouge_l_recall", "rouge_1_f", "rouge_l_f", "exact_match", "f1",
                    "context_tokens")
@@ -70,159 +76,107 @@ def load_run(folder: Path) -> dict[str, Any]:
     return {"folder": str(folder), **metrics}
 
 
-_NOT_CONFIG = ("memory=", "dataset=", "hydra.", "progress=")
-
-
 def setting(run: dict[str, Any]) -> str:
-    """The run's command-line overrides beyond memory and dataset (e.g. a sweep's parameters)."""
-    return " ".join(sorted(o for o in run.get("overrides", []) if not o.startswith(_NOT_CONFIG)))
+    """The run's distinguishing settings (set by ``tables.identify``; overrides for a lone run)."""
+    return run["setting"] if "setting" in run else tables._override_setting(run)
 
 
 def latest_per_config(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Keep the newest run (by when its metrics.json was written) of each (memory, dataset, setting)."""
-    best: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for run in sorted(runs, key=lambda r: ((Path(r["folder"]) / "metrics.json").stat().st_mtime_ns, r["folder"])):
-        best[(run["memory"], run["dataset"], setting(run))] = run
-    return list(best.values())
-
-
-def table_rows(runs: list[dict[str, Any]], metrics: Sequence[str]) -> tuple[list[str], list[list[Any]]]:
-    present = [m for m in metrics if any(m in r["metrics"] for r in runs)]
-    with_setting = any(setting(r) for r in runs)
-    header = ["memory", *(["setting"] if with_setting else []), "dataset", "n", "failed", "judge_unparsed", *present, "judge_check", "build_s", "llm_calls"]
-    rows = []
-    for r in sorted(runs, key=lambda r: (r["dataset"], r["memory"], setting(r))):
-        c = r["counts"]
-        row = [r["memory"], *([setting(r) or "-"] if with_setting else []), r["dataset"], c["questions"],
-               c["answer_failed"] + c["retrieve_failed"] + c.get("build_failed", 0) + c.get("deadline_exceeded", 0),
-               c["judge_unparsed"]]
-        row += [r["metrics"].get(m) for m in present]
-        cal = r.get("judge_calibration")
-        row.append(f"{cal['says_1_to_reference']:.2f}/{cal['says_0_to_other_reference']:.2f}" if cal else None)
-        row += [round(r["time"]["build_s"], 1), r["calls"]["total"]["calls"]]
-        rows.append(row)
-    return header, rows
-
-
-def best_by_dataset(header: list[str], rows: list[list[Any]]) -> set[tuple[int, int]]:
-    """(row, column) cells holding the best mean of a metric within each dataset, by its direction."""
-    marked = set()
-    ds = header.index("dataset")
-    for col, name in enumerate(header):
-        if name not in HIGHER_IS_BETTER:
-            continue
-        for dataset in {row[ds] for row in rows}:
-            cells = [(i, row[col]["mean"]) for i, row in enumerate(rows) if row[ds] == dataset and row[col]]
-            if len(cells) < 2:
-                continue
-            pick = max if HIGHER_IS_BETTER[name] else min
-            best = pick(v for _, v in cells)
-            marked.update((i, col) for i, v in cells if v == best)
-    return marked
-
-
-def _cell(value: Any, bold: bool, fmt: str) -> str:
-    if isinstance(value, dict):
-        text = f"{value['mean']:.3f} [{value['ci_low']:.3f}, {value['ci_high']:.3f}]" if fmt != "csv" \
-            else f"{value['mean']:.4f}"
-    elif value is None:
-        text = "-"
-    else:
-        text = str(value)
-    if bold and fmt == "md":
-        return f"**{text}**"
-    if bold and fmt == "tex":
-        return f"\\textbf{{{text}}}"
-    return text
+    """Keep the newest run (by folder name, a timestamp) of each row identity (``tables.IDENTITY``)."""
+    return tables.latest(runs)
 
 
 def write_tables(runs: list[dict[str, Any]], out: Path, name: str, metrics: Sequence[str] = DEFAULT_METRICS,
+                 baseline: str = "full_context", resamples: int = 2000,
                  incomplete: Sequence[tuple[Path, str]] = ()) -> dict[str, Path]:
-    """Write <name>.md, .csv and .tex; the best value per metric and dataset is marked (md bold, tex bold)."""
-    try:
-        return _write_tables(runs, out, name, metrics, incomplete)
-    except OSError as err:
-        raise ReportError(f"cannot write {err.filename or out} ({err.strerror or err}); choose a writable --out") from None
-
-
-def _write_tables(runs: list[dict[str, Any]], out: Path, name: str, metrics: Sequence[str],
-                  incomplete: Sequence[tuple[Path, str]]) -> dict[str, Path]:
+    """Write <name>.md and .tex (sections), <name>.csv (one row per run), <name>_long.csv (one row per
+    run x metric) and <name>_paired.csv (every row against the baseline of its comparable group)."""
     out.mkdir(parents=True, exist_ok=True)
-    header, rows = table_rows(runs, metrics)
-    best = best_by_dataset(header, rows)
-    paths = {fmt: out / f"{name}.{fmt}" for fmt in ("md", "csv", "tex")}
-    md = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    md += ["| " + " | ".join(_cell(v, (i, j) in best, "md") for j, v in enumerate(row)) + " |"
-           for i, row in enumerate(rows)]
-    md.append("")
-    md.append("Means with bootstrap 95% CIs; best per dataset in bold (lower is better for context_tokens). "
-              "judge_check: how often the judge says 1 to the reference itself / 0 to another question's "
-              "reference (1.00/1.00 is a sound judge; x/0.00 is a judge that always agrees).")
+    runs = tables.identify(runs)
+    tables.assign_groups(runs)
+    metrics = tables.present_metrics(runs, metrics)
+    wide = tables.wide_frame(runs, metrics)
+    best = tables.best_cells(wide, metrics)
+    order = {r["folder"]: r for r in runs}
+    ordered = [order[f] for f in wide["folder"]]
+    paired = paired_frame(ordered, baseline, resamples=resamples)
+    sections = build_sections(wide, metrics, best, paired, baseline, ordered)
+    paths = {"md": out / f"{name}.md", "tex": out / f"{name}.tex", "csv": out / f"{name}.csv",
+             "long_csv": out / f"{name}_long.csv", "paired_csv": out / f"{name}_paired.csv"}
+    preface = ("One row per run: memory, the resolved settings that differ (setting), dataset, models, n, seed and "
+               "question set. " + fmt.sets_note(ordered))
+    md = fmt.to_markdown(sections, f"Comparison: {name}", preface)
     if incomplete:
-        md += ["", f"Incomplete runs, not tabulated ({len(incomplete)}):", ""]
-        md += [f"- `{folder}`: {reason}" for folder, reason in incomplete]
-    fileio.write_text(paths["md"], "\n".join(md) + "\n")
-
-    def write_csv(f: Any) -> None:
-        writer = csv.writer(f)
-        writer.writerow(header)
-        writer.writerows([[_cell(v, False, "csv") for v in row] for row in rows])
-    fileio.atomic_write(paths["csv"], write_csv)
-    tex = ["\\begin{tabular}{" + "l" * len(header) + "}", "\\toprule",
-           " & ".join(h.replace("_", "\\_") for h in header) + " \\\\", "\\midrule"]
-    tex += [" & ".join(_cell(v, (i, j) in best, "tex").replace("_", "\\_") for j, v in enumerate(row)) + " \\\\"
-            for i, row in enumerate(rows)]
-    tex += ["\\bottomrule", "\\end{tabular}"]
-    fileio.write_text(paths["tex"], "\n".join(tex) + "\n")
+        md += f"\nIncomplete runs, not tabulated ({len(incomplete)}):\n\n"
+        md += "".join(f"- `{folder}`: {reason}\n" for folder, reason in incomplete)
+    fileio.write_text(paths["md"], md + "\n")
+    fileio.write_text(paths["tex"], fmt.to_latex(sections))
+    long = tables.long_frame(wide, metrics)
+    for key, frame in (("csv", wide), ("long_csv", long), ("paired_csv", paired)):
+        fileio.atomic_write(paths[key], lambda f, frame=frame: frame.to_csv(f, index=False))
     return paths
 
 
-def write_plot(runs: list[dict[str, Any]], out: Path, name: str, metrics: Sequence[str] = ("judge", "rouge_l_recall", "f1")) -> Path:
-    """Grouped bars with CI whiskers: one group per (dataset, memory), one bar per metric."""
-    import matplotlib
+def build_sections(wide: Any, metrics: Sequence[str], best: set, paired: Any, baseline: str,
+                   runs: list[dict[str, Any]]) -> list[fmt.Section]:
+    """Scores, memory-attributable accuracy, retrieval, cost, judge reliability, paired comparison."""
+    scores = [m for m in metrics if ":" not in m and m in fmt.SCORE_METRICS]
+    needs = ["closed_book_accuracy"] + [m for m in metrics if m.endswith(":needs_memory")]
+    retrieval = [m for m in metrics if m.startswith("evidence_")] + ["context_tokens"]
+    judging = ["judge", "judge_lenient", "judge2"]
+    sections = [
+        fmt.metric_section("Scores", wide, scores, best, "Means with bootstrap 95% CIs over the questions that have "
+                           "the metric; best per set in bold. Models: the LLM that built and answered, the "
+                           "embedder, the judge.", models=True, extra=["failed", "judge_unparsed"]),
+        fmt.metric_section("Memory-attributable accuracy", wide, needs, best, "closed_book_accuracy: share answered "
+                           "correctly with no memory; `:needs_memory`: the metric on the other questions only."),
+        fmt.metric_section("Retrieval: evidence recall", wide, retrieval, best, "evidence_recall_at_k: share of the "
+                           "gold evidence under the top k retrieved items' provenance; evidence_recall: under every "
+                           "retrieved item; evidence_units: source units those items cover (a summary covers many)."),
+        fmt.column_section("Cost (intrinsic: the same whether or not the cache served the calls)", wide,
+                           fmt.COST_COLUMNS, "method = build + retrieve + answer; eval = judge, closed-book pass "
+                           "and judge audit. Tokens are prompt + completion; USD from the configured prices; "
+                           "method_llm_s sums the latency of each call when it was made. What this run actually "
+                           "sent to a backend is metrics.json `calls`."),
+        fmt.metric_section("Judge reliability", wide, judging, set(), "judge_lenient: the same answers under a "
+                           "generous prompt; judge2: a second judge model."),
+        fmt.column_section("Judge reliability: canaries and agreement", wide, fmt.JUDGE_COLUMNS,
+                           "accepts_reference: says 1 to the reference itself (want 1); far_other / far_wrong: "
+                           "false-accept rate on another question's reference / a plausible wrong answer written "
+                           "by the judge (want 0); κ: Cohen's kappa of strict vs lenient prompt and of judge vs "
+                           "judge2 ('-' when undefined: both gave one constant verdict). A judge with high false "
+                           "accepts makes every accuracy above optimistic.", rates=True),
+        fmt.paired_section(paired, baseline),
+    ]
+    return [s for s in sections if s is not None]
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    runs = sorted(runs, key=lambda r: (r["dataset"], r["memory"], setting(r)))
-    present = [m for m in metrics if any(m in r["metrics"] for r in runs)]
-    if not present:
+def write_plot(runs: list[dict[str, Any]], out: Path, name: str,
+               metrics: Sequence[str] = ("judge", "rouge_l_recall", "f1", "evidence_recall")) -> list[Path]:
+    """<name>.png/.pdf (scores, one panel per dataset) and <name>_cost.png/.pdf (score vs intrinsic cost)."""
+    runs = tables.identify(runs)
+    tables.assign_groups(runs)
+    wide = tables.wide_frame(runs, tables.present_metrics(runs, metrics))
+    paths = plots.score_bars(wide, metrics, out, name)
+    if not paths:
         raise ReportError(f"none of the metrics {list(metrics)} is in the runs")
-    fig, ax = plt.subplots(figsize=(max(5, 1.6 * len(runs)), 3.6))
-    width = 0.8 / len(present)
-    for k, metric in enumerate(present):
-        xs, means, errs = [], [], [[], []]
-        for i, r in enumerate(runs):
-            s = r["metrics"].get(metric)
-            if s:
-                xs.append(i + k * width)
-                means.append(s["mean"])
-                errs[0].append(s["mean"] - s["ci_low"])
-                errs[1].append(s["ci_high"] - s["mean"])
-        ax.bar(xs, means, width, yerr=errs, capsize=3, label=metric)
-    ax.set_xticks([i + width * (len(present) - 1) / 2 for i in range(len(runs))])
-    ax.set_xticklabels([f"{r['memory']}\n{r['dataset']}" + (f"\n{setting(r)}" if setting(r) else "") for r in runs],
-                       fontsize=7)
-    ax.set_ylim(0, 1.2)  # headroom so the legend row never covers a bar
-    ax.set_ylabel("score (mean, 95% CI)")
-    ax.legend(fontsize=8, loc="upper center", ncol=len(present), frameon=False)
-    fig.tight_layout()
-    path = out / f"{name}.png"
-    try:
-        fileio.atomic_write(path, lambda f: fig.savefig(f, dpi=120, format="png"), mode="wb")
-    except OSError as err:
-        raise ReportError(f"cannot write {path} ({err.strerror or err}); choose a writable --out") from None
-    finally:
-        plt.close(fig)
-    return path
+    headline = next((m for m in ("judge", "mc_accuracy", "f1") if f"{m}.mean" in wide and
+                     wide[f"{m}.mean"].notna().any()), None)
+    return paths + (plots.cost_scatter(wide, headline, out, f"{name}_cost") if headline else [])
 
 
-def build_report(paths: Sequence[str | Path], out: Path, name: str, latest_only: bool = True) -> dict[str, Path]:
-    runs = [load_run(f) for f in find_runs(paths)]
+def build_report(paths: Sequence[str | Path], out: Path, name: str, latest_only: bool = True,
+                 baseline: str = "full_context", resamples: int = 2000) -> dict[str, Path]:
+    runs = [tables.attach(load_run(f)) for f in find_runs(paths)]
     if latest_only:
         runs = latest_per_config(runs)
-    written = write_tables(runs, out, name, incomplete=find_incomplete(paths))
-    written["png"] = write_plot(runs, out, name)
+    try:
+        written = write_tables(runs, out, name, baseline=baseline, resamples=resamples,
+                               incomplete=find_incomplete(paths))
+        for path in write_plot(runs, out, name):
+            written[("cost_" if path.stem.endswith("_cost") else "") + path.suffix[1:]] = path
+    except OSError as err:
+        raise ReportError(f"cannot write {err.filename or out} ({err.strerror or err}); choose a writable --out") from None
     return written
 
 
@@ -232,21 +186,26 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="run folders, sweep folders, or folders holding them")
     parser.add_argument("--out", default="results/tables", type=Path)
     parser.add_argument("--name", default="comparison")
-    parser.add_argument("--all", action="store_true", help="keep every run, not only the latest per memory x dataset")
+    parser.add_argument("--all", action="store_true", help="keep every run, not only the latest of each row identity")
+    parser.add_argument("--baseline", default="full_context",
+                        help="memory (or row label) every row is compared with, question by question")
+    parser.add_argument("--resamples", type=int, default=2000, help="paired bootstrap resamples")
     args = parser.parse_args(argv)
     args.runs = [p for p in args.runs if Path(p).exists()] or args.runs  # the defaults may not all exist yet
     try:
         incomplete = find_incomplete(args.runs)
         for folder, reason in incomplete:
             print(f"incomplete (not tabulated): {folder}: {reason}")
-        written = build_report(args.runs, args.out, args.name, latest_only=not args.all)
+        written = build_report(args.runs, args.out, args.name, latest_only=not args.all, baseline=args.baseline,
+                               resamples=args.resamples)
     except ReportError as err:
         raise SystemExit(f"error: {err}") from None
     from .browse import write_browser
 
     written["browser"] = write_browser(args.runs, args.out / f"{args.name}_browser.html")
-    for fmt, path in written.items():
-        print(f"{fmt}: {path}")
+    print(f"wrote {len(written)} files:")
+    for kind, path in written.items():
+        print(f"  {kind}: {path}")
 
 
 if __name__ == "__main__":

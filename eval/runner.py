@@ -6,6 +6,7 @@ on the sample (``samples.jsonl``) and counted (``metrics.json``).
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from functools import partial
@@ -22,8 +23,9 @@ from memharness.memsys.backends.types import ConfigError
 from memharness.memsys.base import MemorySystem
 from memharness.memsys.types import Episode, Question, RetrievedItem
 
-from . import aggregate, failures
+from . import aggregate, closed_book, evidence, failures, judge_audit
 from . import io as run_io
+from .judges import Judges, build_judges
 from .answer import answer_request, is_multiple_choice, judge_request, mc_correct, reference_text
 from .metrics import lexical_scores, parse_judge
 from memharness.memsys.backends.secrets import redact
@@ -98,6 +100,7 @@ def run_episode(episode: Episode, cfg: DictConfig, services: Services, out_dir: 
     """Stream the episode's inserts and questions; return (pending samples, memory stats)."""
     meter, budget = services.meter, int(cfg.dataset.budget_tokens)
     memory = build_memory(cfg, services)
+    units = evidence.unit_index(episode)
     pending, build_error, batches = [], None, []
     size = insert_batch_size(cfg)
     for kind, payload in episode.events():
@@ -122,6 +125,8 @@ def run_episode(episode: Episode, cfg: DictConfig, services: Services, out_dir: 
                     record.update(status="retrieve_failed", error=f"{type(err).__name__}: {err}")
             record.update(failures.degradation_fields(memory))  # answered from a degraded memory: flagged
         record["retrieved"] = [i.to_json() for i in items]
+        if record["status"] == "pending":  # retrieval worked: did it find the gold evidence?
+            record["metrics"].update(evidence.recall_scores(payload, items, units, cfg.eval.get("evidence")))
         record["context_tokens"] = sum(i.tokens or services.tokenizer.count(i.text) for i in items)
         if record["status"] == "pending" and memory.answers_itself:  # answer_all then skips this sample
             answer_by_memory(memory, payload, items, record, cfg, meter)
@@ -196,12 +201,13 @@ def record_answer(q: Question, record: dict, prompt: str, comp: Any, cfg: DictCo
     record["metrics"]["context_tokens"] = record["context_tokens"]
 
 
-def judge_all(pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: DictConfig, services: Services) -> None:
+def judge_all(pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: DictConfig, services: Services,
+              judges: Judges | None = None) -> None:
     todo = [(q, r) for q, _, r in pending if r["status"] == "scored" and r.get("mode") == "generative"]
     todo = failures.skip_empty_answers(todo)  # an empty answer is wrong; it is never judged
     requests = [judge_request(q, reference_text(q), r["prediction"], cfg.eval.judge) for q, r in todo]
     with services.meter.stage("judge"):
-        completions = services.llm.complete(requests, desc="judge")
+        completions = (judges.primary if judges else services.llm).complete(requests, desc="judge")
     for (_, record), comp in zip(todo, completions):
         record["judge_reply"] = comp.text
         if not comp.ok:
@@ -212,35 +218,14 @@ def judge_all(pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: Di
         record["metrics"]["judge"] = None if verdict is None else float(verdict)
 
 
-def judge_calibration(pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: DictConfig,
-                      services: Services) -> dict[str, Any] | None:
-    """How the judge scores known cases: the reference itself (should be 1) and another
-    question's reference (should be 0). A judge that says 1 to both is uninformative."""
-    limit = int(cfg.eval.judge.get("calibration_max", 0))
-    questions = [q for q, _, r in pending if r.get("mode") == "generative"][:limit]
-    if len(questions) < 2:
-        return None
-    refs = [reference_text(q) for q in questions]
-    requests = [judge_request(q, ref, ref, cfg.eval.judge) for q, ref in zip(questions, refs)]
-    requests += [judge_request(q, ref, refs[(i + 1) % len(refs)], cfg.eval.judge)
-                 for i, (q, ref) in enumerate(zip(questions, refs))]
-    with services.meter.stage("judge"):
-        completions = services.llm.complete(requests, desc="calibrate")
-    verdicts = [parse_judge(c.text) if c.ok else None for c in completions]
-    n = len(questions)
-    same, other = verdicts[:n], verdicts[n:]
-    return {"n": n, "says_1_to_reference": sum(v == 1 for v in same) / n,
-            "says_0_to_other_reference": sum(v == 0 for v in other) / n,
-            "unparsed": sum(c.ok and v is None for c, v in zip(completions, verdicts)),
-            "failed": sum(not c.ok for c in completions)}
-
-
 def summarize_run(samples: list[dict], cfg: DictConfig) -> dict[str, Any]:
     metrics = list(cfg.eval.metrics) + ["mc_accuracy", "context_tokens"]
+    metrics += sorted({m for s in samples for m in s["metrics"]} - set(metrics))  # evidence, judge_lenient, judge2
     boot = cfg.eval.bootstrap
     args = (int(boot.resamples), float(boot.confidence), int(cfg.seed))
     return {"counts": aggregate.failure_counts(samples),
-            "metrics": aggregate.summarize_all(samples, metrics, *args),
+            "metrics": {**aggregate.summarize_all(samples, metrics, *args),
+                        **closed_book.summarize(samples, metrics, *args)},
             "breakdowns": aggregate.breakdowns(samples, metrics, list(cfg.eval.position_buckets), *args)}
 
 
@@ -262,7 +247,10 @@ def run(cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None) -> d
     services = build_services(cfg)
     progress = Progress(services.meter, len(dataset.episodes), float(cfg.get("progress_interval_s", 10)),
                         bar=bool(cfg.get("progress", True))).start()
+    judges = None
     try:
+        # no judging, no judge backend to load (the closed-book pass then scores by exact match)
+        judges = build_judges(cfg, services) if cfg.eval.judge.enabled else Judges(primary=services.llm)
         pending, memory_stats = [], {}
         for episode in dataset.episodes:
             episode_pending, memory_stats[episode.id] = run_episode(episode, cfg, services, out_dir)
@@ -270,25 +258,41 @@ def run(cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None) -> d
             progress.episode_done()
         progress.set_stage("answer")
         answer_all(pending, cfg, services)
-        calibration = None
+        if cfg.eval.get("closed_book", {}).get("enabled", False):
+            closed_book.closed_book_pass(pending, cfg, services, judges)
+        reliability = None
         if cfg.eval.judge.enabled:
             progress.set_stage("judge")
-            judge_all(pending, cfg, services)
-            calibration = judge_calibration(pending, cfg, services)
+            judge_all(pending, cfg, services, judges)
+            reliability = judge_audit.audit(pending, cfg, services, judges)
     finally:
         progress.close()
+        if judges is not None:
+            judges.close()
         services.close()
     samples = [record for _, _, record in pending]
     failures.finalize(samples)
+    sections = {**(judges.describe() if cfg.eval.judge.enabled else {"judge": None}), "judge_reliability": reliability,
+                "judge_calibration": judge_audit.legacy_calibration(reliability or {})}
     metrics = write_outputs(out_dir, cfg, dataset, samples, memory_stats, services, time.time() - started,
-                            judge_calibration=calibration, overrides=overrides or [])
+                            overrides=overrides or [], sections=sections)
     run_io.end_run(out_dir, metrics)
     return metrics
 
 
+SUBSET_KEYS = ("limit", "subset_seed", "stratify_by", "strata", "question_ids")
+
+
+def question_ids_sha256(samples: list[dict]) -> str:
+    """Checksum of the sorted question ids: runs with equal checksums answered the same questions."""
+    return hashlib.sha256("\n".join(sorted(str(s["question_id"]) for s in samples)).encode()).hexdigest()
+
+
 def write_outputs(out_dir: Path, cfg: DictConfig, dataset: Dataset, samples: list[dict], memory_stats: dict,
-                  services: Services, wall_s: float, judge_calibration: dict | None = None,
-                  overrides: list[str] | None = None) -> dict[str, Any]:
+                  services: Services, wall_s: float, overrides: list[str] | None = None,
+                  sections: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Write samples.jsonl, memory_stats.json and metrics.json; ``sections`` (the judges, the judge
+    reliability audit) go into metrics.json as they are."""
     run_io.write_jsonl(out_dir, "samples.jsonl", samples)
     run_io.write_json(out_dir, "memory_stats.json", memory_stats, indent=1, default=float)
     calls = services.meter.to_json()
@@ -298,14 +302,16 @@ def write_outputs(out_dir: Path, cfg: DictConfig, dataset: Dataset, samples: lis
         "overrides": redact(list(overrides or [])),
         "llm": services.llm.model_id, "embedder": services.embedder.model_id,
         **summarize_run(samples, cfg),
-        "judge_calibration": judge_calibration,
+        **(sections or {}),
         "data": {"name": dataset.name, "revision": dataset.revision, "files": dataset.files,
                  "checksum": dataset.checksum(), "episodes": len(dataset.episodes),
-                 "questions": dataset.num_questions, "metadata": dataset.metadata, **({"subset": {k: dataset.metadata[k] for k in
-                                                                    ("limit", "subset_seed") if k in dataset.metadata}})},
+                 "questions": dataset.num_questions, "question_ids_sha256": question_ids_sha256(samples),
+                 "metadata": {k: v for k, v in dataset.metadata.items() if k not in SUBSET_KEYS},
+                 "subset": {k: dataset.metadata[k] for k in SUBSET_KEYS if k in dataset.metadata}},
         "time": {"total_s": wall_s, **{f"{s}_s": calls[s]["wall_s"] for s in ("build", "retrieve", "answer", "judge")},
                  "backend_s": backend_s, "harness_s": max(0.0, wall_s - backend_s)},
-        "calls": calls,
+        "calls": calls,  # the spend ledger: what this run sent to a backend
+        "intrinsic": services.meter.intrinsic_json(),  # the method's cost, cached or not (tables show this)
         "env": environment(),
     }
     metrics["outcome"] = failures.outcome(metrics, cfg, services)

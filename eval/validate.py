@@ -91,6 +91,27 @@ class JudgeSettings(TypedDict):
     prompt: Annotated[str, Placeholders("question", "reference", "prediction")]
 
 
+class EvidenceSettings(TypedDict):
+    k: Annotated[list[Positive], NonEmpty()]
+
+
+class ClosedBookSettings(TypedDict):
+    enabled: bool
+    max_tokens: Positive
+    prompt: Annotated[str, Placeholders("question")]
+    mc_prompt: Annotated[str, Placeholders("question", "options")]
+
+
+class JudgeAuditSettings(TypedDict):
+    lenient: bool
+    canaries: Annotated[int, Range(0)]
+    wrong_answers: bool
+    wrong_max_tokens: Positive
+    wrong_max_f1: Annotated[float, Range(0, 1)]
+    lenient_prompt: Annotated[str, Placeholders("question", "reference", "prediction")]
+    wrong_prompt: Annotated[str, Placeholders("question", "reference")]
+
+
 class BootstrapSettings(TypedDict):
     resamples: Positive
     confidence: Annotated[float, Range(0, 1, lo_open=True, hi_open=True)]
@@ -107,6 +128,24 @@ class EvalSettings(TypedDict):
     position_buckets: Annotated[list[Annotated[int, Range(0)]], Check(_increasing, "a list of increasing integers")]
     max_failed_fraction: NotRequired[Annotated[float, Range(0, 1)]]
     deadline_s: NotRequired[Annotated[float, Range(0, lo_open=True)] | None]
+    evidence: NotRequired[EvidenceSettings]
+    closed_book: NotRequired[ClosedBookSettings]
+    judge_audit: NotRequired[JudgeAuditSettings]
+
+
+class JudgeModelSettings(TypedDict):
+    """A judge= / judge2= section (conf/judge/): an llm/ config plus its name; judge2=none has no backend."""
+
+    name: Annotated[str, NonEmpty()]
+    backend: Annotated[dict[str, Any] | None, Instantiated()]
+    max_in_flight: NotRequired[Positive]
+    retry: NotRequired[RetryPolicy]
+    prices: NotRequired[dict[str, PriceSettings] | None]
+
+
+# judge2=<name> sets a plain value instead of choosing a file of conf/judge/: say how to choose one
+SecondJudge = JudgeModelSettings | Annotated[str, Check(lambda _: False, "a judge chosen with judge@judge2=<name> "
+                                                                            "(a file in conf/judge/)")]
 
 
 class LoggerSettings(TypedDict):
@@ -134,6 +173,8 @@ class RunSettings(TypedDict):
     data_dir: Annotated[str, NonEmpty()]
     cache: CacheSettings
     logger: LoggerSettings
+    judge: NotRequired[JudgeModelSettings]
+    judge2: NotRequired[SecondJudge]
 
 
 _EXTRA_GROUPS: dict[str, tuple[Any, bool]] = {}

@@ -40,6 +40,10 @@ class Evidence:
     source_id: str
     text: str = ""  # the supporting fact, when the dataset gives one
     position: int | None = None  # insert-stream position of the evidence
+    # Exclusive end of the stream positions the evidence spans ([position, end)). When set, the
+    # evidence is those units (MSC-E evidence rounds, a dialogue round); when None it is every unit
+    # of ``source_id`` (a MultiHop-RAG article). Evidence recall matches retrieved units this way.
+    end: int | None = None
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,8 @@ def test_run_against_fault_server_loses_nothing_and_counts_match(tmp_path):
                   embed_rate_500=0.3, embed_transient=1)
     with fault_server(tmp_path, **faults) as url:
         metrics = run(run_cmd(url, tmp_path / "run", tmp_path / "c.sqlite", *fault_overrides(
-            "llm.retry.max_retries=0", "eval.judge.calibration_max=0", "memory.base_threshold=0.0", "embedder=openai", f"embedder.backend.base_url={url}",
+            "llm.retry.max_retries=0", "eval.judge.calibration_max=0", "eval.judge_audit.lenient=false",
+            "memory.base_threshold=0.0", "embedder=openai", f"embedder.backend.base_url={url}",
             "embedder.backend.model=fault-embed", "embedder.backend.api_key_env=MEMHARNESS_TEST_KEY",
             "embedder.backend.base_delay_s=0.01"), memory="memtree"), tmp_path / "run.log")
         injected = stats(url)

@@ -152,7 +152,8 @@ def _server(ctx: Ctx, *extra: str) -> list[str]:
             "llm.backend.timeout_s=2", "llm.retry.base_delay_s=0.01", "embedder=openai",
             f"embedder.backend.base_url={url}", "embedder.backend.model=fault-embed",
             "embedder.backend.api_key_env=MEMHARNESS_TEST_KEY", "embedder.backend.base_delay_s=0.01",
-            "eval.judge.calibration_max=0", f"cache.path={ctx.tmp / 'calls.sqlite'}", *extra]
+            "eval.judge.calibration_max=0", "eval.judge_audit.lenient=false",  # no audit calls to count
+            f"cache.path={ctx.tmp / 'calls.sqlite'}", *extra]
 
 
 def _all_failed(ctx: Ctx, stats: dict) -> None:
@@ -327,4 +328,5 @@ def test_report_lists_incomplete_runs(tmp_path: Path):
     assert report.returncode == 0, report.stderr
     assert f"incomplete (not tabulated): {cut}: deadline eval.deadline_s=0.001" in report.stdout
     md = (tmp_path / "tables" / "t.md").read_text()
-    assert md.count("| full_context |") == 1 and f"`{cut}`" in md
+    scores = md.split("## Scores")[1].split("\n## ")[0]
+    assert scores.count("| full_context |") == 1 and f"`{cut}`" in md

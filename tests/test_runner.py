@@ -46,9 +46,16 @@ def test_run_folder_holds_provenance(make_cfg, tmp_path):
     assert on_disk["seed"] == 0 and on_disk["env"]["git"]["sha"]
     assert on_disk["env"]["packages"]["numpy"]
     assert set(on_disk["time"]) >= {"build_s", "retrieve_s", "answer_s", "judge_s", "total_s"}
-    # 3 judge calls for the answers, 2 x 3 for the judge calibration
-    assert on_disk["calls"]["answer"]["calls"] == 3 and on_disk["calls"]["judge"]["calls"] == 3 + 2 * 3
-    assert on_disk["data"]["subset"] == {"limit": 3, "subset_seed": 0}
+    # 3 judge calls for the answers; the audit (stage "audit"): 3 lenient verdicts, 3 wrong answers
+    # written by the judge, 3 x 3 canary verdicts (one of them equals a verdict already made: a cache hit)
+    assert on_disk["calls"]["answer"]["calls"] == 3 and on_disk["calls"]["judge"]["calls"] == 3
+    audit = on_disk["calls"]["audit"]
+    assert audit["calls"] + audit["cache_hits"] == 3 + 3 + 3 * 3 == on_disk["intrinsic"]["audit"]["calls"]
+    subset_record = on_disk["data"]["subset"]
+    assert (subset_record["limit"], subset_record["subset_seed"], subset_record["stratify_by"]) == (3, 0, "type")
+    assert sorted(subset_record["question_ids"]) == sorted(s["question_id"] for s in _samples(out))
+    assert sum(v["kept"] for v in subset_record["strata"].values()) == 3
+    assert on_disk["judge"] == on_disk["llm"] == "fake-chat" and on_disk["judge_config"] == "same"
     assert metrics["counts"]["questions"] == 3
     assert "fakes.ScriptedChat" in (out / "config.yaml").read_text()
 
@@ -84,7 +91,8 @@ def test_warm_rerun_makes_no_backend_calls(make_cfg, tmp_path):
     warm = run(cfg, tmp_path / "warm")
     assert cold["calls"]["total"]["calls"] > 0 and cold["calls"]["total"]["embed_calls"] > 0
     assert warm["calls"]["total"]["calls"] == 0 and warm["calls"]["total"]["embed_calls"] == 0
-    assert warm["calls"]["total"]["cache_hits"] == cold["calls"]["total"]["calls"]
+    # the cold run already served repeated requests (e.g. a canary equal to an answer) from the cache
+    assert warm["calls"]["total"]["cache_hits"] == cold["calls"]["total"]["calls"] + cold["calls"]["total"]["cache_hits"]
     assert warm["metrics"] == cold["metrics"]
 
 
@@ -117,7 +125,9 @@ def test_judge_calibration_exposes_a_judge_that_always_says_one(make_cfg, tmp_pa
     # another model id, so the first run's cached replies do not apply;
     # a judge that says 1 only when the prediction repeats the reference word for word
     cfg = make_cfg("memory=full_context", "dataset.limit=4", "+llm.backend.model_id=fake-strict-judge")
-    ref = "Pepper, a grey greyhound"  # one of the 4 references in this subset
+    from memharness.eval.answer import reference_text
+
+    ref = reference_text(subset(load_sample(), 4, 0, "type").episodes[0].questions[0])  # one of the 4 references
     cfg.llm.backend.script = [[f"[Reference answer]\n{ref}\n\n[Predicted answer]\n{ref}\n", "1"], ["[Verdict]", "0"]]
     cal = run(cfg, tmp_path / "b")["judge_calibration"]
     assert cal == {"n": 4, "says_1_to_reference": 0.25, "says_0_to_other_reference": 1.0, "unparsed": 0, "failed": 0}

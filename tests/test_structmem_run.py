@@ -59,7 +59,8 @@ def test_a_sweep_over_structures_and_retrievals_writes_one_folder_per_cell_and_o
     tables = subprocess.run([sys.executable, "-m", "memharness.eval.report", str(tmp_path / "runs"), "--out",
                              str(tmp_path / "tables"), "--name", "grid"], cwd=ROOT, capture_output=True, text=True)
     assert tables.returncode == 0, tables.stderr
-    rows = [line for line in (tmp_path / "tables" / "grid.md").read_text().splitlines()
+    scores = (tmp_path / "tables" / "grid.md").read_text().split("## Scores")[1].split("\n## ")[0]
+    rows = [line for line in scores.splitlines()
             if line.startswith("| structmem |")]
     assert len(rows) == len(STRUCTURES) * len(RETRIEVALS)
     assert {(s, r) for s in STRUCTURES for r in RETRIEVALS} == {

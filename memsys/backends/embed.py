@@ -55,6 +55,7 @@ class Embedder:
         texts = list(texts)
         if not texts:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
+        self.meter.record_embed(len(texts), stage)  # intrinsic: asked for, whether cached or not
         keys = [_key(self.model_id, t) for t in texts]
         found = self.cache.get_embeddings(list(set(keys))) if self.cache is not None else {}
         missing = list(dict.fromkeys(k for k in keys if k not in found))

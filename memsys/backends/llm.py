@@ -104,14 +104,21 @@ class LLM:
             hit = self.cache.get_chat(key)
             if hit is not None:
                 self.meter.add(stage, cache_hits=1)
-                return Completion(text=hit["text"], prompt_tokens=hit.get("prompt_tokens", 0),
-                                  completion_tokens=hit.get("completion_tokens", 0), cached=True,
-                                  extra=hit.get("extra", {}))
+                completion = Completion(text=hit["text"], prompt_tokens=hit.get("prompt_tokens", 0),
+                                        completion_tokens=hit.get("completion_tokens", 0), cached=True,
+                                        extra=hit.get("extra", {}))
+                self.meter.record_reply(self.model_id, completion.prompt_tokens, completion.completion_tokens,
+                                        True, hit.get("latency_s"), stage)
+                return completion
         completion = self._call_with_retries(request, stage)
+        if completion.ok:  # the intrinsic ledger: what the method used, cached or not
+            self.meter.record_reply(self.model_id, completion.prompt_tokens, completion.completion_tokens,
+                                    False, completion.latency_s, stage)
         if completion.ok and key is not None:
             self.cache.put_chat(key, self.model_id, {"text": completion.text,
                                                      "prompt_tokens": completion.prompt_tokens,
                                                      "completion_tokens": completion.completion_tokens,
+                                                     "latency_s": completion.latency_s,
                                                      "extra": completion.extra})
         return completion
 
@@ -166,6 +173,7 @@ class LLM:
             hit = self.cache.get_chat(key)
             if hit is not None:
                 self.meter.add(stage, cache_hits=1)
+                self.meter.record_reply(self.model_id, hit["tokens"], 0, True, hit.get("latency_s"), stage)
                 return Logprob(logprob=hit["logprob"], tokens=hit["tokens"], cached=True)
         start = time.perf_counter()
         try:
@@ -177,9 +185,11 @@ class LLM:
             if err.status in AUTH_STATUS:
                 raise AuthenticationFailed(f"authentication failed: {err}") from None
             return Logprob(error=f"{type(err).__name__}: {err}")
-        self.meter.add(stage, calls=1, backend_s=time.perf_counter() - start, prompt_tokens=tokens)
+        elapsed = time.perf_counter() - start
+        self.meter.add(stage, calls=1, backend_s=elapsed, prompt_tokens=tokens)
+        self.meter.record_reply(self.model_id, tokens, 0, False, elapsed, stage)
         if key is not None:
-            self.cache.put_chat(key, self.model_id, {"logprob": total, "tokens": tokens})
+            self.cache.put_chat(key, self.model_id, {"logprob": total, "tokens": tokens, "latency_s": elapsed})
         return Logprob(logprob=total, tokens=tokens)
 
     def close(self) -> None:

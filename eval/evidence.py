@@ -1,0 +1,78 @@
+"""Evidence recall: did a memory retrieve the gold evidence, whatever its structure?
+
+Every retrieved item carries its provenance, the ids of the source units beneath it
+(``RetrievedItem.source_unit_ids``; a tree summary lists every unit under it). Those ids are
+mapped to the episode's units, and a gold evidence item counts as found when one of the units
+covered by the top ``k`` items matches it:
+
+- evidence with a position span (``Evidence.end`` set: an MSC-E evidence window, a dialogue round)
+  matches the units at stream positions ``[position, end)``;
+- evidence without one (a MultiHop-RAG article) matches every unit of its ``source_id``.
+
+``evidence_recall_at_k`` is the share of a question's gold evidence items found in the top ``k``
+items; ``evidence_recall`` uses every item the memory returned (the answerer's whole context).
+Questions without gold evidence (QuALITY, NovelQA, MSC) get no value, never a zero. A summary
+high in a tree covers many units, so its recall is generous by construction; ``evidence_units``
+(units covered by all retrieved items) shows how much text that recall took.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Sequence
+
+from memharness.memsys.types import Episode, Evidence, Question, RetrievedItem, Unit
+
+DEFAULT_K = (1, 3, 10)
+
+
+def unit_index(episode: Episode) -> dict[str, Unit]:
+    """The episode's units by id (retrieved provenance is expressed in unit ids)."""
+    return {u.id: u for u in episode.units}
+
+
+def matches(evidence: Evidence, unit: Unit) -> bool:
+    """Whether ``unit`` is (part of) the gold ``evidence``."""
+    if evidence.end is not None and evidence.position is not None:
+        return evidence.position <= unit.position < evidence.end
+    return unit.source_id == evidence.source_id
+
+
+def gold_evidence(question: Question) -> list[Evidence]:
+    """The question's evidence items without repeats (a dataset may list one source twice)."""
+    seen, out = set(), []
+    for e in question.evidence:
+        key = (e.source_id, e.position, e.end) if e.end is not None else (e.source_id,)
+        if key not in seen:
+            seen.add(key)
+            out.append(e)
+    return out
+
+
+def covered_units(items: Iterable[RetrievedItem], units: Mapping[str, Unit]) -> list[Unit]:
+    """Distinct units under the items, in retrieval order; ids outside the episode are ignored."""
+    seen, out = set(), []
+    for item in items:
+        for uid in item.source_unit_ids:
+            if uid in units and uid not in seen:
+                seen.add(uid)
+                out.append(units[uid])
+    return out
+
+
+def recall(gold: Sequence[Evidence], covered: Sequence[Unit]) -> float:
+    """Share of the gold evidence items matched by at least one covered unit."""
+    return sum(any(matches(e, u) for u in covered) for e in gold) / len(gold)
+
+
+def recall_scores(question: Question, items: Sequence[RetrievedItem], units: Mapping[str, Unit],
+                  cfg: Any = None) -> dict[str, float]:
+    """``evidence_recall_at_k`` for each configured k, ``evidence_recall`` over every item and
+    ``evidence_units``; empty when the question has no gold evidence."""
+    gold = gold_evidence(question)
+    if not gold:
+        return {}
+    ks = tuple(int(k) for k in (cfg.get("k", DEFAULT_K) if cfg is not None else DEFAULT_K))
+    out = {f"evidence_recall_at_{k}": recall(gold, covered_units(items[:k], units)) for k in ks}
+    covered = covered_units(items, units)
+    out["evidence_recall"] = recall(gold, covered)
+    out["evidence_units"] = float(len(covered))
+    return out
