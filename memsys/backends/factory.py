@@ -51,14 +51,20 @@ def _instantiate_backend(section: DictConfig, group: str) -> Any:
         raise ConfigError(f"could not build {group}.backend ({section.backend.get('_target_')}): {cause}") from err
 
 
+def build_llm(cfg: DictConfig, meter: Meter | None = None, cache: CallCache | None = None) -> LLM:
+    """Instantiate ``cfg.llm.backend`` behind the cached, metered, retrying facade."""
+    meter = meter or Meter(prices=_plain(cfg.llm.get("prices")))
+    cache = cache if cache is not None else build_cache(cfg)
+    return LLM(_instantiate_backend(cfg.llm, "llm"), meter=meter, cache=cache,
+               max_in_flight=int(cfg.llm.get("max_in_flight", 8)), retry=RetryPolicy(**_plain(cfg.llm.get("retry"))),
+               progress=bool(cfg.get("progress", True)))
+
+
 def build_services(cfg: DictConfig, meter: Meter | None = None, cache: CallCache | None = None) -> Services:
     """Instantiate ``cfg.llm.backend`` and ``cfg.embedder.backend`` behind the cached facades."""
     meter = meter or Meter(prices=_plain(cfg.llm.get("prices")))
     cache = cache if cache is not None else build_cache(cfg)
-    retry = RetryPolicy(**_plain(cfg.llm.get("retry")))
-    llm = LLM(_instantiate_backend(cfg.llm, "llm"), meter=meter, cache=cache,
-              max_in_flight=int(cfg.llm.get("max_in_flight", 8)), retry=retry,
-              progress=bool(cfg.get("progress", True)))
+    llm = build_llm(cfg, meter, cache)
     embedder = Embedder(_instantiate_backend(cfg.embedder, "embedder"), meter=meter, cache=cache,
                         batch_size=int(cfg.embedder.get("batch_size", 64)))
     return Services(llm=llm, embedder=embedder, tokenizer=get_tokenizer(cfg.get("tokenizer", "cl100k_base")),
