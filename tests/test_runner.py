@@ -10,7 +10,8 @@ from memharness.data_prep.base import subset
 from memharness.data_prep.sample import load as load_sample
 from memharness.eval.runner import run
 
-SCRIPT = '[["Which striker","perhaps"],["[Verdict]","1"]]'
+JUDGE = "You are grading answers"  # a phrase only the judge prompt (conf/eval/default.yaml) contains
+SCRIPT = f'[["Which striker","perhaps"],["{JUDGE}","1"]]'
 
 
 def _samples(out):
@@ -111,14 +112,14 @@ def test_generative_agents_scoring_normalises_components(make_cfg, tmp_path):
 
 
 def test_judge_calibration_exposes_a_judge_that_always_says_one(make_cfg, tmp_path):
-    always_one = run(make_cfg("memory=full_context", "dataset.limit=4", 'llm.backend.script=[["[Verdict]","1"]]'),
+    always_one = run(make_cfg("memory=full_context", "dataset.limit=4", f'llm.backend.script=[["{JUDGE}","1"]]'),
                      tmp_path / "a")["judge_calibration"]
     assert always_one == {"n": 4, "says_1_to_reference": 1.0, "says_0_to_other_reference": 0.0, "unparsed": 0, "failed": 0}
     # another model id, so the first run's cached replies do not apply;
     # a judge that says 1 only when the prediction repeats the reference word for word
     cfg = make_cfg("memory=full_context", "dataset.limit=4", "+llm.backend.model_id=fake-strict-judge")
     ref = "Pepper, a grey greyhound"  # one of the 4 references in this subset
-    cfg.llm.backend.script = [[f"[Reference answer]\n{ref}\n\n[Predicted answer]\n{ref}\n", "1"], ["[Verdict]", "0"]]
+    cfg.llm.backend.script = [[f"Reference: {ref} | Predicted: {ref} ->", "1"], [JUDGE, "0"]]
     cal = run(cfg, tmp_path / "b")["judge_calibration"]
     assert cal == {"n": 4, "says_1_to_reference": 0.25, "says_0_to_other_reference": 1.0, "unparsed": 0, "failed": 0}
 
