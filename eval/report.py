@@ -24,6 +24,7 @@ from . import plots, tables
 from . import table_format as fmt
 from .io import MARKER, read_marker
 from .paired import paired_frame
+from .separation import judge_notes
 
 DEFAULT_METRICS = ("judge", "mc_accuracy", "rouge_l_recall", "rouge_1_f", "rouge_l_f", "exact_match", "f1",
                    "context_tokens")

@@ -7,7 +7,7 @@ from browser import browser_page
 from memharness.eval.browse import main as browse_main
 from memharness.eval.runner import run
 
-SCRIPT = '[["Which striker","Rosa Lind"],["[Verdict]","1"]]'
+SCRIPT = '[["Which striker","Rosa Lind"],["| Predicted: ","1"]]'
 
 
 def test_browser_lists_runs_filters_and_opens_a_sample_with_its_provenance(make_cfg, tmp_path):

@@ -10,7 +10,7 @@ from memharness.data_prep.sample import load as load_sample
 from memharness.eval.runner import run, split_batches
 from memharness.memsys.backends.types import ConfigError
 
-SCRIPT = '[["List of the helpful passage numbers","[1, 2]"],["Summary:","A short summary."],["[Verdict]","1"]]'
+SCRIPT = '[["List of the helpful passage numbers","[1, 2]"],["Summary:","A short summary."],["| Predicted: ","1"]]'
 
 
 def _stats(out: Path) -> dict:

@@ -46,8 +46,9 @@ def test_missing_dataset_file_names_the_setting(tmp_path):
 
 @pytest.mark.slow
 def test_end_to_end_with_real_embedded_models(tmp_path):
-    """The real SmolLM2 + MiniLM on a 3-question subset, through run.py."""
-    proc = run_py(tmp_path, "memory=memorystream", "dataset.limit=3")
+    """The real SmolLM2 (llm=local_tiny: the pipeline, not the model's quality, is under test) + MiniLM
+    on a 3-question subset, through run.py."""
+    proc = run_py(tmp_path, "memory=memorystream", "dataset.limit=3", "llm=local_tiny")
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = tmp_path / "run"
     metrics = json.loads((out / "metrics.json").read_text())
@@ -71,7 +72,7 @@ def test_end_to_end_with_real_embedded_models(tmp_path):
     assert metrics["judge_calibration"]["n"] == 3 and metrics["judge_reliability"]["canaries"]["questions"] == 3
     assert calls["total"]["prompt_tokens"] > 0 and calls["build"]["embed_texts"] > 0
     # a warm rerun of the same command makes no backend calls and reproduces the metrics
-    proc = run_py(tmp_path, "memory=memorystream", "dataset.limit=3", f"hydra.run.dir={tmp_path / 'run2'}")
+    proc = run_py(tmp_path, "memory=memorystream", "dataset.limit=3", "llm=local_tiny", f"hydra.run.dir={tmp_path / 'run2'}")
     assert proc.returncode == 0, proc.stderr[-3000:]
     warm = json.loads((tmp_path / "run2" / "metrics.json").read_text())
     assert warm["calls"]["total"]["calls"] == 0 and warm["calls"]["total"]["embed_calls"] == 0

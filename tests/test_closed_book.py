@@ -31,7 +31,7 @@ def test_closed_book_run_filters_questions_the_model_knows(make_cfg, tmp_path):
     cfg = make_cfg("memory=full_context", "dataset.limit=4", "eval.closed_book.enabled=true")
     cfg.llm.backend.script = [
         [f"Answer this question with a short answer of a few words.\nQuestion: {known.text}", ref],  # known closed-book
-        [f"[Predicted answer]\n{ref}\n", "1"], ["[Verdict]", "0"]]
+        [f"Predicted: {ref} ->", "1"], ["| Predicted: ", "0"]]
     metrics = run(cfg, tmp_path / "r")
     samples = {s["question_id"]: s for s in map(json.loads, (tmp_path / "r" / "samples.jsonl").read_text().splitlines())}
     assert samples[known.id]["closed_book"] == {"prediction": ref, "correct": 1.0, "status": "scored",

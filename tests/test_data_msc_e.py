@@ -87,7 +87,7 @@ def test_generator_end_to_end_with_embedded_model_feeds_the_loader(tmp_path):
            "--out", str(out), "--rounds", "11", "--limit", "1", f"cache.path={tmp_path / 'calls.sqlite'}",
            f"data_dir={tmp_path}", "progress=false", "dataset.generator.max_tokens=50",
            "dataset.generator.qa_max_tokens=70", "dataset.generator.qa_window_rounds=11",
-           "dataset.generator.max_attempts=1",
+           "dataset.generator.max_attempts=1", "llm=local_tiny",  # the tiny model: plumbing, not text quality
            "embedder=fake", f"hydra.searchpath=[file://{ROOT / 'tests' / 'conf'}]"]  # the generator embeds nothing
     env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)

@@ -107,7 +107,7 @@ def test_questions_from_a_degraded_memory_are_flagged_and_counted(make_cfg, tmp_
 def test_empty_answers_are_wrong_counted_and_never_judged(make_cfg, tmp_path):
     asked = subset(load_sample(), 4, 0, "type").episodes[0].questions[0].text  # one of the 4 questions
     cfg = make_cfg("memory=full_context", "dataset.limit=4", "eval.judge.calibration_max=0")
-    cfg.llm.backend.script = [[f"Question: {asked}", "   "], ["[Verdict]", "1"]]
+    cfg.llm.backend.script = [[f"Question: {asked}", "   "], ["| Predicted: ", "1"]]
     metrics = run(cfg, tmp_path / "r")
     samples = _samples(tmp_path / "r")
     empty = [s for s in samples if s.get("answer_empty")]

@@ -28,9 +28,9 @@ def scripted(cfg, rules, group: str = "llm"):
 def test_canary_false_accept_rate_with_a_scripted_judge(make_cfg, tmp_path):
     refs = [reference_text(q) for q in questions()]
     rules = [("Wrong answer:", "Zanzibar"),                          # the judge writes its plausible wrong answer
-             ("[Predicted answer]\nZanzibar", "1")]                  # ... and then falls for it
-    rules += [(f"[Reference answer]\n{r}\n\n[Predicted answer]\n{r}\n", "1") for r in refs]  # accepts the reference
-    rules += [("[Verdict]", "0")]                                    # rejects everything else
+             ("Predicted: Zanzibar ->", "1")]                  # ... and then falls for it
+    rules += [(f"Reference: {r} | Predicted: {r} ->", "1") for r in refs]  # accepts the reference
+    rules += [("| Predicted: ", "0")]                                    # rejects everything else
     metrics = run(scripted(make_cfg("memory=full_context", "dataset.limit=4"), rules), tmp_path / "r")
     can = metrics["judge_reliability"]["canaries"]
     assert can["questions"] == 4
@@ -44,7 +44,7 @@ def test_canary_false_accept_rate_with_a_scripted_judge(make_cfg, tmp_path):
 
 def test_wrong_answers_equal_to_the_reference_are_discarded(make_cfg, tmp_path):
     rules = [(f"Correct answer: {reference_text(q)}\nWrong answer:", reference_text(q)) for q in questions()]
-    rules += [("[Verdict]", "1")]
+    rules += [("| Predicted: ", "1")]
     metrics = run(scripted(make_cfg("memory=full_context", "dataset.limit=4"), rules), tmp_path / "r")
     wrong = metrics["judge_reliability"]["canaries"]["false_accept_wrong"]
     assert wrong["discarded"] == 4 and wrong["n"] == 0 and wrong["rate"] is None
@@ -52,8 +52,8 @@ def test_wrong_answers_equal_to_the_reference_are_discarded(make_cfg, tmp_path):
 
 def test_second_judge_kappa_and_its_own_cost(make_cfg, tmp_path):
     qs = questions()
-    strict = [(f"[Query]\n{qs[0].text}\n", "1"), (f"[Query]\n{qs[1].text}\n", "1"), ("[Verdict]", "0")]
-    second = [(f"[Query]\n{q.text}\n", "1") for q in qs[:3]] + [("[Verdict]", "0")]
+    strict = [(f"Query: {qs[0].text} | Reference:", "1"), (f"Query: {qs[1].text} | Reference:", "1"), ("| Predicted: ", "0")]
+    second = [(f"Query: {q.text} | Reference:", "1") for q in qs[:3]] + [("| Predicted: ", "0")]
     cfg = scripted(make_cfg("memory=full_context", "dataset.limit=4", "judge@judge2=fake"), strict)
     scripted(cfg, second, "judge2")
     metrics = run(cfg, tmp_path / "r")
@@ -73,7 +73,7 @@ def test_second_judge_kappa_and_its_own_cost(make_cfg, tmp_path):
 
 
 def test_judge_group_uses_its_own_model_and_cache_identity(make_cfg, tmp_path):
-    cfg = scripted(make_cfg("memory=full_context", "dataset.limit=3", "judge=fake"), [("[Verdict]", "0")])
+    cfg = scripted(make_cfg("memory=full_context", "dataset.limit=3", "judge=fake"), [("| Predicted: ", "0")])
     metrics = run(cfg, tmp_path / "r")
     assert metrics["judge"] == "fake-judge" and metrics["judge_config"] == "fake" and metrics["llm"] == "fake-chat"
     assert metrics["metrics"]["judge"]["mean"] == 1.0  # the judge model said 1; the LLM would have said 0
@@ -89,7 +89,7 @@ def test_a_second_judge_given_as_a_plain_value_is_a_clear_error(make_cfg, tmp_pa
 
 def test_judge_report_pairs_runs_judged_by_different_models(make_cfg, tmp_path, capsys):
     q0 = questions()[0]
-    rules = [(f"[Query]\n{q0.text}\n", "1"), ("[Verdict]", "0")]
+    rules = [(f"Query: {q0.text} | Reference:", "1"), ("| Predicted: ", "0")]
     run(scripted(make_cfg("memory=full_context", "dataset.limit=4"), rules), tmp_path / "runs" / "a")
     run(scripted(make_cfg("memory=full_context", "dataset.limit=4", "judge=fake"), rules), tmp_path / "runs" / "b")
     judge_report.main([str(tmp_path / "runs"), "--out", str(tmp_path / "t"), "--name", "j"])
@@ -117,7 +117,7 @@ def test_no_judge_no_judge_identity(make_cfg, tmp_path):
 def test_the_audit_never_judges_an_empty_answer(make_cfg, tmp_path):
     asked = questions()[0]
     cfg = make_cfg("memory=full_context", "dataset.limit=4", "eval.judge.calibration_max=0")
-    cfg.llm.backend.script = [[f"Question: {asked.text}", "   "], ["[Verdict]", "1"]]
+    cfg.llm.backend.script = [[f"Question: {asked.text}", "   "], ["| Predicted: ", "1"]]
     metrics = run(cfg, tmp_path / "r")
     samples = {s["question_id"]: s for s in map(json.loads, (tmp_path / "r" / "samples.jsonl").read_text().splitlines())}
     empty = samples[asked.id]

@@ -10,7 +10,7 @@ from memharness.memsys.backends.types import ChatRequest
 def test_long_prompt_is_cut_to_fit_and_the_cut_is_reported():
     from memharness.memsys.backends.local import LlamaCppBackend
 
-    backend = LlamaCppBackend(n_ctx=512, n_threads=2)
+    backend = LlamaCppBackend(embedded="smollm2", n_ctx=512, n_threads=2)
     assert backend.model_id.endswith(":ctx512")  # a different context is a different cache namespace
     long_prompt = "Remember this fact: the tram opens in March. " * 200 + "\nWhen does the tram open?"
     out = backend.chat(ChatRequest.user(long_prompt, max_tokens=16))

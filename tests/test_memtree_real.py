@@ -1,4 +1,4 @@
-"""MemTree with the embedded default models (SmolLM2-135M via llama.cpp, MiniLM)."""
+"""MemTree with real embedded models (the tiny SmolLM2-135M via llama.cpp, MiniLM): plumbing, not quality."""
 from __future__ import annotations
 
 import pytest
@@ -16,7 +16,7 @@ def services():
     from memharness.memsys.backends.local import LlamaCppBackend, SentenceTransformerBackend
     from memharness.memsys.tokens import get_tokenizer
 
-    llm = LLM(LlamaCppBackend(n_ctx=1024), max_in_flight=1, progress=False)
+    llm = LLM(LlamaCppBackend(embedded="smollm2", n_ctx=1024), max_in_flight=1, progress=False)
     yield llm, Embedder(SentenceTransformerBackend()), get_tokenizer()
     llm.close()
 

@@ -237,7 +237,7 @@ def test_a_real_run_folder_fills_the_tables(make_cfg, tmp_path):
     """The runner (scripted LLM, hashed embeddings) on the MultiHop-RAG fixture: metrics.json breakdowns,
     memory_stats.json structure and insertions are where the report looks for them."""
     cfg = make_cfg("memory=memtree", "dataset=multihop", f"dataset.loader.path={ROOT / 'tests/fixtures/multihop'}",
-                   'llm.backend.script=[["[Verdict]","1"]]')
+                   'llm.backend.script=[["| Predicted: ","1"]]')
     run(cfg, tmp_path / "runs" / "memtree-multihop" / "2026-01-01_00-00-00")
     for table, cells in (("4", ["inference", "comparison", "temporal", "overall"]), ("5", ["nodes", "depth_max"]),
                          ("A.2", ["accuracy", "llm_calls"]), ("fig4", ["modal_depth", "tokens_d1"])):

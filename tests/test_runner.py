@@ -10,7 +10,8 @@ from memharness.data_prep.base import subset
 from memharness.data_prep.sample import load as load_sample
 from memharness.eval.runner import run
 
-SCRIPT = '[["Which striker","perhaps"],["[Verdict]","1"]]'
+JUDGE = "You are grading answers"  # a phrase only the judge prompt (conf/eval/default.yaml) contains
+SCRIPT = f'[["Which striker","perhaps"],["{JUDGE}","1"]]'
 
 
 def _samples(out):
@@ -119,7 +120,7 @@ def test_generative_agents_scoring_normalises_components(make_cfg, tmp_path):
 
 
 def test_judge_calibration_exposes_a_judge_that_always_says_one(make_cfg, tmp_path):
-    always_one = run(make_cfg("memory=full_context", "dataset.limit=4", 'llm.backend.script=[["[Verdict]","1"]]'),
+    always_one = run(make_cfg("memory=full_context", "dataset.limit=4", f'llm.backend.script=[["{JUDGE}","1"]]'),
                      tmp_path / "a")["judge_calibration"]
     assert always_one == {"n": 4, "says_1_to_reference": 1.0, "says_0_to_other_reference": 0.0, "unparsed": 0, "failed": 0}
     # another model id, so the first run's cached replies do not apply;
@@ -128,7 +129,7 @@ def test_judge_calibration_exposes_a_judge_that_always_says_one(make_cfg, tmp_pa
     from memharness.eval.answer import reference_text
 
     ref = reference_text(subset(load_sample(), 4, 0, "type").episodes[0].questions[0])  # one of the 4 references
-    cfg.llm.backend.script = [[f"[Reference answer]\n{ref}\n\n[Predicted answer]\n{ref}\n", "1"], ["[Verdict]", "0"]]
+    cfg.llm.backend.script = [[f"Reference: {ref} | Predicted: {ref} ->", "1"], [JUDGE, "0"]]
     cal = run(cfg, tmp_path / "b")["judge_calibration"]
     assert cal == {"n": 4, "says_1_to_reference": 0.25, "says_0_to_other_reference": 1.0, "unparsed": 0, "failed": 0}
 

@@ -14,7 +14,7 @@ def _samples(out):
 
 
 def test_a_self_answering_memory_answers_inside_the_episode_and_is_scored_like_the_rest(make_cfg, tmp_path):
-    cfg = make_cfg(*SELF, "dataset.limit=4", 'llm.backend.script=[["SELF","Pepper"],["[Verdict]","1"]]')
+    cfg = make_cfg(*SELF, "dataset.limit=4", 'llm.backend.script=[["SELF","Pepper"],["| Predicted: ","1"]]')
     out = tmp_path / "run"
     metrics = run(cfg, out)
     samples = _samples(out)

@@ -57,6 +57,19 @@ def _instantiate_backend(section: DictConfig, group: str) -> Any:
         raise ConfigError(f"could not build {group}.backend ({section.backend.get('_target_')}): {cause}") from err
 
 
+def build_llm(cfg: DictConfig, meter: Meter | None = None, cache: CallCache | None = None) -> LLM:
+    """Instantiate ``cfg.llm.backend`` alone behind the cached, metered, retrying facade (no embedder)."""
+    meter = meter or Meter(prices=_plain(cfg.llm.get("prices")))
+    cache = cache if cache is not None else build_cache(cfg)
+    deadline = Deadline((cfg.get("eval") or {}).get("deadline_s"))
+    backend = _instantiate_backend(cfg.llm, "llm")
+    if callable(getattr(backend, "set_deadline", None)):
+        backend.set_deadline(deadline)
+    return LLM(backend, meter=meter, cache=cache, max_in_flight=int(cfg.llm.get("max_in_flight", 8)),
+               retry=RetryPolicy(**_plain(cfg.llm.get("retry"))), progress=bool(cfg.get("progress", True)),
+               deadline=deadline)
+
+
 def build_services(cfg: DictConfig, meter: Meter | None = None, cache: CallCache | None = None) -> Services:
     """Instantiate ``cfg.llm.backend`` and ``cfg.embedder.backend`` behind the cached facades.
 

