@@ -1,0 +1,154 @@
+"""Every command shown in README.md, run as written with tiny limits, so the docs cannot drift.
+
+Each command in a ```bash block is classified:
+- ``python run.py ...`` / ``memharness ...`` that runs offline: run for real (a subprocess in a scratch
+  folder) with the scripted test doubles for the LLM, embedder and judge, one question per dataset, and
+  the upstream-schema fixture where the command names a local dataset folder;
+- a run that needs the network (OpenAI, vLLM, a Hub download, a placeholder to fill in): composed and
+  validated in process, exactly as run.py would before it calls anything;
+- ``python -m memharness...``: run as written, after the runs above wrote what it reads;
+- ``make T``: ``make -n T`` (the target exists and expands); ``pip install -e '.[x]'``: the extra exists.
+An unknown kind of command fails the test, so a new README command must be taught here.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from memharness.eval.validate import validate_config
+
+ROOT = Path(__file__).resolve().parent.parent
+CONF = ROOT / "conf"
+TEST_CONF = ROOT / "tests" / "conf"
+NETWORK_CHOICES = {"openai", "vllm"}
+SWAPPED = ("llm=", "embedder=", "judge=", "judge@judge2=", "dataset.limit=")
+FIXTURES = {"multihop": ROOT / "tests" / "fixtures" / "multihop"}
+
+
+def readme_commands(text: str) -> list[str]:
+    """The shell commands of every ```bash block: continuation lines joined, comments dropped."""
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            words = shlex.split(line, comments=True)
+            if words:
+                commands.append(shlex.join(words))
+    return commands
+
+
+def split_env(words: list[str]) -> tuple[dict[str, str], list[str]]:
+    env = {}
+    while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", words[0]):
+        key, _, value = words.pop(0).partition("=")
+        env[key] = value
+    return env, words
+
+
+def needs_network(env: dict[str, str], args: list[str]) -> bool:
+    choices = {a.split("=", 1)[1] for a in args if a.split("=", 1)[0] in ("llm", "embedder", "judge", "judge@judge2")}
+    dataset = next((a.split("=", 1)[1] for a in args if a.startswith("dataset=")), "sample")
+    return (bool(choices & NETWORK_CHOICES) or env.get("HF_HUB_OFFLINE") == "0" or any("<" in a for a in args)
+            or (dataset != "sample" and dataset not in FIXTURES))
+
+
+def offline_overrides(args: list[str]) -> list[str]:
+    """The user's overrides with the backends swapped for the test doubles and one question each."""
+    kept = [a for a in args if not a.startswith(SWAPPED)]
+    dataset = next((a.split("=", 1)[1] for a in args if a.startswith("dataset=")), "sample")
+    if dataset in FIXTURES:
+        kept = [a for a in kept if not a.startswith("dataset.loader.path=")]
+        kept.append(f"dataset.loader.path={FIXTURES[dataset]}")
+    if any(a.startswith("judge@judge2=") for a in args):
+        kept.append("judge@judge2=fake")
+    return [*kept, f"hydra.searchpath=[file://{TEST_CONF}]", "llm=fake", "embedder=fake", "judge=fake",
+            "dataset.limit=1", "progress=false"]
+
+
+def compose_and_validate(args: list[str], tmp_path: Path) -> None:
+    overrides = [a for a in args if a != "-m"] + [f"data_dir={tmp_path / 'data'}", f"cache.path={tmp_path / 'c.sqlite'}"]
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=[re.sub(r"<[^>]*>", "x", a) for a in overrides])
+    validate_config(cfg)
+
+
+def run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: int = 600) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT / "tests"),
+                "MEMHARNESS_CACHE": str(cwd / "cache.sqlite"), "MEMHARNESS_DATA": str(cwd / "data"), **env}
+    full_env.pop("OPENAI_API_KEY", None)
+    return subprocess.run(cmd, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
+
+
+def check(command: str, work: Path) -> str:
+    """Run or check one README command; returns how it was checked."""
+    env, words = split_env(shlex.split(command))
+    head = words[0]
+    if head in (".", "source"):
+        assert words[1] == ".venv/bin/activate", command  # the venv the Makefile creates
+        return "skipped (activates the venv)"
+    if head == "export":
+        return "skipped (sets a variable)"
+    if head == "make":
+        proc = subprocess.run(["make", "-n", words[1]], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, f"{command}: {proc.stderr}"
+        return "make -n"
+    if head == "pip":
+        extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+        wanted = re.findall(r"\.\[([\w,-]+)\]", command)
+        assert wanted and all(e in extras for w in wanted for e in w.split(",")), command
+        return "extra exists"
+    if head == "python" and words[1] == "-m":
+        proc = run([sys.executable, *words[1:]], work, env)
+        assert proc.returncode == 0, f"{command}:\n{proc.stderr[-3000:]}"
+        return "ran"
+    if (head == "python" and words[1] == "run.py") or head == "memharness":
+        args = words[2:] if head == "python" else words[1:]
+        if needs_network(env, args):
+            compose_and_validate(args, work)
+            return "composed and validated (needs the network)"
+        proc = run([sys.executable, str(work / "run.py"), *offline_overrides(args)], work, env)
+        assert proc.returncode == 0, f"{command}:\n{proc.stderr[-3000:]}"
+        return "ran with test doubles"
+    raise AssertionError(f"README command of an unknown kind (teach tests/test_readme_commands.py): {command}")
+
+
+def test_readme_commands_are_found():
+    commands = readme_commands((ROOT / "README.md").read_text())
+    assert "make demo" in commands and "make test" in commands
+    assert sum(c.startswith(("python run.py", "memharness")) for c in commands) >= 5
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    """A scratch folder holding a copy of run.py, as a user's checkout would."""
+    folder = tmp_path / "work"
+    folder.mkdir()
+    (folder / "run.py").write_text((ROOT / "run.py").read_text())
+    return folder
+
+
+def test_every_readme_command_works(work):
+    done = [(c, check(c, work)) for c in readme_commands((ROOT / "README.md").read_text())]
+    print("\n".join(f"{how:45s} {c}" for c, how in done))
+    assert any(how == "ran with test doubles" for _, how in done)
+    assert any(how.startswith("composed") for _, how in done)
+
+
+@pytest.mark.parametrize("command, kind", [
+    ("python run.py llm=openai", "composed"), ("HF_HUB_OFFLINE=0 python run.py dataset=msc", "composed"),
+    ("python run.py memory=nonexistent", "error")])
+def test_the_checker_itself_can_fail(work, command, kind):
+    if kind == "composed":
+        assert check(command, work).startswith("composed")
+    else:
+        with pytest.raises(AssertionError, match="memory/nonexistent"):
+            check(command, work)
+    with pytest.raises(AssertionError, match="unknown kind"):
+        check("curl http://example.org", work)
