@@ -187,9 +187,8 @@ class Raptor(HierarchicalMemory):
     def state(self) -> dict[str, Any]:
         """The build records and the inserted units (a later insert rebuilds over all of them)."""
         return {"builds": self.builds,
-                "units": [{"id": u.id, "text": u.text, "source_id": u.source_id, "position": u.position,
-                           "timestamp": u.timestamp} for u in self.units]}
+                "units": [u.to_json() for u in self.units]}
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.builds = list(state.get("builds", []))
-        self.units = [Unit(**u) for u in state.get("units", [])]
+        self.units = [Unit.from_json(u) for u in state.get("units", [])]

@@ -32,6 +32,14 @@ class Unit:
     timestamp: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
 
+    def to_json(self) -> dict[str, Any]:
+        """The unit as a JSON object (what offline memories save to rebuild after a load)."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Unit":
+        return cls(**data)
+
 
 @dataclass(frozen=True)
 class Evidence:

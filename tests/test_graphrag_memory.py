@@ -211,3 +211,16 @@ def test_relationship_order_in_network_first_then_shared_neighbours_capped_per_e
     # A-B joins two selected entities; C is linked to both (2 links) and comes before D (1 link);
     # out-of-network relationships are capped at top_k_relationships x 2 selected entities
     assert order == ["A-B", "A-C", "B-C"]
+
+
+def test_a_loaded_memory_rebuilds_over_every_unit_it_was_built_from(tmp_path):
+    memory, _, units = built()
+    memory.save(tmp_path)
+    again = GraphRAG.load(tmp_path, llm=StepLLM(responder()), embedder=WordEmbedder(), tokenizer=WordTokenizer())
+    assert [u.id for u in again.units] == [u.id for u in units] and again.units[0] == units[0]
+    names = {again.store.meta[v]["name"] for v in again.index.entities}
+    again.insert([unit("Zed Quill visits Port Elden.", len(units), source="d9")])
+    again.ensure_built()
+    after = {again.store.meta[v]["name"] for v in again.index.entities}
+    assert names < after and {"ZED", "QUILL"} <= after  # a rebuild over the old and the new units
+    assert again.stats()["units"] == len(units) + 1

@@ -14,6 +14,7 @@ experiment. Hyperparameters and every prompt: ``conf/memory/graphrag.yaml``; see
 """
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import replace
 from typing import Annotated, Any, Iterator, Literal, Sequence
@@ -36,6 +37,7 @@ from .reports import ContextBuilder, Report, ReportSettings, generate_reports
 from .search_global import GlobalSearch, GlobalSearchSettings, global_settings
 from .search_local import LocalSearch, LocalSearchSettings, local_settings, local_settings_problems
 
+log = logging.getLogger(__name__)
 DELIMITERS = ("entity_types", "tuple_delimiter", "record_delimiter", "completion_delimiter")
 PROMPTS = ("extract_prompt", "extract_json_prompt", "continue_prompt", "loop_prompt", "summarize_prompt",
            "report_prompt", "map_prompt", "reduce_prompt", "reduce_mc_prompt")
@@ -329,10 +331,16 @@ class GraphRAG(HierarchicalMemory):
                                                 "index": self._graph_index().describe() if len(self.store) else {}}}
 
     def state(self) -> dict[str, Any]:
+        """Text units, records, and the inserted units (a later insert rebuilds over all of them)."""
         return {"text_units": [tu.to_json() for tu in self.text_units.values()], "build": self.build_record,
-                "search": self.search_record, "search_failures": self.search_failures.to_json()}
+                "search": self.search_record, "search_failures": self.search_failures.to_json(),
+                "units": [u.to_json() for u in self.units]}
 
     def load_state(self, state: dict[str, Any]) -> None:
+        self.units = [Unit.from_json(u) for u in state.get("units", [])]
+        if "units" not in state and not self.store.is_empty():
+            log.warning("GraphRAG memory saved without its inserted units: a later insert rebuilds from the "
+                        "new units only")
         self.text_units = {d["id"]: TextUnit.from_json(d) for d in state.get("text_units", [])}
         self.build_record = dict(state.get("build", {}))
         self.search_record = dict(state.get("search", {"queries": 0, "local": {}, "global": {}}))
