@@ -224,3 +224,38 @@ def test_a_loaded_memory_rebuilds_over_every_unit_it_was_built_from(tmp_path):
     after = {again.store.meta[v]["name"] for v in again.index.entities}
     assert names < after and {"ZED", "QUILL"} <= after  # a rebuild over the old and the new units
     assert again.stats()["units"] == len(units) + 1
+
+
+def test_global_search_with_every_map_call_broken_is_an_error_not_an_answer():
+    replies = iter([None, "not json"] * 20)  # failed calls and unreadable replies, alternating
+    memory, llm, _ = built("global", map_reply=lambda r: next(replies), global_search={"map_batch_tokens": 50})
+    q = Question(id="q", text="What happened?", answers=("x",), position=7)
+    items = memory.search(q.text, 1000)
+    n = len(memory._global_search().batches())
+    assert n > 1 and items == []
+    calls = len(llm.batches)
+    completion = memory.answer(q, items)
+    assert not completion.ok and completion.text == ""
+    assert completion.error == f"global map: {n}/{n} batches failed or unparsed"
+    assert len(llm.batches) == calls  # no reduce call
+    g = memory.stats()["graphrag"]["search"]["global"]
+    assert g["map_all_failed"] == 1 and "no_data_answers" not in g
+
+
+def test_global_search_flags_an_answer_reduced_from_some_failed_map_batches():
+    state = {"n": 0}
+
+    def reply(request):  # the first map call of each question fails, the rest answer
+        state["n"] += 1
+        return None if state["n"] == 1 else map_reply_by_batch(request)
+
+    memory, _, _ = built("global", map_reply=reply, global_search={"map_batch_tokens": 50})
+    q = Question(id="q", text="What happened?", answers=("x",), position=7)
+    items = memory.search(q.text, 1000)
+    n = len(memory._global_search().batches())
+    completion = memory.answer(q, items)
+    assert completion.ok and completion.text == "REDUCED" and len(items) == n - 1
+    assert completion.extra["sample_fields"] == {"partial": {"map_calls": n, "map_failed": 1, "map_unparsed": 0}}
+    state["n"] = 5  # a later question whose map calls all work is not flagged
+    again = memory.answer(Question(id="q2", text="Who?", answers=("x",), position=7), memory.search("Who?", 1000))
+    assert again.ok and "sample_fields" not in again.extra

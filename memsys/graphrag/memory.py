@@ -125,6 +125,7 @@ class GraphRAG(HierarchicalMemory):
         self.search_record: dict[str, Any] = {"queries": 0, "local": {}, "global": {}}
         self.index: GraphIndex | None = None
         self._global: GlobalSearch | None = None
+        self._map_outcome: tuple[str, dict[str, int]] | None = None  # the last question's map calls (answer reads it)
 
     @classmethod
     def check_settings(cls, settings: dict[str, Any]) -> Iterator[tuple[str, str]]:
@@ -298,16 +299,30 @@ class GraphRAG(HierarchicalMemory):
             record["points_kept"] = len(items)
             for k, v in record.items():
                 _bump(self.search_record["global"], k, v)
+            self._map_outcome = (question, {k: record[k] for k in ("map_calls", "map_failed", "map_unparsed")})
             nodes = sorted({g.index.communities[c].node for b in g.batches() for c in b.communities})
         self.retrievals.append({"question": question, "nodes": nodes, "scores": [1.0] * len(nodes)})
         return items
 
     def answer(self, question: Question, items: Sequence[RetrievedItem], multiple_choice: bool = False) -> Completion:
-        """Global search's reduce step; the no-data answer (no call) when no scored point remains."""
+        """Global search's reduce step; the no-data answer (no call) when no scored point remains.
+
+        When every map batch of this question failed or could not be read, there is no answer: a
+        failed completion (the runner records ``answer_failed``). When only some did, the answer is
+        reduced from the rest and flagged (``sample_fields: {"partial": ...}`` on the question's record).
+        """
         record = self.search_record["global"]
+        outcome = self._map_outcome[1] if self._map_outcome and self._map_outcome[0] == question.text else {}
+        broken = outcome.get("map_failed", 0) + outcome.get("map_unparsed", 0)
+        if broken and broken == outcome["map_calls"]:
+            _bump(record, "map_all_failed")
+            return Completion(text="", error=f"global map: {broken}/{broken} batches failed or unparsed",
+                              extra={"prompt": ""})
+        flags = {"sample_fields": {"partial": dict(outcome)}} if broken else {}
         if not items:
             _bump(record, "no_data_answers")
-            return Completion(text=self.global_search["no_data_answer"], extra={"prompt": "", "no_data": True})
+            return Completion(text=self.global_search["no_data_answer"],
+                              extra={"prompt": "", "no_data": True, **flags})
         request = self._global_search().reduce_request(question.text, items,
                                                        question.options if multiple_choice else None)
         completion = self.llm.complete([request], desc="graphrag reduce")[0]
@@ -316,7 +331,7 @@ class GraphRAG(HierarchicalMemory):
             _bump(record, "reduce_failed")
             self.search_failures.add("reduce_failed", completion.error or "", question=question.id)
         prompt = "\n\n".join(content for _, content in request.messages)
-        return replace(completion, extra={**completion.extra, "prompt": prompt})
+        return replace(completion, extra={**completion.extra, "prompt": prompt, **flags})
 
     # ------------------------------------------------------------------ diagnostics and persistence
     def stats(self) -> dict[str, Any]:

@@ -15,8 +15,11 @@
    retrieved items; each carries the dataset units of the reports its point cites
    (``[Data: Reports (ids)]``), or of its whole batch when it cites none.
 5. Reduce (``GraphRAG.answer``, metered under "answer"): one call over the blocks. When no
-   block remains (every score 0, or nothing fits) the configured no-data answer is returned
-   without a call, as GraphRAG does.
+   block remains (every score 0, or nothing fits in the budget) the configured no-data answer is
+   returned without a call, as GraphRAG does. When every map batch failed or could not be read
+   there is no answer at all: ``answer`` returns a failed completion (``global map: k/k batches
+   failed or unparsed``; the runner records ``answer_failed``) instead of the no-data text; when
+   only some did, the answer is flagged ``partial`` on the question's record.
 """
 from __future__ import annotations
 
