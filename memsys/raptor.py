@@ -43,7 +43,7 @@ from .backends.types import ChatRequest
 from .hierarchy.memory import HierarchicalMemory
 from .hierarchy.store import HierarchyStore
 from .settings import Placeholders, Range
-from .raptor_chunker import make_chunks
+from .raptor_chunker import empty_units, make_chunks
 from .raptor_clustering import ClusterLog, ClusterSettings, raptor_clusters, umap_reduce
 from .types import Unit, content_id
 
@@ -93,6 +93,7 @@ class Raptor(HierarchicalMemory):
         covered = {u for c in chunks for u in c.units}
         record: dict[str, Any] = {"build": len(self.builds) + 1, "units": len(units), "leaves": len(chunks),
                                   "units_without_leaf": sum(1 for u in units if u.id not in covered),
+                                  "empty_units": empty_units(units),
                                   "layers": [], "llm_calls": 0, "summary_failures": 0}
         self.builds.append(record)
         nodes: list[int] = []

@@ -75,6 +75,17 @@ def test_units_without_text_make_no_chunk_and_the_units_chunker_keeps_units_whol
         make_chunks(u, "words", WT)
 
 
+def test_an_empty_unit_between_two_units_neither_glues_their_words_nor_counts_as_a_source():
+    u = [unit("Alpha beta", 0), unit("", 1), unit("gamma delta. Epsilon", 2), unit(" \n", 3), unit("zeta", 4)]
+    chunks = sentence_chunks(u, WT, 100)
+    assert [(c.text, c.units) for c in chunks] == [("Alpha beta gamma delta Epsilon zeta",
+                                                    (u[0].id, u[2].id, u[4].id))]
+    memory = make_raptor(two_blobs(), chunker="sentences")
+    memory.insert(u)
+    memory.ensure_built()
+    assert memory.builds[-1]["empty_units"] == 2 and memory.builds[-1]["units_without_leaf"] == 2
+
+
 def test_real_tokenizer_chunks_of_the_sample_stay_within_100_tokens_and_cover_every_unit():
     from memharness.data_prep.sample import load
 
