@@ -259,3 +259,19 @@ def test_global_search_flags_an_answer_reduced_from_some_failed_map_batches():
     state["n"] = 5  # a later question whose map calls all work is not flagged
     again = memory.answer(Question(id="q2", text="Who?", answers=("x",), position=7), memory.search("Who?", 1000))
     assert again.ok and "sample_fields" not in again.extra
+
+
+def test_local_search_entity_ties_at_the_cut_are_broken_by_entity_order():
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        n = int(rng.integers(3, 40))
+        sims = rng.integers(0, 3, n).astype(np.float32)
+        k = int(rng.integers(1, n))
+        index = SimpleNamespace(entities=list(range(100, 100 + n)), entity_similarities=lambda vector: sims)
+        search = LocalSearch(index, {"top_k_entities": k, "oversample": 1}, WordTokenizer())
+        want = sorted(range(n), key=lambda i: (-sims[i], i))[:k]
+        assert [v - 100 for v, _ in search.select_entities(np.zeros(3))] == want

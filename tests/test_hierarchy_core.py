@@ -45,6 +45,28 @@ def test_collapsed_pools_every_level_and_filters(dag):
     assert traverse.collapsed(store, VECTORS["a"], 0) == []
 
 
+def _tied_store(levels):
+    """Nodes whose cosines with e1 take only three values (many ties), in a seeded random order."""
+    store = HierarchyStore()
+    for v, level in enumerate(levels):
+        store.add_node(f"n{v}", f"t{v}", unit_vec(1, float(level), 0), 0)
+    return store
+
+
+def test_top_k_ties_at_the_cut_are_broken_by_node_index():
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        n = int(rng.integers(3, 40))
+        k = int(rng.integers(1, n))
+        store = _tied_store(rng.integers(0, 3, n))
+        sims = store.similarities(VECTORS["a"])
+        want = sorted(range(n), key=lambda v: (-sims[v], v))[:k]
+        assert [v for v, _ in traverse.collapsed(store, VECTORS["a"], k)] == want
+        frontier = list(range(n))
+        assert [v for v, _ in traverse.top_down(store, VECTORS["a"], k)] == want  # all entry nodes (one level)
+        assert [v for v, _ in traverse._rank(frontier, sims, k, -1.0)] == want
+
+
 def test_collapsed_expand_replaces_parents_by_their_atoms_once(dag):
     store, idx = dag
     # top-4 is a, P, b, T: P adds b (a is already in), T adds c

@@ -27,14 +27,31 @@ Ranked = list[tuple[int, float]]
 TRAVERSALS = ("collapsed", "collapsed_expand", "top_down")
 
 
+def top_k_positions(sims: np.ndarray, k: int, keys: np.ndarray | None = None) -> np.ndarray:
+    """Positions of the ``k`` highest ``sims``, best first; ties by ``keys`` (default: position).
+
+    Every candidate tied with the k-th value is kept before the exact sort and the cut, so which
+    of the tied ones make the top k never depends on the partition's arbitrary order.
+    """
+    n = len(sims)
+    if k <= 0 or not n:
+        return np.zeros(0, dtype=np.int64)
+    if k < n:
+        kth = np.partition(sims, n - k)[n - k]  # the k-th highest value
+        cand = np.flatnonzero(sims >= kth)
+    else:
+        cand = np.arange(n)
+    tie_keys = cand if keys is None else keys[cand]
+    return cand[np.lexsort((tie_keys, -sims[cand]))][:k]
+
+
 def _rank(nodes: Sequence[int], sims: np.ndarray, k: int, threshold: float) -> Ranked:
     """Top-k of ``nodes`` by similarity (ties by node index), dropping those below ``threshold``."""
     if k <= 0 or not len(nodes):
         return []
     nodes_arr = np.asarray(nodes)
-    cand = np.argpartition(-sims, k - 1)[:k] if k < len(nodes_arr) else np.arange(len(nodes_arr))
-    cand = cand[sims[cand] >= threshold]
-    order = cand[np.lexsort((nodes_arr[cand], -sims[cand]))]
+    order = top_k_positions(sims, k, nodes_arr)
+    order = order[sims[order] >= threshold]
     return [(int(nodes_arr[i]), float(sims[i])) for i in order]
 
 
