@@ -196,12 +196,35 @@ def test_clusters_over_the_token_limit_are_clustered_again(monkeypatch):
     assert inputs == [(8, "L1")]
 
 
-def test_a_cluster_that_cannot_shrink_is_kept_and_counted_and_duplicates_are_summarised_once(monkeypatch):
-    monkeypatch.setattr(rc, "soft_clusters", lambda v, *a, **k: [list(range(len(v))), list(range(len(v)))])
+def test_a_cluster_equal_to_its_whole_input_is_clustered_again_once_under_a_derived_seed(monkeypatch):
+    paths = []
+
+    def fake(vectors, settings, seed, path, log, reduce):  # whole on the first pass, split on the retry
+        paths.append(path)
+        return [[0, 1, 2], [3, 4, 5]] if path == "L1/r0" else [list(range(len(vectors)))]
+
+    monkeypatch.setattr(rc, "soft_clusters", fake)
+    log = ClusterLog()
+    out = rc.raptor_clusters(np.zeros((6, 2)), [1000] * 6, ClusterSettings(max_length_in_cluster=3500), 0, log)
+    assert out == [[0, 1, 2], [3, 4, 5]] and paths == ["L1", "L1/r0"]
+    assert log.unsplittable == [] and log.whole_retries == 1 and log.reclustered == 1
+    assert rc.step_seed(0, "L1/r0/global", "umap") != rc.step_seed(0, "L1/global", "umap")
+
+
+def test_a_cluster_that_stays_whole_on_its_retry_is_kept_and_counted_and_duplicates_are_summarised_once(monkeypatch):
+    paths = []
+
+    def fake(vectors, settings, seed, path, log, reduce):
+        paths.append(path)
+        return [list(range(len(vectors))), list(range(len(vectors)))]
+
+    monkeypatch.setattr(rc, "soft_clusters", fake)
     log = ClusterLog()
     out = rc.raptor_clusters(np.zeros((5, 2)), [1000] * 5, ClusterSettings(), 0, log)
     assert out == [[0, 1, 2, 3, 4]]
-    assert log.unsplittable == [{"nodes": 5, "tokens": 5000}] * 2 and log.duplicate_clusters == 1
+    assert paths == ["L1", "L1/r0"]  # one retry; the duplicate of the whole input is not retried again
+    assert log.unsplittable == [{"nodes": 5, "tokens": 5000}] and log.whole_retries == 1
+    assert log.duplicate_clusters == 2  # once in the retry, once in the first pass
 
 
 def test_real_recursion_leaves_no_splittable_cluster_over_the_limit():
