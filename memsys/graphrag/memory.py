@@ -23,7 +23,7 @@ import numpy as np
 
 from ..backends.types import Completion
 from ..hierarchy import traverse
-from ..hierarchy.memory import HierarchicalMemory
+from ..hierarchy.memory import HierarchicalMemory, retrieval_record
 from ..hierarchy.store import HierarchyStore
 from ..settings import NonEmpty, Placeholders, Range
 from ..types import Question, RetrievedItem, Unit, content_id
@@ -301,7 +301,8 @@ class GraphRAG(HierarchicalMemory):
                 _bump(self.search_record["global"], k, v)
             self._map_outcome = (question, {k: record[k] for k in ("map_calls", "map_failed", "map_unparsed")})
             nodes = sorted({g.index.communities[c].node for b in g.batches() for c in b.communities})
-        self.retrievals.append({"question": question, "nodes": nodes, "scores": [1.0] * len(nodes)})
+        self.retrievals.append(retrieval_record(question, [self.store.ids[v] for v in nodes], nodes,
+                                                [1.0] * len(nodes)))
         return items
 
     def answer(self, question: Question, items: Sequence[RetrievedItem], multiple_choice: bool = False) -> Completion:

@@ -7,7 +7,8 @@ first item that overflows, as RAPTOR's code does).
 - ``collapsed``: every node of every level in one pool, top-k by cosine (Alg. 2, RAPTOR's
   collapsed tree, MemTree's collapsed retrieval).
 - ``collapsed_expand``: the same top-k, each retrieved non-leaf replaced by the atoms beneath it
-  (Alg. 2 as the theory paper writes it: "expand any non-leaf in S to its atoms").
+  (Alg. 2 as the theory paper writes it: "expand any non-leaf in S to its atoms"); the threshold
+  applies to the atoms' own cosine too, so no node below it is ever returned.
 - ``top_down``: beam refinement from the top (Alg. 1): top-k of the entry nodes, then top-k of the
   children of the picked nodes, level by level. ``returns="all"`` gives every picked node
   (RAPTOR's and MemTree's traversal); ``returns="atoms"`` only the picked leaves (Alg. 1's S_0).
@@ -67,7 +68,10 @@ def collapsed(store: HierarchyStore, vector: np.ndarray, k: int, threshold: floa
 
 
 def collapsed_expand(store: HierarchyStore, vector: np.ndarray, k: int, threshold: float = -1.0) -> Ranked:
-    """Collapsed top-k, each non-leaf replaced by its atoms (ordered by their own cosine); duplicates dropped."""
+    """Collapsed top-k, each non-leaf replaced by its atoms (ordered by their own cosine); duplicates dropped.
+
+    ``threshold`` filters the seeds and then the atoms they expand to, each by its own cosine.
+    """
     out: Ranked = []
     seen: set[int] = set()
     for node, score in collapsed(store, vector, k, threshold):
@@ -76,7 +80,8 @@ def collapsed_expand(store: HierarchyStore, vector: np.ndarray, k: int, threshol
         else:
             under = store.atoms_under(node)
             sims = store.similarities(vector, under)
-            atoms = sorted(zip(under, map(float, sims)), key=lambda a: (-a[1], a[0]))
+            atoms = sorted(((a, s) for a, s in zip(under, map(float, sims)) if s >= threshold),
+                           key=lambda a: (-a[1], a[0]))
         for atom, s in atoms:
             if atom not in seen:
                 seen.add(atom)
