@@ -16,7 +16,8 @@ the core's. Faithful to the public code (``parthsarthi03/raptor`` @2e3e83e), rew
 - Layers: up to ``num_layers`` (5); a layer of at most ``reduction_dimension + 1`` (11) nodes is
   not clustered, so small inputs (e.g. a 9-round dialogue) give leaves only, as in the code.
 - τ (the core): ``collapsed`` over every node, top-k 10, stopping at the first node that overflows
-  the budget (``stop_at_first_overflow: true``, the code's loop); the budget is the dataset's
+  the budget (``stop_at_first_overflow: true``, the code's loop). ``top_k: null`` is the paper's
+  collapsed tree: no count cut, every node ranked and the budget filled; the budget is the dataset's
   ``budget_tokens`` (2,000 tokens in the paper per the project's reference notes, unverified; the
   code's default is 3,500). ``top_down`` is the code's tree traversal (top-k per layer from the
   top; the code's traversal default is k = 5).
@@ -35,11 +36,12 @@ clustering outside LLM calls.
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any, Literal, Sequence
+from typing import Annotated, Any, Iterator, Literal, Sequence
 
 import numpy as np
 
 from .backends.types import ChatRequest
+from .hierarchy import traverse
 from .hierarchy.memory import HierarchicalMemory
 from .hierarchy.store import HierarchyStore
 from .settings import Placeholders, Range
@@ -47,6 +49,11 @@ from .raptor_chunker import empty_units, make_chunks
 from .raptor_clustering import ClusterLog, ClusterSettings, raptor_clusters, umap_reduce
 from .types import Unit, content_id
 
+# The paper's summarisation instruction (summarise, keeping as many key details as possible) in our
+# own words; conf/memory/raptor.yaml holds the same text (a test keeps the two equal).
+SUMMARY_PROMPT = ("Summarise the passages below in one text. Keep as many of their key details as you can: "
+                  "names, numbers, dates, places, events and how they relate. Reply with the summary only."
+                  "\n\nPassages:\n{context}")
 
 
 class Raptor(HierarchicalMemory):
@@ -55,6 +62,8 @@ class Raptor(HierarchicalMemory):
     online = False
     name = "raptor"
     reduce = staticmethod(umap_reduce)  # the dimension reduction step (tests may swap it)
+    # top_k may be null: budget-driven collapsed retrieval (the paper's collapsed tree)
+    settings_schema = {"top_k": Annotated[int, Range(1)] | None}
 
     def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None, *,
                  chunker: Literal["sentences", "units"] = "sentences",
@@ -64,12 +73,13 @@ class Raptor(HierarchicalMemory):
                  max_clusters: Annotated[int, Range(2)] = 50, local_n_neighbors: Annotated[int, Range(2)] = 10,
                  max_length_in_cluster: Annotated[int, Range(1)] = 3500,
                  umap_metric: Literal["cosine", "euclidean"] = "cosine",
-                 summary_prompt: Annotated[str, Placeholders("context")] = "Summarise:\n{context}",
+                 summary_prompt: Annotated[str, Placeholders("context")] = SUMMARY_PROMPT,
                  summary_system: str | None = None, summary_max_tokens: Annotated[int, Range(1)] = 100,
                  summary_failure: Literal["excerpt", "raise"] = "excerpt", traversal: str = "collapsed",
-                 top_k: int = 10, stop_at_first_overflow: bool = True, **core: Any) -> None:
-        super().__init__(llm=llm, embedder=embedder, tokenizer=tokenizer, traversal=traversal, top_k=top_k,
-                         stop_at_first_overflow=stop_at_first_overflow, **core)
+                 top_k: int | None = 10, stop_at_first_overflow: bool = True, **core: Any) -> None:
+        super().__init__(llm=llm, embedder=embedder, tokenizer=tokenizer, traversal=traversal,
+                         top_k=10 if top_k is None else top_k, stop_at_first_overflow=stop_at_first_overflow, **core)
+        self.top_k = None if top_k is None else int(top_k)  # None: rank every node, the budget decides
         self.chunker, self.chunk_max_tokens = chunker, int(chunk_max_tokens)
         self.chunk_keep_punctuation = bool(chunk_keep_punctuation)
         self.num_layers, self.reduction_dimension = int(num_layers), int(reduction_dimension)
@@ -81,6 +91,23 @@ class Raptor(HierarchicalMemory):
         self.settings = ClusterSettings(self.reduction_dimension, self.cluster_threshold, self.max_clusters,
                                         self.local_n_neighbors, self.max_length_in_cluster, self.umap_metric)
         self.builds: list[dict[str, Any]] = []
+
+    @classmethod
+    def check_settings(cls, settings: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        """``top_k: null`` (fill the budget) is defined for the collapsed traversals only."""
+        if "top_k" in settings and settings["top_k"] is None and settings.get("traversal", "collapsed") == "top_down":
+            yield "top_k", "null (budget-driven) needs traversal collapsed or collapsed_expand; top_down needs a number"
+
+    def traverse(self, question: str, vector: np.ndarray) -> traverse.Ranked:
+        """The core's traversals; with ``top_k`` None the collapsed ones rank every node (the budget cuts)."""
+        if self.top_k is None:
+            k = len(self.store)
+            if self.traversal == "collapsed":
+                return traverse.collapsed(self.store, vector, k, self.retrieve_threshold)
+            if self.traversal == "collapsed_expand":
+                return traverse.collapsed_expand(self.store, vector, k, self.retrieve_threshold)
+            raise ValueError(f"raptor: top_k=None needs traversal collapsed or collapsed_expand, not {self.traversal!r}")
+        return super().traverse(question, vector)
 
     # ------------------------------------------------------------------ α: leaves
     def build(self, units: Sequence[Unit]) -> None:

@@ -365,6 +365,30 @@ def test_collapsed_retrieval_stops_at_the_first_overflow_and_carries_provenance(
     assert [i.node_id for i in kept] == [items[0].node_id]
 
 
+def test_top_k_null_fills_the_budget_with_every_node_ranked_by_cosine():
+    table = two_blobs()
+    memory = make_raptor(table, max_clusters=3, top_k=None)
+    memory.insert(units([f"a{i}" for i in range(15)] + [f"b{i}" for i in range(15)]))
+    everything = memory.retrieve("a1", 10**6)
+    # no count cut: every node that passes the threshold (-1; the fake vectors are not unit-norm) comes back
+    passing = int((memory.store.similarities(memory.embedder.embed(["a1"])[0]) >= -1).sum())
+    assert len(everything) == passing > 10
+    scores = [i.score for i in everything]
+    assert scores == sorted(scores, reverse=True)
+    budget = sum(i.tokens for i in everything[:12])
+    assert [i.node_id for i in memory.retrieve("a1", budget)] == [i.node_id for i in everything[:12]]
+    assert memory.stats()["traversal"]["top_k"] is None
+
+
+def test_the_default_summary_prompt_is_the_configured_one_and_keeps_the_papers_instruction():
+    import yaml
+    from pathlib import Path
+
+    configured = yaml.safe_load((Path(__file__).parents[1] / "conf/memory/raptor.yaml").read_text())["summary_prompt"]
+    assert Raptor().summary_prompt == configured
+    assert "as many of their key details as you can" in configured and configured.count("{context}") == 1
+
+
 def test_top_down_descends_from_the_top_layer_to_the_leaves():
     table = two_blobs()
     memory = make_raptor(table, max_clusters=3, traversal="top_down", top_k=1)
@@ -410,8 +434,9 @@ def test_bad_settings_name_the_key():
     def problems(**settings):
         return check_target({"_target_": "memharness.memsys.raptor.Raptor", **settings}, "memory")
 
-    assert problems() == []
-    for kw, key in [({"chunker": "words"}, "memory.chunker"), ({"summary_failure": "skip"}, "memory.summary_failure"),
+    assert problems() == [] and problems(top_k=None) == [] and problems(top_k=None, traversal="collapsed_expand") == []
+    for kw, key in [({"top_k": None, "traversal": "top_down"}, "memory.top_k"), ({"top_k": 0}, "memory.top_k"),
+                    ({"chunker": "words"}, "memory.chunker"), ({"summary_failure": "skip"}, "memory.summary_failure"),
                     ({"summary_prompt": "no placeholder"}, "memory.summary_prompt"),
                     ({"num_layers": -1}, "memory.num_layers"), ({"cluster_threshold": 1.5}, "memory.cluster_threshold"),
                     ({"traversal": "beam"}, "memory.traversal")]:
