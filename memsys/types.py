@@ -54,6 +54,17 @@ class Evidence:
     end: int | None = None
 
 
+OPTION_LETTERS = "ABCDEFGHIJ"  # multiple-choice options are lettered A..J
+
+
+def option_letters(n_options: int, question_id: str = "?") -> str:
+    """The letters of ``n_options`` options; more options than letters is refused, naming the question."""
+    if n_options > len(OPTION_LETTERS):
+        raise ValueError(f"question {question_id} has {n_options} options; multiple-choice answers are letters "
+                         f"{OPTION_LETTERS[0]}-{OPTION_LETTERS[-1]}, so at most {len(OPTION_LETTERS)} options are supported")
+    return OPTION_LETTERS[:n_options]
+
+
 @dataclass(frozen=True)
 class Question:
     """A question asked after the first ``position`` units were inserted."""
