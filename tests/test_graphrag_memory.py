@@ -159,6 +159,79 @@ def test_multiple_choice_reduce_is_constrained_to_the_option_letters():
     assert request.choices == ("A", "B") and "(B) blue" in request.messages[0][1]
 
 
+def test_multiple_choice_with_more_options_than_letters_is_refused_naming_the_question():
+    memory, llm, _ = built("global", map_reply=map_reply_by_batch)
+    options = tuple(f"option {i}" for i in range(11))
+    q = Question(id="q11", text="Which?", answers=(), position=7, options=options, gold_option=10)
+    items = memory.search("Which?", 1000)
+    calls = len(llm.batches)
+    with pytest.raises(ValueError, match=r"question q11 has 11 options; .* at most 10 options"):
+        memory.answer(q, items, multiple_choice=True)
+    assert len(llm.batches) == calls  # refused before any reduce call
+    ten = Question(id="q10", text="Which?", answers=(), position=7, options=options[:10], gold_option=9)
+    memory.answer(ten, items, multiple_choice=True)
+    assert llm.batches[-1][0][1].choices == tuple("ABCDEFGHIJ")
+
+
+def test_map_points_below_min_point_score_are_dropped_and_counted():
+    def reply(request):
+        return json.dumps({"points": [{"description": "strong", "score": 80}, {"description": "weak", "score": 30},
+                                      {"description": "none", "score": 0}]})
+
+    memory, _, _ = built("global", map_reply=reply, global_search={"min_point_score": 50})
+    items = memory.search("What happened?", 10**5)
+    n = len(memory._global_search().batches())
+    assert [i.text.rsplit("\n", 1)[1] for i in items] == ["strong"] * n
+    g = memory.stats()["graphrag"]["search"]["global"]
+    assert g["points"] == 3 * n and g["points_below_min_score"] == 2 * n and g["points_zero"] == n
+    default, _, _ = built("global", map_reply=reply)  # default 1: only the score-0 points go (GraphRAG)
+    assert len(default.search("What happened?", 10**5)) == 2 * n
+
+
+def test_reports_below_min_rating_are_left_out_of_the_map_and_counted():
+    memory, _, _ = built("global", map_reply=map_reply_by_batch)
+    ratings = sorted(c.rating for c in memory.index.communities)
+    assert ratings[0] < ratings[-1], "the fake reports need different ratings for this test"
+    everything = memory.stats()["graphrag"]["search"]["global_reports"]
+    cut, _, _ = built("global", map_reply=map_reply_by_batch, global_search={"min_rating": ratings[-1]})
+    sel = cut.stats()["graphrag"]["search"]["global_reports"]
+    views = cut.index.communities
+    mapped = [c for b in cut._global_search().batches() for c in b.communities]
+    assert mapped and all(views[c].rating >= ratings[-1] for c in mapped)
+    assert sel["reports_at_level"] == everything["reports_at_level"] == everything["reports_mapped"]
+    assert sel["reports_below_min_rating"] == sel["reports_at_level"] - len(mapped) > 0
+    assert sel["reports_mapped"] == len(mapped)
+
+
+def test_the_build_provenance_names_the_graph_seed_levels_and_extraction_failures():
+    memory, _, _ = built(leiden_seed=7)
+    prov = json.loads(json.dumps(memory.stats()))["graphrag"]["provenance"]
+    levels = max(memory.store.meta[v]["community_level"] for v in range(len(memory.store))
+                 if memory.store.levels[v] > 0) + 1
+    assert prov["graph_seed"] == 7 and prov["leiden_backend"] == "igraph" and prov["community_levels"] == levels
+    assert sum(prov["communities_per_level"].values()) == len(memory.index.communities)
+    assert prov["extraction_failures"] == {"call_failed": 0, "loop_unparsed": 0, "unparsed_reply": 1,
+                                           "malformed_record": 0, "weight_defaulted": 0}
+    assert prov["extraction_calls"]["extract"] == len(memory.text_units)
+    seeded, _, _ = built()
+    assert seeded.stats()["graphrag"]["provenance"]["graph_seed"] == seeded.seed  # null leiden_seed: the run's seed
+
+
+def test_a_prompt_missing_a_required_placeholder_is_refused_naming_the_key():
+    from memharness.memsys.settings_check import check_target
+
+    def problems(**settings):
+        return check_target({"_target_": "memharness.memsys.graphrag.GraphRAG", **settings}, "memory")
+
+    for key, prompt, needed in [("report_prompt", "Write a report. {max_report_length}", "input_text"),
+                                ("reduce_mc_prompt", "{report_data}", "options"),
+                                ("extract_prompt", "Extract: {entity_types}", "input_text"),
+                                ("summarize_prompt", "{entity_name}", "description_list")]:
+        found = problems(**{key: prompt})
+        assert len(found) == 1 and found[0].startswith(f"memory.{key}=") and needed in found[0], found
+    assert problems(report_prompt="{input_text} {unknown}")[0].startswith("memory.report_prompt=")
+
+
 def test_save_and_load_give_the_same_answers_without_llm_calls(tmp_path):
     memory, _, _ = built()
     before = memory.search("Who audits Velox Rail?", 150)

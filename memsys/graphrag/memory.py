@@ -28,7 +28,7 @@ from ..hierarchy.store import HierarchyStore
 from ..settings import NonEmpty, Placeholders, Range
 from ..types import Question, RetrievedItem, Unit, content_id
 from .chunks import TextUnit, make_text_units
-from .common import FailureLog
+from .common import FailureLog, build_provenance
 from .communities import Community, hierarchical_leiden
 from .extract import ExtractSettings, run_extraction
 from .index import GraphIndex
@@ -325,7 +325,7 @@ class GraphRAG(HierarchicalMemory):
             return Completion(text=self.global_search["no_data_answer"],
                               extra={"prompt": "", "no_data": True, **flags})
         request = self._global_search().reduce_request(question.text, items,
-                                                       question.options if multiple_choice else None)
+                                                       question.options if multiple_choice else None, question.id)
         completion = self.llm.complete([request], desc="graphrag reduce")[0]
         _bump(record, "reduce_calls")
         if not completion.ok:
@@ -342,7 +342,10 @@ class GraphRAG(HierarchicalMemory):
         failure_counts = dict(build_failures)
         for k, v in self.search_failures.counts.items():
             failure_counts[k] = failure_counts.get(k, 0) + v
+        if self.traversal == "global" and len(self.store):
+            search["global_reports"] = self._global_search().selection()
         return {**super().stats(), "graphrag": {"build": self.build_record, "search": search,
+                                                "provenance": build_provenance(self.build_record),
                                                 "failure_counts": failure_counts,
                                                 "index": self._graph_index().describe() if len(self.store) else {}}}
 
