@@ -54,11 +54,12 @@ def breakdowns(samples: Sequence[dict[str, Any]], metrics: Sequence[str], edges:
 def failure_counts(samples: Sequence[dict[str, Any]]) -> dict[str, int]:
     counts = {"questions": len(samples), "scored": 0, "build_failed": 0, "retrieve_failed": 0, "answer_failed": 0,
               "deadline_exceeded": 0, "judge_failed": 0, "judge_unparsed": 0, "mc_unparsed": 0, "prompt_cut": 0,
-              "answer_empty": 0, "degraded": 0}
+              "answer_empty": 0, "degraded": 0, "partial": 0}
     for s in samples:
         counts["scored" if s["status"] == "scored" else s["status"]] += 1
         counts["answer_empty"] += bool(s.get("answer_empty"))  # scored wrong, never judged
         counts["degraded"] += bool(s.get("degraded"))  # answered from a memory built without some LLM outputs
+        counts["partial"] += bool(s.get("partial"))  # answered without some of this question's own LLM outputs
         if s.get("judge_status") in ("judge_failed", "judge_unparsed"):
             counts[s["judge_status"]] += 1
         if s.get("mc_status") == "mc_unparsed":

@@ -4,11 +4,11 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from memharness.memsys.backends.types import ChatRequest
-from memharness.memsys.types import Question, RetrievedItem
+from memharness.memsys.types import OPTION_LETTERS, Question, RetrievedItem, option_letters
 
 from .metrics import parse_choice
 
-LETTERS = "ABCDEFGHIJ"
+LETTERS = OPTION_LETTERS
 
 
 def format_context(items: Sequence[RetrievedItem]) -> str:
@@ -18,8 +18,10 @@ def format_context(items: Sequence[RetrievedItem]) -> str:
     return "\n\n".join(f"[{i + 1}] {item.text}" for i, item in enumerate(items))
 
 
-def format_options(options: Sequence[str]) -> str:
-    return "\n".join(f"({LETTERS[i]}) {opt}" for i, opt in enumerate(options))
+def format_options(options: Sequence[str], question_id: str = "?") -> str:
+    """``(A) first`` ... one line per option; more than 10 options is refused (``option_letters``)."""
+    letters = option_letters(len(options), question_id)
+    return "\n".join(f"({letters[i]}) {opt}" for i, opt in enumerate(options))
 
 
 def is_multiple_choice(question: Question, mode: str) -> bool:
@@ -27,19 +29,22 @@ def is_multiple_choice(question: Question, mode: str) -> bool:
         raise ValueError(f"eval.answer.mode must be auto | generative | multiple_choice, got {mode!r}")
     if mode == "multiple_choice" and not question.options:
         raise ValueError(f"eval.answer.mode=multiple_choice but question {question.id} has no options")
-    return bool(question.options) and (mode == "multiple_choice" or (mode == "auto" and question.gold_option is not None
-                                                                        and not question.answers))
+    chosen = bool(question.options) and (mode == "multiple_choice" or (mode == "auto" and question.gold_option is not None
+                                                                         and not question.answers))
+    if chosen:
+        option_letters(len(question.options), question.id)  # refuses more options than letters, clearly
+    return chosen
 
 
 def answer_request(question: Question, items: Sequence[RetrievedItem], cfg: Any) -> ChatRequest:
     """The prompt sees only the question (and options) and the retrieved items."""
     context = format_context(items)
     if is_multiple_choice(question, cfg.mode):
-        prompt = cfg.mc_prompt.format(question=question.text, options=format_options(question.options),
+        prompt = cfg.mc_prompt.format(question=question.text, options=format_options(question.options, question.id),
                                       context=context)
         if not cfg.get("mc_constrained", True):  # a free reply in the prompt's own format, parsed by parse_choice
             return ChatRequest.user(prompt, max_tokens=int(cfg.get("mc_max_tokens", 32)))
-        letters = tuple(LETTERS[: len(question.options)])
+        letters = tuple(option_letters(len(question.options), question.id))
         return ChatRequest.user(prompt, max_tokens=2, choices=letters)
     prompt = cfg.prompt.format(question=question.text, context=context)
     return ChatRequest.user(prompt, max_tokens=int(cfg.max_tokens))

@@ -105,6 +105,7 @@ def stage_warnings(metrics: dict[str, Any]) -> list[str]:
             lines.append(f"stage {stage}: " + ", ".join(parts))
     counts = metrics.get("counts", {})
     for key, label in (("degraded", "questions answered from a degraded memory"),
+                       ("partial", "questions answered without some of their own retrieval calls"),
                        ("answer_empty", "empty answers (scored wrong, not judged)")):
         if counts.get(key):
             lines.append(f"{counts[key]} {label}")

@@ -164,6 +164,7 @@ def answer_by_memory(memory: MemorySystem, question: Question, items: list[Retri
             record.update(prompt="", prediction="", status="answer_failed", error=f"{type(err).__name__}: {err}")
             return
     record_answer(question, record, comp.extra.get("prompt", ""), comp, cfg)
+    record.update(comp.extra.get("sample_fields", {}))  # what the memory flags about this answer (e.g. partial)
 
 
 def answer_all(pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: DictConfig, services: Services) -> None:

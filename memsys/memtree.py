@@ -257,8 +257,9 @@ class MemTree(HierarchicalMemory):
         return {**super().stats(), "insertion": insertion, "config": config, "insertions": list(self.insertions)}
 
     def state(self) -> dict[str, Any]:
+        # the inserted units, so stats (units) and provenance lookups match the memory that was saved
         return {"depth": self.depth, "n_units": self.n_units, "insertions": self.insertions,
-                "aggregation_failures": self.aggregation_failures}
+                "aggregation_failures": self.aggregation_failures, "units": [u.to_json() for u in self.units]}
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.depth, self.n_units = list(state["depth"]), list(state["n_units"])
@@ -266,6 +267,7 @@ class MemTree(HierarchicalMemory):
         self.insertions = list(state.get("insertions", []))
         self.aggregation_failures = int(state.get("aggregation_failures", 0))
         self.degradation["aggregation_failed"] = self.aggregation_failures
+        self.units = [Unit.from_json(u) for u in state.get("units", [])]
 
     @classmethod
     def load(cls, in_dir: str | Path, llm: Any = None, embedder: Any = None, tokenizer: Any = None,

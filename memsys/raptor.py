@@ -16,7 +16,8 @@ the core's. Faithful to the public code (``parthsarthi03/raptor`` @2e3e83e), rew
 - Layers: up to ``num_layers`` (5); a layer of at most ``reduction_dimension + 1`` (11) nodes is
   not clustered, so small inputs (e.g. a 9-round dialogue) give leaves only, as in the code.
 - τ (the core): ``collapsed`` over every node, top-k 10, stopping at the first node that overflows
-  the budget (``stop_at_first_overflow: true``, the code's loop); the budget is the dataset's
+  the budget (``stop_at_first_overflow: true``, the code's loop). ``top_k: null`` is the paper's
+  collapsed tree: no count cut, every node ranked and the budget filled; the budget is the dataset's
   ``budget_tokens`` (2,000 tokens in the paper per the project's reference notes, unverified; the
   code's default is 3,500). ``top_down`` is the code's tree traversal (top-k per layer from the
   top; the code's traversal default is k = 5).
@@ -35,18 +36,24 @@ clustering outside LLM calls.
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any, Literal, Sequence
+from typing import Annotated, Any, Iterator, Literal, Sequence
 
 import numpy as np
 
 from .backends.types import ChatRequest
+from .hierarchy import traverse
 from .hierarchy.memory import HierarchicalMemory
 from .hierarchy.store import HierarchyStore
 from .settings import Placeholders, Range
-from .raptor_chunker import make_chunks
+from .raptor_chunker import empty_units, make_chunks
 from .raptor_clustering import ClusterLog, ClusterSettings, raptor_clusters, umap_reduce
 from .types import Unit, content_id
 
+# The paper's summarisation instruction (summarise, keeping as many key details as possible) in our
+# own words; conf/memory/raptor.yaml holds the same text (a test keeps the two equal).
+SUMMARY_PROMPT = ("Summarise the passages below in one text. Keep as many of their key details as you can: "
+                  "names, numbers, dates, places, events and how they relate. Reply with the summary only."
+                  "\n\nPassages:\n{context}")
 
 
 class Raptor(HierarchicalMemory):
@@ -55,6 +62,8 @@ class Raptor(HierarchicalMemory):
     online = False
     name = "raptor"
     reduce = staticmethod(umap_reduce)  # the dimension reduction step (tests may swap it)
+    # top_k may be null: budget-driven collapsed retrieval (the paper's collapsed tree)
+    settings_schema = {"top_k": Annotated[int, Range(1)] | None}
 
     def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None, *,
                  chunker: Literal["sentences", "units"] = "sentences",
@@ -64,12 +73,13 @@ class Raptor(HierarchicalMemory):
                  max_clusters: Annotated[int, Range(2)] = 50, local_n_neighbors: Annotated[int, Range(2)] = 10,
                  max_length_in_cluster: Annotated[int, Range(1)] = 3500,
                  umap_metric: Literal["cosine", "euclidean"] = "cosine",
-                 summary_prompt: Annotated[str, Placeholders("context")] = "Summarise:\n{context}",
+                 summary_prompt: Annotated[str, Placeholders("context")] = SUMMARY_PROMPT,
                  summary_system: str | None = None, summary_max_tokens: Annotated[int, Range(1)] = 100,
                  summary_failure: Literal["excerpt", "raise"] = "excerpt", traversal: str = "collapsed",
-                 top_k: int = 10, stop_at_first_overflow: bool = True, **core: Any) -> None:
-        super().__init__(llm=llm, embedder=embedder, tokenizer=tokenizer, traversal=traversal, top_k=top_k,
-                         stop_at_first_overflow=stop_at_first_overflow, **core)
+                 top_k: int | None = 10, stop_at_first_overflow: bool = True, **core: Any) -> None:
+        super().__init__(llm=llm, embedder=embedder, tokenizer=tokenizer, traversal=traversal,
+                         top_k=10 if top_k is None else top_k, stop_at_first_overflow=stop_at_first_overflow, **core)
+        self.top_k = None if top_k is None else int(top_k)  # None: rank every node, the budget decides
         self.chunker, self.chunk_max_tokens = chunker, int(chunk_max_tokens)
         self.chunk_keep_punctuation = bool(chunk_keep_punctuation)
         self.num_layers, self.reduction_dimension = int(num_layers), int(reduction_dimension)
@@ -82,6 +92,23 @@ class Raptor(HierarchicalMemory):
                                         self.local_n_neighbors, self.max_length_in_cluster, self.umap_metric)
         self.builds: list[dict[str, Any]] = []
 
+    @classmethod
+    def check_settings(cls, settings: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        """``top_k: null`` (fill the budget) is defined for the collapsed traversals only."""
+        if "top_k" in settings and settings["top_k"] is None and settings.get("traversal", "collapsed") == "top_down":
+            yield "top_k", "null (budget-driven) needs traversal collapsed or collapsed_expand; top_down needs a number"
+
+    def traverse(self, question: str, vector: np.ndarray) -> traverse.Ranked:
+        """The core's traversals; with ``top_k`` None the collapsed ones rank every node (the budget cuts)."""
+        if self.top_k is None:
+            k = len(self.store)
+            if self.traversal == "collapsed":
+                return traverse.collapsed(self.store, vector, k, self.retrieve_threshold)
+            if self.traversal == "collapsed_expand":
+                return traverse.collapsed_expand(self.store, vector, k, self.retrieve_threshold)
+            raise ValueError(f"raptor: top_k=None needs traversal collapsed or collapsed_expand, not {self.traversal!r}")
+        return super().traverse(question, vector)
+
     # ------------------------------------------------------------------ α: leaves
     def build(self, units: Sequence[Unit]) -> None:
         """Build the tree from scratch over every unit inserted so far."""
@@ -93,6 +120,7 @@ class Raptor(HierarchicalMemory):
         covered = {u for c in chunks for u in c.units}
         record: dict[str, Any] = {"build": len(self.builds) + 1, "units": len(units), "leaves": len(chunks),
                                   "units_without_leaf": sum(1 for u in units if u.id not in covered),
+                                  "empty_units": empty_units(units),
                                   "layers": [], "llm_calls": 0, "summary_failures": 0}
         self.builds.append(record)
         nodes: list[int] = []
@@ -187,9 +215,8 @@ class Raptor(HierarchicalMemory):
     def state(self) -> dict[str, Any]:
         """The build records and the inserted units (a later insert rebuilds over all of them)."""
         return {"builds": self.builds,
-                "units": [{"id": u.id, "text": u.text, "source_id": u.source_id, "position": u.position,
-                           "timestamp": u.timestamp} for u in self.units]}
+                "units": [u.to_json() for u in self.units]}
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.builds = list(state.get("builds", []))
-        self.units = [Unit(**u) for u in state.get("units", [])]
+        self.units = [Unit.from_json(u) for u in state.get("units", [])]

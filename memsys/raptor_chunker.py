@@ -18,7 +18,9 @@ How chunks relate to dataset units: the units of one source document (a maximal 
 consecutive units with the same ``source_id``, in stream order) are read as one text, so packing
 never crosses a document boundary and a sentence that a dataset's token window cut in two is whole
 again. Units are joined as they are, with one space only where neither side has whitespace at the
-joint. Each chunk carries the ids of every unit its text overlaps (its provenance).
+joint; units with no text but whitespace are left out (counted as ``empty_units``), so they never
+glue the words around them together nor become a chunk's source. Each chunk carries the ids of
+every unit its text overlaps (its provenance).
 
 ``units`` makes each non-empty unit one leaf, as it is.
 """
@@ -64,10 +66,15 @@ def source_runs(units: Sequence[Unit]) -> Iterator[list[Unit]]:
 
 
 def join_units(units: Sequence[Unit]) -> tuple[str, list[int], list[str]]:
-    """The run's text, each unit's start offset and the unit ids (offsets ascending)."""
+    """The run's text, each unit's start offset and the unit ids (offsets ascending).
+
+    Units with no text but whitespace are left out: they neither join the words around them nor
+    count as a source of any chunk (``empty_units`` counts them)."""
     parts, starts, ids, length = [], [], [], 0
     for unit in units:
-        if parts and parts[-1] and unit.text and not parts[-1][-1].isspace() and not unit.text[0].isspace():
+        if not unit.text.strip():
+            continue
+        if parts and not parts[-1][-1].isspace() and not unit.text[0].isspace():
             parts.append(" ")
             length += 1
         starts.append(length)
@@ -157,6 +164,11 @@ def sentence_chunks(units: Sequence[Unit], tokenizer: Any, max_tokens: int = 100
         for group in packer.pack(pieces, keep_punctuation):
             chunks.append(Chunk(" ".join(p.text for p in group), _units_of(group, starts, ids)))
     return chunks
+
+
+def empty_units(units: Sequence[Unit]) -> int:
+    """Units with no text but whitespace (no chunker makes a leaf of them)."""
+    return sum(1 for u in units if not u.text.strip())
 
 
 def unit_chunks(units: Sequence[Unit]) -> list[Chunk]:

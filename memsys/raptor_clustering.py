@@ -24,8 +24,9 @@ Where this differs from the public code, visibly and counted in the log:
   ``n > n_components + 1``) are one cluster; the public code would raise there;
 - a node whose posteriors are all at or below ``threshold`` (possible only with more than
   1/threshold components) joins its most probable component instead of no cluster;
-- a cluster over the token limit that cannot shrink (its re-clustering returns it whole) is kept
-  as it is; the public code would recurse on it again;
+- a cluster over the token limit that is its whole input is clustered again once, under seeds
+  derived from its own path (``.../r<i>``); if that pass returns it whole again it is kept as it is
+  (``unsplittable``); the public code would recurse on it until its unseeded UMAP splits it;
 - clusters with identical members are summarised once;
 - local clusters map back to their nodes by position; the public code matches embeddings by
   value, so identical embeddings would join each other's clusters.
@@ -77,6 +78,7 @@ class ClusterLog:
     convergence_warnings: int = 0
     too_small: int = 0  # inputs under 5 nodes kept as one cluster
     reclustered: int = 0  # clusters over the token limit clustered again
+    whole_retries: int = 0  # of those, clusters equal to their whole input (retried once, own seeds)
     unsplittable: list[dict[str, int]] = field(default_factory=list)  # over the limit, kept whole
     fallback_assignments: int = 0  # nodes with no posterior above threshold -> most probable
     duplicate_clusters: int = 0
@@ -160,12 +162,17 @@ def _reduce_and_label(vectors: np.ndarray, n_components: int, n_neighbors: int, 
     return gmm_soft_labels(reduced, settings.threshold, settings.max_clusters, seeds, log)
 
 
+def too_small(n: int, settings: ClusterSettings) -> bool:
+    """Too few nodes for UMAP (fewer than 2 neighbours or no dimension left): one cluster, no fit."""
+    return min(settings.reduction_dimension, n - 2) < 1 or (int(math.sqrt(n - 1)) if n > 1 else 0) < 2
+
+
 def soft_clusters(vectors: np.ndarray, settings: ClusterSettings, seed: int, path: str, log: ClusterLog,
                   reduce: Reducer = umap_reduce) -> list[list[int]]:
     """One pass of global then local clustering; clusters as lists of row indices, in label order."""
     n, dim = len(vectors), settings.reduction_dimension
     n_components, n_neighbors = min(dim, n - 2), int(math.sqrt(n - 1)) if n > 1 else 0
-    if n_components < 1 or n_neighbors < 2:
+    if too_small(n, settings):
         if n > 1:
             log.too_small += 1
         return [list(range(n))] if n else []
@@ -190,24 +197,36 @@ def soft_clusters(vectors: np.ndarray, settings: ClusterSettings, seed: int, pat
 
 
 def raptor_clusters(vectors: np.ndarray, tokens: Sequence[int], settings: ClusterSettings, seed: int,
-                    log: ClusterLog, path: str = "L1", reduce: Reducer = umap_reduce) -> list[list[int]]:
+                    log: ClusterLog, path: str = "L1", reduce: Reducer = umap_reduce,
+                    retry: bool = False) -> list[list[int]]:
     """RAPTOR's clusters of one layer: soft global/local clusters, re-clustered over the token limit.
+
+    A cluster over the limit is clustered again at ``{path}/r{i}`` (its own derived seeds). When it
+    is the whole input, that pass is a retry (``retry=True``): if the retry returns it whole again
+    (or it is too small for UMAP) it is kept as it is and recorded as unsplittable.
 
     Returns clusters as lists of row indices (ascending), duplicates removed, in the order the
     public code produces them (global-cluster major, re-clustered parts in place).
     """
     out: list[list[int]] = []
     seen: set[tuple[int, ...]] = set()
+    tried: set[tuple[int, ...]] = set()
     for i, members in enumerate(soft_clusters(vectors, settings, seed, path, log, reduce)):
+        if tuple(members) in tried:  # soft membership can give the same cluster twice
+            log.duplicate_clusters += 1
+            continue
+        tried.add(tuple(members))
         total = int(sum(tokens[m] for m in members))
         if len(members) > 1 and total > settings.max_length_in_cluster:
-            if len(members) == len(vectors):
+            whole = len(members) == len(vectors)
+            if whole and (retry or too_small(len(members), settings)):
                 log.unsplittable.append({"nodes": len(members), "tokens": total})
                 parts = [members]
             else:
                 log.reclustered += 1
+                log.whole_retries += whole
                 sub = raptor_clusters(vectors[members], [tokens[m] for m in members], settings, seed, log,
-                                      f"{path}/r{i}", reduce)
+                                      f"{path}/r{i}", reduce, retry=whole)
                 parts = [[members[j] for j in s] for s in sub]
         else:
             parts = [members]

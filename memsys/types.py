@@ -32,6 +32,14 @@ class Unit:
     timestamp: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
 
+    def to_json(self) -> dict[str, Any]:
+        """The unit as a JSON object (what offline memories save to rebuild after a load)."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Unit":
+        return cls(**data)
+
 
 @dataclass(frozen=True)
 class Evidence:
@@ -44,6 +52,17 @@ class Evidence:
     # evidence is those units (MSC-E evidence rounds, a dialogue round); when None it is every unit
     # of ``source_id`` (a MultiHop-RAG article). Evidence recall matches retrieved units this way.
     end: int | None = None
+
+
+OPTION_LETTERS = "ABCDEFGHIJ"  # multiple-choice options are lettered A..J
+
+
+def option_letters(n_options: int, question_id: str = "?") -> str:
+    """The letters of ``n_options`` options; more options than letters is refused, naming the question."""
+    if n_options > len(OPTION_LETTERS):
+        raise ValueError(f"question {question_id} has {n_options} options; multiple-choice answers are letters "
+                         f"{OPTION_LETTERS[0]}-{OPTION_LETTERS[-1]}, so at most {len(OPTION_LETTERS)} options are supported")
+    return OPTION_LETTERS[:n_options]
 
 
 @dataclass(frozen=True)

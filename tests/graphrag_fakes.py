@@ -144,12 +144,13 @@ def responder(map_reply=None):
 
 class GraphChat:
     """A chat backend for whole runs: capitalised-word extraction, fixed summaries and reports, map
-    points scored ``map_score`` (0 = every point scored 0), a short reduce answer."""
+    points scored ``map_score`` (0 = every point scored 0), a short reduce answer. ``map_broken``:
+    ``all`` makes every map reply unreadable, ``some`` those whose table starts with an even report id."""
 
     max_concurrency = None
 
-    def __init__(self, map_score: int = 60, model_id: str = "fake-graphrag") -> None:
-        self.map_score, self.model_id = int(map_score), model_id
+    def __init__(self, map_score: int = 60, model_id: str = "fake-graphrag", map_broken: str = "none") -> None:
+        self.map_score, self.model_id, self.map_broken = int(map_score), model_id, map_broken
         self.steps: list[str] = []
         self._lock = threading.Lock()
 
@@ -171,11 +172,19 @@ class GraphChat:
         elif step == "report":
             names = re.findall(r"^\d+,([A-Z]+),", request.messages[-1][1], flags=re.M)
             text = report_json(" and ".join(names[:2]) or "community")
+        elif step == "map" and self._broken(request):
+            text = "not json"
         elif step == "map":
             text = json.dumps({"points": [{"description": "A point [Data: Reports (0)]", "score": self.map_score}]})
         else:
             text = "reduced answer"
         return Completion(text=text, prompt_tokens=10, completion_tokens=5)
+
+    def _broken(self, request: ChatRequest) -> bool:
+        if self.map_broken != "some":
+            return self.map_broken == "all"
+        first_row = request.messages[0][1].split("---Reports---\n", 1)[1].splitlines()[2]
+        return int(first_row.split("|")[0]) % 2 == 0
 
 
 class SelfAnsweringMemory(FullContext):

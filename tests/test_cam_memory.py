@@ -196,3 +196,4 @@ def test_questions_between_batches_keep_pointing_at_the_nodes_they_retrieved(con
     cam.retrieve("c2", 100)
     kept = [[cam.store.ids[v] for v in r["nodes"]] for r in cam.retrievals]
     assert kept[0] == first and [cam.store.texts[v] for v in cam.retrievals[1]["nodes"]][0] == "c2"
+    assert cam.retrievals[0]["node_ids"] == first  # the ids recorded at retrieval time name the same nodes

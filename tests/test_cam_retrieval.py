@@ -107,6 +107,7 @@ def test_evidence_in_code_order_with_consecutive_chunks_merged():
     assert merged.source_unit_ids == tuple(cam.store.units[v][0] for v in (1, 2, 3)) and merged.tokens == 3
     assert items[2].source_unit_ids == (cam.store.units[8][0], cam.store.units[12][0])
     assert cam.retrievals[-1]["nodes"] == [1, 2, 3, 8, 20]  # every evidence node (20: "(c1 d1)"), for the view
+    assert cam.retrievals[-1]["node_ids"] == [cam.store.ids[v] for v in (1, 2, 3, 8, 20)]  # stable across save/load
     separate = memory(picker("c1", "a4", "a2", "a3", "(c1 d1)"), max_turns=1, top_k=30, merge_consecutive=False)
     assert [i.text for i in separate.retrieve("a2", 1000)] == ["a2", "a3", "a4", "c1", "(c1 d1)"]
 

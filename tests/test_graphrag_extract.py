@@ -166,6 +166,22 @@ def test_short_description_lists_are_joined_without_a_call():
     assert graph.summary_calls == 2 and graph.summarised == 2  # VELOX RAIL and the three-description relation
 
 
+def test_threshold_zero_summarises_every_list_of_two_or_more_whatever_its_token_count():
+    class Blind(WordTokenizer):  # counts nothing: a joined list is "0 tokens", still over "always"
+        def count(self, text):
+            return 0
+
+    _, tus, _, log, out = extracted()
+    graph = merge_graph(out.entities, out.relations, tus, log)
+    lists = sum(len(set(d for d in item.descriptions if d)) > 1 for item in [*graph.entities, *graph.relations])
+    s = SummarySettings(prompt=default_prompts()["summarize_prompt"], threshold_tokens=0, separator=" | ")
+    summarize_descriptions(StepLLM(respond), graph, s, Blind(), log)
+    assert lists == graph.summarised == graph.summary_calls >= 4
+    assert graph.entities[0].description.startswith("SUMMARY(")
+    single = next(r for r in graph.relations if len(set(r.descriptions)) == 1)
+    assert not single.description.startswith("SUMMARY(")  # one description is never summarised
+
+
 def test_long_lists_carry_a_partial_summary_into_the_next_window():
     from memharness.memsys.graphrag.extract import EntityRecord
 

@@ -159,6 +159,79 @@ def test_multiple_choice_reduce_is_constrained_to_the_option_letters():
     assert request.choices == ("A", "B") and "(B) blue" in request.messages[0][1]
 
 
+def test_multiple_choice_with_more_options_than_letters_is_refused_naming_the_question():
+    memory, llm, _ = built("global", map_reply=map_reply_by_batch)
+    options = tuple(f"option {i}" for i in range(11))
+    q = Question(id="q11", text="Which?", answers=(), position=7, options=options, gold_option=10)
+    items = memory.search("Which?", 1000)
+    calls = len(llm.batches)
+    with pytest.raises(ValueError, match=r"question q11 has 11 options; .* at most 10 options"):
+        memory.answer(q, items, multiple_choice=True)
+    assert len(llm.batches) == calls  # refused before any reduce call
+    ten = Question(id="q10", text="Which?", answers=(), position=7, options=options[:10], gold_option=9)
+    memory.answer(ten, items, multiple_choice=True)
+    assert llm.batches[-1][0][1].choices == tuple("ABCDEFGHIJ")
+
+
+def test_map_points_below_min_point_score_are_dropped_and_counted():
+    def reply(request):
+        return json.dumps({"points": [{"description": "strong", "score": 80}, {"description": "weak", "score": 30},
+                                      {"description": "none", "score": 0}]})
+
+    memory, _, _ = built("global", map_reply=reply, global_search={"min_point_score": 50})
+    items = memory.search("What happened?", 10**5)
+    n = len(memory._global_search().batches())
+    assert [i.text.rsplit("\n", 1)[1] for i in items] == ["strong"] * n
+    g = memory.stats()["graphrag"]["search"]["global"]
+    assert g["points"] == 3 * n and g["points_below_min_score"] == 2 * n and g["points_zero"] == n
+    default, _, _ = built("global", map_reply=reply)  # default 1: only the score-0 points go (GraphRAG)
+    assert len(default.search("What happened?", 10**5)) == 2 * n
+
+
+def test_reports_below_min_rating_are_left_out_of_the_map_and_counted():
+    memory, _, _ = built("global", map_reply=map_reply_by_batch)
+    ratings = sorted(c.rating for c in memory.index.communities)
+    assert ratings[0] < ratings[-1], "the fake reports need different ratings for this test"
+    everything = memory.stats()["graphrag"]["search"]["global_reports"]
+    cut, _, _ = built("global", map_reply=map_reply_by_batch, global_search={"min_rating": ratings[-1]})
+    sel = cut.stats()["graphrag"]["search"]["global_reports"]
+    views = cut.index.communities
+    mapped = [c for b in cut._global_search().batches() for c in b.communities]
+    assert mapped and all(views[c].rating >= ratings[-1] for c in mapped)
+    assert sel["reports_at_level"] == everything["reports_at_level"] == everything["reports_mapped"]
+    assert sel["reports_below_min_rating"] == sel["reports_at_level"] - len(mapped) > 0
+    assert sel["reports_mapped"] == len(mapped)
+
+
+def test_the_build_provenance_names_the_graph_seed_levels_and_extraction_failures():
+    memory, _, _ = built(leiden_seed=7)
+    prov = json.loads(json.dumps(memory.stats()))["graphrag"]["provenance"]
+    levels = max(memory.store.meta[v]["community_level"] for v in range(len(memory.store))
+                 if memory.store.levels[v] > 0) + 1
+    assert prov["graph_seed"] == 7 and prov["leiden_backend"] == "igraph" and prov["community_levels"] == levels
+    assert sum(prov["communities_per_level"].values()) == len(memory.index.communities)
+    assert prov["extraction_failures"] == {"call_failed": 0, "loop_unparsed": 0, "unparsed_reply": 1,
+                                           "malformed_record": 0, "weight_defaulted": 0}
+    assert prov["extraction_calls"]["extract"] == len(memory.text_units)
+    seeded, _, _ = built()
+    assert seeded.stats()["graphrag"]["provenance"]["graph_seed"] == seeded.seed  # null leiden_seed: the run's seed
+
+
+def test_a_prompt_missing_a_required_placeholder_is_refused_naming_the_key():
+    from memharness.memsys.settings_check import check_target
+
+    def problems(**settings):
+        return check_target({"_target_": "memharness.memsys.graphrag.GraphRAG", **settings}, "memory")
+
+    for key, prompt, needed in [("report_prompt", "Write a report. {max_report_length}", "input_text"),
+                                ("reduce_mc_prompt", "{report_data}", "options"),
+                                ("extract_prompt", "Extract: {entity_types}", "input_text"),
+                                ("summarize_prompt", "{entity_name}", "description_list")]:
+        found = problems(**{key: prompt})
+        assert len(found) == 1 and found[0].startswith(f"memory.{key}=") and needed in found[0], found
+    assert problems(report_prompt="{input_text} {unknown}")[0].startswith("memory.report_prompt=")
+
+
 def test_save_and_load_give_the_same_answers_without_llm_calls(tmp_path):
     memory, _, _ = built()
     before = memory.search("Who audits Velox Rail?", 150)
@@ -211,3 +284,67 @@ def test_relationship_order_in_network_first_then_shared_neighbours_capped_per_e
     # A-B joins two selected entities; C is linked to both (2 links) and comes before D (1 link);
     # out-of-network relationships are capped at top_k_relationships x 2 selected entities
     assert order == ["A-B", "A-C", "B-C"]
+
+
+def test_a_loaded_memory_rebuilds_over_every_unit_it_was_built_from(tmp_path):
+    memory, _, units = built()
+    memory.save(tmp_path)
+    again = GraphRAG.load(tmp_path, llm=StepLLM(responder()), embedder=WordEmbedder(), tokenizer=WordTokenizer())
+    assert [u.id for u in again.units] == [u.id for u in units] and again.units[0] == units[0]
+    names = {again.store.meta[v]["name"] for v in again.index.entities}
+    again.insert([unit("Zed Quill visits Port Elden.", len(units), source="d9")])
+    again.ensure_built()
+    after = {again.store.meta[v]["name"] for v in again.index.entities}
+    assert names < after and {"ZED", "QUILL"} <= after  # a rebuild over the old and the new units
+    assert again.stats()["units"] == len(units) + 1
+
+
+def test_global_search_with_every_map_call_broken_is_an_error_not_an_answer():
+    replies = iter([None, "not json"] * 20)  # failed calls and unreadable replies, alternating
+    memory, llm, _ = built("global", map_reply=lambda r: next(replies), global_search={"map_batch_tokens": 50})
+    q = Question(id="q", text="What happened?", answers=("x",), position=7)
+    items = memory.search(q.text, 1000)
+    n = len(memory._global_search().batches())
+    assert n > 1 and items == []
+    calls = len(llm.batches)
+    completion = memory.answer(q, items)
+    assert not completion.ok and completion.text == ""
+    assert completion.error == f"global map: {n}/{n} batches failed or unparsed"
+    assert len(llm.batches) == calls  # no reduce call
+    g = memory.stats()["graphrag"]["search"]["global"]
+    assert g["map_all_failed"] == 1 and "no_data_answers" not in g
+
+
+def test_global_search_flags_an_answer_reduced_from_some_failed_map_batches():
+    state = {"n": 0}
+
+    def reply(request):  # the first map call of each question fails, the rest answer
+        state["n"] += 1
+        return None if state["n"] == 1 else map_reply_by_batch(request)
+
+    memory, _, _ = built("global", map_reply=reply, global_search={"map_batch_tokens": 50})
+    q = Question(id="q", text="What happened?", answers=("x",), position=7)
+    items = memory.search(q.text, 1000)
+    n = len(memory._global_search().batches())
+    completion = memory.answer(q, items)
+    assert completion.ok and completion.text == "REDUCED" and len(items) == n - 1
+    assert completion.extra["sample_fields"] == {"partial": {"map_calls": n, "map_failed": 1, "map_unparsed": 0}}
+    state["n"] = 5  # a later question whose map calls all work is not flagged
+    again = memory.answer(Question(id="q2", text="Who?", answers=("x",), position=7), memory.search("Who?", 1000))
+    assert again.ok and "sample_fields" not in again.extra
+
+
+def test_local_search_entity_ties_at_the_cut_are_broken_by_entity_order():
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        n = int(rng.integers(3, 40))
+        sims = rng.integers(0, 3, n).astype(np.float32)
+        k = int(rng.integers(1, n))
+        index = SimpleNamespace(entities=list(range(100, 100 + n)), entity_similarities=lambda vector: sims)
+        search = LocalSearch(index, {"top_k_entities": k, "oversample": 1}, WordTokenizer())
+        want = sorted(range(n), key=lambda i: (-sims[i], i))[:k]
+        assert [v - 100 for v, _ in search.select_entities(np.zeros(3))] == want

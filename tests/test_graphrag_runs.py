@@ -59,6 +59,30 @@ def test_global_search_with_every_point_scored_zero_answers_no_data_without_a_re
     assert sum(s["graphrag"]["search"]["global"]["no_data_answers"] for s in stats.values()) == 4
 
 
+def test_global_search_with_every_map_call_unreadable_is_answer_failed_not_scored(make_cfg, tmp_path):
+    out = tmp_path / "run"
+    metrics = run(make_cfg("memory=graphrag_global", *FAKE, "llm.backend.map_broken=all"), out)
+    samples = _samples(out)
+    assert all(s["status"] == "answer_failed" and s["prediction"] == "" for s in samples)
+    assert all(s["error"].startswith("global map: ") and s["error"].endswith(" batches failed or unparsed")
+               for s in samples)
+    assert metrics["counts"]["answer_failed"] == 4 and metrics["counts"]["scored"] == 0
+    assert metrics["calls"]["answer"]["calls"] == 0  # no reduce call
+
+
+def test_global_search_answers_from_some_broken_map_batches_are_flagged_and_counted(make_cfg, tmp_path):
+    out = tmp_path / "run"
+    metrics = run(make_cfg("memory=graphrag_global", *FAKE, "llm.backend.map_broken=some",
+                           "memory.global_search.map_batch_tokens=40"), out)
+    samples = _samples(out)
+    partial = [s for s in samples if s.get("partial")]
+    assert partial and all(s["status"] == "scored" for s in samples)
+    for s in partial:
+        p = s["partial"]
+        assert 0 < p["map_unparsed"] < p["map_calls"] and p["map_failed"] == 0
+    assert metrics["counts"]["partial"] == len(partial)
+
+
 # ---------------------------------------------------------------------- the embedded models
 # Output caps keep the 135M model's calls short on a shared 2-core machine, and one llama.cpp thread avoids
 # its spin-waiting threads thrashing when other processes hold the cores (measured: 65 s vs > 600 s for one

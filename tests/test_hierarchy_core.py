@@ -12,7 +12,7 @@ from memharness.memsys.backends.cache import CallCache
 from memharness.memsys.backends.llm import LLM
 from memharness.memsys.hierarchy import traverse
 from memharness.memsys.hierarchy.diagnostics import coherence, level_profile, structure_stats
-from memharness.memsys.hierarchy.memory import load_memory
+from memharness.memsys.hierarchy.memory import load_memory, restore_retrievals
 from memharness.memsys.hierarchy.revenue import revenue_exact, revenue_sampled
 from memharness.memsys.hierarchy.ss_theta import ss_theta
 from memharness.memsys.hierarchy.store import HierarchyStore
@@ -45,10 +45,40 @@ def test_collapsed_pools_every_level_and_filters(dag):
     assert traverse.collapsed(store, VECTORS["a"], 0) == []
 
 
+def _tied_store(levels):
+    """Nodes whose cosines with e1 take only three values (many ties), in a seeded random order."""
+    store = HierarchyStore()
+    for v, level in enumerate(levels):
+        store.add_node(f"n{v}", f"t{v}", unit_vec(1, float(level), 0), 0)
+    return store
+
+
+def test_top_k_ties_at_the_cut_are_broken_by_node_index():
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        n = int(rng.integers(3, 40))
+        k = int(rng.integers(1, n))
+        store = _tied_store(rng.integers(0, 3, n))
+        sims = store.similarities(VECTORS["a"])
+        want = sorted(range(n), key=lambda v: (-sims[v], v))[:k]
+        assert [v for v, _ in traverse.collapsed(store, VECTORS["a"], k)] == want
+        frontier = list(range(n))
+        assert [v for v, _ in traverse.top_down(store, VECTORS["a"], k)] == want  # all entry nodes (one level)
+        assert [v for v, _ in traverse._rank(frontier, sims, k, -1.0)] == want
+
+
 def test_collapsed_expand_replaces_parents_by_their_atoms_once(dag):
     store, idx = dag
     # top-4 is a, P, b, T: P adds b (a is already in), T adds c
     assert names(idx, traverse.collapsed_expand(store, VECTORS["a"], 4)) == ["a", "b", "c"]
+
+
+def test_collapsed_expand_applies_the_threshold_to_the_expanded_atoms(dag):
+    store, idx = dag
+    # the seeds above 0.5 are a, P, b, T; T's atom c is below 0.5 and must not come back through T
+    assert cos("a", "c") < 0.5 <= min(cos("a", "a"), cos("a", "b"))
+    ranked = traverse.collapsed_expand(store, VECTORS["a"], 10, threshold=0.5)
+    assert names(idx, ranked) == ["a", "b"] and all(s >= 0.5 for _, s in ranked)
 
 
 def test_top_down_beam_from_the_top_level(dag):
@@ -183,6 +213,7 @@ def test_a_toy_offline_system_builds_searches_saves_and_reloads(tmp_path):
     assert [i.text for i in items] == ["alpha apples", "alpha apples + beta bananas bread"]
     assert items[1].source_unit_ids == (units[0].id, units[1].id) and items[1].level == 1
     assert memory.retrievals[0]["nodes"] == [0, 4]
+    assert memory.retrievals[0]["node_ids"] == [i.node_id for i in items]
     stats = json.loads(json.dumps(memory.stats()))
     assert stats["structure"]["nodes"] == 6 and stats["levels"]["1"]["nodes"] == 2
     assert stats["traversal"]["name"] == "collapsed" and stats["ss_theta"] == {"status": "off"}
@@ -193,6 +224,18 @@ def test_a_toy_offline_system_builds_searches_saves_and_reloads(tmp_path):
     assert [(i.node_id, i.source_unit_ids) for i in again.retrieve("alpha apples", 100)] == \
            [(i.node_id, i.source_unit_ids) for i in items]
     assert embedder.calls == 1 and again.rebuilds == []  # only the question was embedded; no rebuild
+    assert again.retrievals[0] == memory.retrievals[0]  # the saved records come back, by node id
+
+
+def test_saved_retrieval_records_find_their_nodes_by_id_in_a_reordered_store():
+    store = HierarchyStore()
+    for name in ("z", "y", "x"):
+        store.add_node(name, name, unit_vec(1, 0, 0), 0)
+    records = [{"question": "q", "node_ids": ["x", "gone", "z"], "nodes": [0, 1, 2], "scores": [0.9, 0.8, 0.7]},
+               {"question": "old", "nodes": [1], "scores": [0.5]}]  # written before ids were recorded
+    restored = restore_retrievals(store, records)
+    assert restored[0]["nodes"] == [2, 0] and restored[0]["scores"] == [0.9, 0.7]
+    assert restored[0]["node_ids"] == ["x", "gone", "z"] and restored[1] == records[1]
 
 
 @pytest.mark.parametrize("traversal", ["collapsed", "collapsed_expand", "top_down"])

@@ -160,3 +160,14 @@ def test_html_view_embeds_escaped_nodes_and_retrievals(tmp_path):
     data = json.loads(page.split("id='data'>")[1].split("</script>")[0].replace("<\\/", "</"))
     assert len(data["nodes"]) == tree.n_nodes and data["top"] == tree.children[0]
     assert data["retrievals"][0]["question"] == "a2" and data["retrievals"][0]["nodes"]
+
+
+def test_stats_after_save_and_load_equal_the_stats_before(tmp_path):
+    tree = make_tree(TABLE, top_k=3)
+    tree.insert([unit(t, i) for i, t in enumerate(TEXTS)])
+    before = json.loads(json.dumps(tree.stats()))
+    assert before["units"] == len(TEXTS)
+    tree.save(tmp_path)
+    loaded = MemTree.load(tmp_path, llm=None, embedder=WordEmbedder(TABLE), tokenizer=WordTokenizer())
+    assert json.loads(json.dumps(loaded.stats())) == before
+    assert [u.id for u in loaded.units] == [u.id for u in tree.units]

@@ -75,6 +75,17 @@ def test_units_without_text_make_no_chunk_and_the_units_chunker_keeps_units_whol
         make_chunks(u, "words", WT)
 
 
+def test_an_empty_unit_between_two_units_neither_glues_their_words_nor_counts_as_a_source():
+    u = [unit("Alpha beta", 0), unit("", 1), unit("gamma delta. Epsilon", 2), unit(" \n", 3), unit("zeta", 4)]
+    chunks = sentence_chunks(u, WT, 100)
+    assert [(c.text, c.units) for c in chunks] == [("Alpha beta gamma delta Epsilon zeta",
+                                                    (u[0].id, u[2].id, u[4].id))]
+    memory = make_raptor(two_blobs(), chunker="sentences")
+    memory.insert(u)
+    memory.ensure_built()
+    assert memory.builds[-1]["empty_units"] == 2 and memory.builds[-1]["units_without_leaf"] == 2
+
+
 def test_real_tokenizer_chunks_of_the_sample_stay_within_100_tokens_and_cover_every_unit():
     from memharness.data_prep.sample import load
 
@@ -185,12 +196,35 @@ def test_clusters_over_the_token_limit_are_clustered_again(monkeypatch):
     assert inputs == [(8, "L1")]
 
 
-def test_a_cluster_that_cannot_shrink_is_kept_and_counted_and_duplicates_are_summarised_once(monkeypatch):
-    monkeypatch.setattr(rc, "soft_clusters", lambda v, *a, **k: [list(range(len(v))), list(range(len(v)))])
+def test_a_cluster_equal_to_its_whole_input_is_clustered_again_once_under_a_derived_seed(monkeypatch):
+    paths = []
+
+    def fake(vectors, settings, seed, path, log, reduce):  # whole on the first pass, split on the retry
+        paths.append(path)
+        return [[0, 1, 2], [3, 4, 5]] if path == "L1/r0" else [list(range(len(vectors)))]
+
+    monkeypatch.setattr(rc, "soft_clusters", fake)
+    log = ClusterLog()
+    out = rc.raptor_clusters(np.zeros((6, 2)), [1000] * 6, ClusterSettings(max_length_in_cluster=3500), 0, log)
+    assert out == [[0, 1, 2], [3, 4, 5]] and paths == ["L1", "L1/r0"]
+    assert log.unsplittable == [] and log.whole_retries == 1 and log.reclustered == 1
+    assert rc.step_seed(0, "L1/r0/global", "umap") != rc.step_seed(0, "L1/global", "umap")
+
+
+def test_a_cluster_that_stays_whole_on_its_retry_is_kept_and_counted_and_duplicates_are_summarised_once(monkeypatch):
+    paths = []
+
+    def fake(vectors, settings, seed, path, log, reduce):
+        paths.append(path)
+        return [list(range(len(vectors))), list(range(len(vectors)))]
+
+    monkeypatch.setattr(rc, "soft_clusters", fake)
     log = ClusterLog()
     out = rc.raptor_clusters(np.zeros((5, 2)), [1000] * 5, ClusterSettings(), 0, log)
     assert out == [[0, 1, 2, 3, 4]]
-    assert log.unsplittable == [{"nodes": 5, "tokens": 5000}] * 2 and log.duplicate_clusters == 1
+    assert paths == ["L1", "L1/r0"]  # one retry; the duplicate of the whole input is not retried again
+    assert log.unsplittable == [{"nodes": 5, "tokens": 5000}] and log.whole_retries == 1
+    assert log.duplicate_clusters == 2  # once in the retry, once in the first pass
 
 
 def test_real_recursion_leaves_no_splittable_cluster_over_the_limit():
@@ -331,6 +365,30 @@ def test_collapsed_retrieval_stops_at_the_first_overflow_and_carries_provenance(
     assert [i.node_id for i in kept] == [items[0].node_id]
 
 
+def test_top_k_null_fills_the_budget_with_every_node_ranked_by_cosine():
+    table = two_blobs()
+    memory = make_raptor(table, max_clusters=3, top_k=None)
+    memory.insert(units([f"a{i}" for i in range(15)] + [f"b{i}" for i in range(15)]))
+    everything = memory.retrieve("a1", 10**6)
+    # no count cut: every node that passes the threshold (-1; the fake vectors are not unit-norm) comes back
+    passing = int((memory.store.similarities(memory.embedder.embed(["a1"])[0]) >= -1).sum())
+    assert len(everything) == passing > 10
+    scores = [i.score for i in everything]
+    assert scores == sorted(scores, reverse=True)
+    budget = sum(i.tokens for i in everything[:12])
+    assert [i.node_id for i in memory.retrieve("a1", budget)] == [i.node_id for i in everything[:12]]
+    assert memory.stats()["traversal"]["top_k"] is None
+
+
+def test_the_default_summary_prompt_is_the_configured_one_and_keeps_the_papers_instruction():
+    import yaml
+    from pathlib import Path
+
+    configured = yaml.safe_load((Path(__file__).parents[1] / "conf/memory/raptor.yaml").read_text())["summary_prompt"]
+    assert Raptor().summary_prompt == configured
+    assert "as many of their key details as you can" in configured and configured.count("{context}") == 1
+
+
 def test_top_down_descends_from_the_top_layer_to_the_leaves():
     table = two_blobs()
     memory = make_raptor(table, max_clusters=3, traversal="top_down", top_k=1)
@@ -376,8 +434,9 @@ def test_bad_settings_name_the_key():
     def problems(**settings):
         return check_target({"_target_": "memharness.memsys.raptor.Raptor", **settings}, "memory")
 
-    assert problems() == []
-    for kw, key in [({"chunker": "words"}, "memory.chunker"), ({"summary_failure": "skip"}, "memory.summary_failure"),
+    assert problems() == [] and problems(top_k=None) == [] and problems(top_k=None, traversal="collapsed_expand") == []
+    for kw, key in [({"top_k": None, "traversal": "top_down"}, "memory.top_k"), ({"top_k": 0}, "memory.top_k"),
+                    ({"chunker": "words"}, "memory.chunker"), ({"summary_failure": "skip"}, "memory.summary_failure"),
                     ({"summary_prompt": "no placeholder"}, "memory.summary_prompt"),
                     ({"num_layers": -1}, "memory.num_layers"), ({"cluster_threshold": 1.5}, "memory.cluster_threshold"),
                     ({"traversal": "beam"}, "memory.traversal")]:

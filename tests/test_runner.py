@@ -108,6 +108,12 @@ def test_multiple_choice_mode_scores_letters(make_cfg, tmp_path):
     assert req.choices == ("A", "B", "C") and "(B) blue" in req.messages[-1][1]
     assert is_multiple_choice(q, "auto") and not is_multiple_choice(q, "generative")
     assert mc_correct(q, "B") == (1, 1.0) and mc_correct(q, "C") == (2, 0.0) and mc_correct(q, "??") == (None, 0.0)
+    many = Question(id="q11", text="Which?", answers=(), position=0, options=tuple("abcdefghijk"), gold_option=10)
+    with pytest.raises(ValueError, match="question q11 has 11 options; .*at most 10 options"):
+        is_multiple_choice(many, "auto")
+    assert not is_multiple_choice(many, "generative")  # options that are not asked for are no problem
+    ten = Question(id="q10", text="Which?", answers=(), position=0, options=tuple("abcdefghij"), gold_option=9)
+    assert answer_request(ten, [], cfg).choices == tuple("ABCDEFGHIJ")
 
 
 def test_generative_agents_scoring_normalises_components(make_cfg, tmp_path):

@@ -27,7 +27,7 @@ import numpy as np
 from ..backends.types import ChatRequest
 from ..base import fill_budget
 from ..hierarchy import traverse
-from ..hierarchy.memory import HierarchicalMemory
+from ..hierarchy.memory import HierarchicalMemory, retrieval_record
 from ..hierarchy.store import HierarchyStore
 from ..settings import Placeholders, Range
 from ..types import RetrievedItem, Unit, content_id
@@ -197,7 +197,8 @@ class CAM(HierarchicalMemory):
             items[item.node_id] = (item, run)
         kept = fill_budget([i for i, _ in items.values()], budget_tokens, self.tokenizer, self.stop_at_first_overflow)
         nodes = [v for item in kept for v in items[item.node_id][1]]
-        self.retrievals.append({"question": question, "nodes": nodes, "scores": [round(score[v], 4) for v in nodes]})
+        self.retrievals.append(retrieval_record(question, [self.store.ids[v] for v in nodes], nodes,
+                                                [score[v] for v in nodes]))
         return kept
 
     # ------------------------------------------------------------------ diagnostics and persistence

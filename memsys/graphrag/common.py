@@ -67,3 +67,17 @@ class FailureLog:
         log.counts.update((data or {}).get("counts", {}))
         log.samples = list((data or {}).get("samples", []))
         return log
+
+
+EXTRACTION_FAILURES = ("call_failed", "loop_unparsed", "unparsed_reply", "malformed_record", "weight_defaulted")
+
+
+def build_provenance(build: dict[str, Any]) -> dict[str, Any]:
+    """What a build's numbers rest on, in one place: the graph (Leiden) seed and backend, the
+    community levels and their sizes, and the extraction failure counts (every key, zeros included)."""
+    leiden = build.get("communities", {})
+    counts = build.get("failures", {}).get("counts", {})
+    return {"graph_seed": leiden.get("seed"), "leiden_backend": leiden.get("backend"),
+            "community_levels": leiden.get("levels", 0), "communities_per_level": dict(leiden.get("per_level", {})),
+            "extraction_calls": {k: v for k, v in build.get("llm_calls", {}).items() if k in ("extract", "glean", "loop")},
+            "extraction_failures": {k: int(counts.get(k, 0)) for k in EXTRACTION_FAILURES}}

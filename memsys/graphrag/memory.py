@@ -14,6 +14,7 @@ experiment. Hyperparameters and every prompt: ``conf/memory/graphrag.yaml``; see
 """
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import replace
 from typing import Annotated, Any, Iterator, Literal, Sequence
@@ -22,12 +23,12 @@ import numpy as np
 
 from ..backends.types import Completion
 from ..hierarchy import traverse
-from ..hierarchy.memory import HierarchicalMemory
+from ..hierarchy.memory import HierarchicalMemory, retrieval_record
 from ..hierarchy.store import HierarchyStore
 from ..settings import NonEmpty, Placeholders, Range
 from ..types import Question, RetrievedItem, Unit, content_id
 from .chunks import TextUnit, make_text_units
-from .common import FailureLog
+from .common import FailureLog, build_provenance
 from .communities import Community, hierarchical_leiden
 from .extract import ExtractSettings, run_extraction
 from .index import GraphIndex
@@ -36,6 +37,7 @@ from .reports import ContextBuilder, Report, ReportSettings, generate_reports
 from .search_global import GlobalSearch, GlobalSearchSettings, global_settings
 from .search_local import LocalSearch, LocalSearchSettings, local_settings, local_settings_problems
 
+log = logging.getLogger(__name__)
 DELIMITERS = ("entity_types", "tuple_delimiter", "record_delimiter", "completion_delimiter")
 PROMPTS = ("extract_prompt", "extract_json_prompt", "continue_prompt", "loop_prompt", "summarize_prompt",
            "report_prompt", "map_prompt", "reduce_prompt", "reduce_mc_prompt")
@@ -123,6 +125,7 @@ class GraphRAG(HierarchicalMemory):
         self.search_record: dict[str, Any] = {"queries": 0, "local": {}, "global": {}}
         self.index: GraphIndex | None = None
         self._global: GlobalSearch | None = None
+        self._map_outcome: tuple[str, dict[str, int]] | None = None  # the last question's map calls (answer reads it)
 
     @classmethod
     def check_settings(cls, settings: dict[str, Any]) -> Iterator[tuple[str, str]]:
@@ -296,25 +299,40 @@ class GraphRAG(HierarchicalMemory):
             record["points_kept"] = len(items)
             for k, v in record.items():
                 _bump(self.search_record["global"], k, v)
+            self._map_outcome = (question, {k: record[k] for k in ("map_calls", "map_failed", "map_unparsed")})
             nodes = sorted({g.index.communities[c].node for b in g.batches() for c in b.communities})
-        self.retrievals.append({"question": question, "nodes": nodes, "scores": [1.0] * len(nodes)})
+        self.retrievals.append(retrieval_record(question, [self.store.ids[v] for v in nodes], nodes,
+                                                [1.0] * len(nodes)))
         return items
 
     def answer(self, question: Question, items: Sequence[RetrievedItem], multiple_choice: bool = False) -> Completion:
-        """Global search's reduce step; the no-data answer (no call) when no scored point remains."""
+        """Global search's reduce step; the no-data answer (no call) when no scored point remains.
+
+        When every map batch of this question failed or could not be read, there is no answer: a
+        failed completion (the runner records ``answer_failed``). When only some did, the answer is
+        reduced from the rest and flagged (``sample_fields: {"partial": ...}`` on the question's record).
+        """
         record = self.search_record["global"]
+        outcome = self._map_outcome[1] if self._map_outcome and self._map_outcome[0] == question.text else {}
+        broken = outcome.get("map_failed", 0) + outcome.get("map_unparsed", 0)
+        if broken and broken == outcome["map_calls"]:
+            _bump(record, "map_all_failed")
+            return Completion(text="", error=f"global map: {broken}/{broken} batches failed or unparsed",
+                              extra={"prompt": ""})
+        flags = {"sample_fields": {"partial": dict(outcome)}} if broken else {}
         if not items:
             _bump(record, "no_data_answers")
-            return Completion(text=self.global_search["no_data_answer"], extra={"prompt": "", "no_data": True})
+            return Completion(text=self.global_search["no_data_answer"],
+                              extra={"prompt": "", "no_data": True, **flags})
         request = self._global_search().reduce_request(question.text, items,
-                                                       question.options if multiple_choice else None)
+                                                       question.options if multiple_choice else None, question.id)
         completion = self.llm.complete([request], desc="graphrag reduce")[0]
         _bump(record, "reduce_calls")
         if not completion.ok:
             _bump(record, "reduce_failed")
             self.search_failures.add("reduce_failed", completion.error or "", question=question.id)
         prompt = "\n\n".join(content for _, content in request.messages)
-        return replace(completion, extra={**completion.extra, "prompt": prompt})
+        return replace(completion, extra={**completion.extra, "prompt": prompt, **flags})
 
     # ------------------------------------------------------------------ diagnostics and persistence
     def stats(self) -> dict[str, Any]:
@@ -324,15 +342,24 @@ class GraphRAG(HierarchicalMemory):
         failure_counts = dict(build_failures)
         for k, v in self.search_failures.counts.items():
             failure_counts[k] = failure_counts.get(k, 0) + v
+        if self.traversal == "global" and len(self.store):
+            search["global_reports"] = self._global_search().selection()
         return {**super().stats(), "graphrag": {"build": self.build_record, "search": search,
+                                                "provenance": build_provenance(self.build_record),
                                                 "failure_counts": failure_counts,
                                                 "index": self._graph_index().describe() if len(self.store) else {}}}
 
     def state(self) -> dict[str, Any]:
+        """Text units, records, and the inserted units (a later insert rebuilds over all of them)."""
         return {"text_units": [tu.to_json() for tu in self.text_units.values()], "build": self.build_record,
-                "search": self.search_record, "search_failures": self.search_failures.to_json()}
+                "search": self.search_record, "search_failures": self.search_failures.to_json(),
+                "units": [u.to_json() for u in self.units]}
 
     def load_state(self, state: dict[str, Any]) -> None:
+        self.units = [Unit.from_json(u) for u in state.get("units", [])]
+        if "units" not in state and not self.store.is_empty():
+            log.warning("GraphRAG memory saved without its inserted units: a later insert rebuilds from the "
+                        "new units only")
         self.text_units = {d["id"]: TextUnit.from_json(d) for d in state.get("text_units", [])}
         self.build_record = dict(state.get("build", {}))
         self.search_record = dict(state.get("search", {"queries": 0, "local": {}, "global": {}}))

@@ -14,7 +14,8 @@
   and the dataset units beneath them (provenance).
 - **Descriptions**: the unique descriptions, sorted. One → kept. Joined (``separator``) within
   ``threshold_tokens`` → kept joined. Longer → an LLM summary (nano-graphrag's trigger; GraphRAG
-  summarises every list of two or more, which ``threshold_tokens: 0`` reproduces). A summary reads
+  summarises every list of two or more, which ``threshold_tokens: 0`` reproduces: 0 means "always",
+  whatever the joined text's token count, even 0). A summary reads
   descriptions up to ``max_input_tokens`` at a time and carries its partial summary into the next
   window (GraphRAG). All lists needing a call in a window round go out as one batch. A failed or
   empty summary keeps that window's joined descriptions and is counted.
@@ -168,7 +169,8 @@ def summarize_descriptions(llm: Any, graph: Graph, settings: SummarySettings, to
     for item in [*graph.entities, *graph.relations]:
         unique = sorted(set(d for d in item.descriptions if d))
         joined = settings.separator.join(unique)
-        if len(unique) <= 1 or tokenizer.count(joined) <= settings.threshold_tokens:
+        always = settings.threshold_tokens == 0  # GraphRAG: every list of two or more is summarised
+        if len(unique) <= 1 or (not always and tokenizer.count(joined) <= settings.threshold_tokens):
             item.description = joined
             continue
         label = item.name if isinstance(item, Entity) else json.dumps([names[item.source], names[item.target]])

@@ -1,7 +1,8 @@
 """Global search: map-reduce over community reports (GraphRAG ``query/structured_search/global_search``).
 
 1. Reports: those chosen at ``community_level`` (every entity rolls up to its deepest community
-   at or above the level, ``GraphIndex.rollup_reports``) with rating ≥ ``min_rating``; each gets an
+   at or above the level, ``GraphIndex.rollup_reports``) with rating ≥ ``min_rating`` (GraphRAG's
+   ``min_community_rank``; the reports left out are counted, ``selection()``); each gets an
    occurrence weight = distinct text units of its entities, divided by the largest.
 2. Shuffled (``random.Random(shuffle_seed)``, GraphRAG: 86) and packed into batches of at most
    ``map_batch_tokens`` (a report larger than that goes alone). A batch is a table
@@ -10,13 +11,17 @@
    under "retrieve"): the system prompt holds the table, the user turn the question; the JSON reply
    ``{"points": [{"description", "score" (0-100)}]}``. A reply that cannot be read, a failed call
    and a malformed point are each counted with the raw text (GraphRAG scores them 0 silently).
-4. Points with score 0 are dropped; the rest, by score, become ``----Analyst i----`` blocks (i = the
+4. Points scored below ``min_point_score`` are dropped and counted (default 1: GraphRAG drops
+   exactly the score-0 points); the rest, by score, become ``----Analyst i----`` blocks (i = the
    batch) filling the answer budget (stop at the first that does not fit). These blocks are the
    retrieved items; each carries the dataset units of the reports its point cites
    (``[Data: Reports (ids)]``), or of its whole batch when it cites none.
 5. Reduce (``GraphRAG.answer``, metered under "answer"): one call over the blocks. When no
-   block remains (every score 0, or nothing fits) the configured no-data answer is returned
-   without a call, as GraphRAG does.
+   block remains (every score 0, or nothing fits in the budget) the configured no-data answer is
+   returned without a call, as GraphRAG does. When every map batch failed or could not be read
+   there is no answer at all: ``answer`` returns a failed completion (``global map: k/k batches
+   failed or unparsed``; the runner records ``answer_failed``) instead of the no-data text; when
+   only some did, the answer is flagged ``partial`` on the question's record.
 """
 from __future__ import annotations
 
@@ -27,15 +32,14 @@ from typing import Annotated, Any, Sequence, TypedDict
 
 from ..backends.types import ChatRequest
 from ..settings import NonEmpty, Range
-from ..types import RetrievedItem, content_id
+from ..types import RetrievedItem, content_id, option_letters
 from .common import FailureLog, fill, parse_json_object
 from .index import GraphIndex
 
 GLOBAL_DEFAULTS = {"community_level": 2, "map_batch_tokens": 12000, "map_max_words": 1000, "map_max_tokens": 1500,
                    "reduce_max_words": 2000, "reduce_max_tokens": 64, "response_type": "a short answer of a few words",
-                   "shuffle_seed": 86, "min_rating": 0.0,
+                   "shuffle_seed": 86, "min_rating": 0.0, "min_point_score": 1,
                    "no_data_answer": "I cannot answer this question from the available data."}
-LETTERS = "ABCDEFGHIJ"
 
 
 @dataclass
@@ -66,6 +70,7 @@ class GlobalSearchSettings(TypedDict, total=False):
     response_type: Annotated[str, NonEmpty()]
     shuffle_seed: Annotated[int, Range(0)]
     min_rating: Annotated[float, Range(0, 10)]
+    min_point_score: Annotated[int, Range(0, 100)]
     no_data_answer: Annotated[str, NonEmpty()]
 
 
@@ -82,6 +87,7 @@ class GlobalSearch:
         self.index, self.s, self.tokenizer = index, global_settings(settings), tokenizer
         self.map_prompt, self.reduce_prompt, self.reduce_mc_prompt = map_prompt, reduce_prompt, reduce_mc_prompt
         self._batches: list[Batch] | None = None
+        self._selection: dict[str, int] = {}
 
     # ------------------------------------------------------------------ batches
     def weights(self, chosen: Sequence[int]) -> dict[int, float]:
@@ -98,8 +104,10 @@ class GlobalSearch:
         if self._batches is not None:
             return self._batches
         views, store = self.index.communities, self.index.store
-        chosen = [c for c in self.index.rollup_reports(int(self.s["community_level"]))
-                  if views[c].rating >= float(self.s["min_rating"])]
+        rolled = self.index.rollup_reports(int(self.s["community_level"]))
+        chosen = [c for c in rolled if views[c].rating >= float(self.s["min_rating"])]
+        self._selection = {"reports_at_level": len(rolled), "reports_below_min_rating": len(rolled) - len(chosen),
+                           "reports_mapped": len(chosen)}
         weight = self.weights(chosen)
         random.Random(int(self.s["shuffle_seed"])).shuffle(chosen)
         header = "-----Reports-----\nid|title|occurrence weight|content|rank\n"
@@ -120,7 +128,13 @@ class GlobalSearch:
         if current:
             batches.append(self._batch(len(batches), header, current, weight, used))
         self._batches = batches
+        self._selection["batches"] = len(batches)
         return batches
+
+    def selection(self) -> dict[str, int]:
+        """Reports at the level, left out below ``min_rating``, mapped; and the batches they fill."""
+        self.batches()
+        return dict(self._selection)
 
     def _batch(self, number: int, header: str, rows: list[tuple[int, str]], weight: dict[int, float],
                tokens: int) -> Batch:
@@ -141,7 +155,7 @@ class GlobalSearch:
         """All map calls as one concurrent batch; returns every parsed point and this query's counts."""
         requests = self.map_requests(question)
         record = {"map_calls": len(requests), "map_parsed": 0, "map_failed": 0, "map_unparsed": 0, "points": 0,
-                  "points_zero": 0, "points_malformed": 0}
+                  "points_zero": 0, "points_below_min_score": 0, "points_malformed": 0}
         if not requests:
             return [], record
         completions = llm.complete(requests, desc="graphrag map")
@@ -154,6 +168,7 @@ class GlobalSearch:
             points.extend(self.parse_points(batch, comp.text, log, record))
         record["points"] = len(points)
         record["points_zero"] = sum(p.score <= 0 for p in points)
+        record["points_below_min_score"] = sum(p.score < int(self.s["min_point_score"]) for p in points)
         return points, record
 
     def parse_points(self, batch: Batch, reply: str, log: FailureLog, record: dict[str, int]) -> list[Point]:
@@ -178,8 +193,9 @@ class GlobalSearch:
 
     # ------------------------------------------------------------------ reduce
     def reduce_items(self, points: Sequence[Point], budget: int) -> list[RetrievedItem]:
-        """Scored points (zeros dropped) by score as analyst blocks, until the first that does not fit."""
-        kept = sorted((p for p in points if p.score > 0), key=lambda p: -p.score)
+        """Points scored ``min_point_score`` or more, by score, as analyst blocks, until the first that does not fit."""
+        floor = int(self.s["min_point_score"])
+        kept = sorted((p for p in points if p.score >= floor), key=lambda p: -p.score)
         items, used = [], 0
         batches = self.batches()
         views, store = self.index.communities, self.index.store
@@ -198,11 +214,11 @@ class GlobalSearch:
         return items
 
     def reduce_request(self, question: str, items: Sequence[RetrievedItem],
-                       options: Sequence[str] | None = None) -> ChatRequest:
-        """The reduce call; with ``options`` it asks for one option letter (constrained)."""
+                       options: Sequence[str] | None = None, question_id: str = "?") -> ChatRequest:
+        """The reduce call; with ``options`` it asks for one option letter (constrained; at most 10 options)."""
         data = "\n\n".join(i.text for i in items)
         if options:
-            letters = LETTERS[: len(options)]
+            letters = option_letters(len(options), question_id)
             listed = "\n".join(f"({letters[i]}) {o}" for i, o in enumerate(options))
             system = fill(self.reduce_mc_prompt, report_data=data, options=listed)
             return ChatRequest(messages=(("system", system), ("user", question)), max_tokens=2, temperature=0.0,

@@ -32,6 +32,7 @@ from typing import Annotated, Any, Literal, Sequence, TypedDict
 
 import numpy as np
 
+from ..hierarchy.traverse import top_k_positions
 from ..settings import Range
 from ..types import RetrievedItem
 from .index import GraphIndex, Rel
@@ -104,8 +105,7 @@ class LocalSearch:
         if not nodes or k <= 0:
             return []
         sims = self.index.entity_similarities(vector)
-        cand = np.argpartition(-sims, k - 1)[:k] if k < len(nodes) else np.arange(len(nodes))
-        order = cand[np.lexsort((cand, -sims[cand]))]  # by cosine, ties by entity order
+        order = top_k_positions(sims, k)  # by cosine, ties by entity order
         return [(nodes[i], float(sims[i])) for i in order if sims[i] >= self.s["entity_threshold"]]
 
     def _entity_item(self, v: int, score: float) -> RetrievedItem:

@@ -63,7 +63,8 @@ class HierarchicalMemory(MemorySystem):
         self.diagnostics = {**DIAGNOSTICS, **(diagnostics or {})}
         self.seed, self.html_max_nodes = seed, int(html_max_nodes)
         self.store = HierarchyStore(with_root=self.with_root)
-        self.retrievals: list[dict[str, Any]] = []  # per question: the nodes it retrieved (for the view)
+        # per question: the nodes it retrieved, by id (stable across save/load) and by index (for the view)
+        self.retrievals: list[dict[str, Any]] = []
 
     # ------------------------------------------------------------------ retrieval
     def traverse(self, question: str, vector: np.ndarray) -> traverse.Ranked:
@@ -84,8 +85,8 @@ class HierarchicalMemory(MemorySystem):
         items = [self.store.item(v, s, self.tokenizer) for v, s in ranked]
         kept = fill_budget(items, budget_tokens, self.tokenizer, self.stop_at_first_overflow)
         index = {self.store.ids[v]: v for v, _ in ranked}
-        self.retrievals.append({"question": question, "nodes": [index[i.node_id] for i in kept],
-                                "scores": [round(i.score, 4) for i in kept]})
+        self.retrievals.append(retrieval_record(question, [i.node_id for i in kept],
+                                                [index[i.node_id] for i in kept], [i.score for i in kept]))
         return kept
 
     # ------------------------------------------------------------------ diagnostics
@@ -139,7 +140,31 @@ class HierarchicalMemory(MemorySystem):
         memory._pending = False
         memory.degradation.update(doc.get("degradation", {}))
         memory.load_state(doc.get("state", {}))
+        memory.retrievals = restore_retrievals(store, doc.get("retrievals", []))
         return memory
+
+
+def retrieval_record(question: str, node_ids: list[str], nodes: list[int], scores: list[float]) -> dict[str, Any]:
+    """One question's retrieval: node ids (what identifies a node across save/load), the indices they
+    had in the store at retrieval time (what the view draws) and the scores."""
+    return {"question": question, "node_ids": list(node_ids), "nodes": [int(v) for v in nodes],
+            "scores": [round(float(s), 4) for s in scores]}
+
+
+def restore_retrievals(store: HierarchyStore, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Saved retrieval records with each node's index looked up again by its id in ``store``.
+
+    Records written before node ids were recorded keep their indices; ids no longer in the store
+    are dropped from ``nodes`` (they stay in ``node_ids``), so the view never points at another node.
+    """
+    index = {node_id: v for v, node_id in enumerate(store.ids)}
+    out = []
+    for r in records:
+        if "node_ids" in r:
+            r = {**r, "nodes": [index[i] for i in r["node_ids"] if i in index],
+                 "scores": [s for i, s in zip(r["node_ids"], r["scores"]) if i in index]}
+        out.append(r)
+    return out
 
 
 def load_memory(in_dir: str | Path, **services: Any) -> HierarchicalMemory:

@@ -7,7 +7,8 @@ first item that overflows, as RAPTOR's code does).
 - ``collapsed``: every node of every level in one pool, top-k by cosine (Alg. 2, RAPTOR's
   collapsed tree, MemTree's collapsed retrieval).
 - ``collapsed_expand``: the same top-k, each retrieved non-leaf replaced by the atoms beneath it
-  (Alg. 2 as the theory paper writes it: "expand any non-leaf in S to its atoms").
+  (Alg. 2 as the theory paper writes it: "expand any non-leaf in S to its atoms"); the threshold
+  applies to the atoms' own cosine too, so no node below it is ever returned.
 - ``top_down``: beam refinement from the top (Alg. 1): top-k of the entry nodes, then top-k of the
   children of the picked nodes, level by level. ``returns="all"`` gives every picked node
   (RAPTOR's and MemTree's traversal); ``returns="atoms"`` only the picked leaves (Alg. 1's S_0).
@@ -27,14 +28,31 @@ Ranked = list[tuple[int, float]]
 TRAVERSALS = ("collapsed", "collapsed_expand", "top_down")
 
 
+def top_k_positions(sims: np.ndarray, k: int, keys: np.ndarray | None = None) -> np.ndarray:
+    """Positions of the ``k`` highest ``sims``, best first; ties by ``keys`` (default: position).
+
+    Every candidate tied with the k-th value is kept before the exact sort and the cut, so which
+    of the tied ones make the top k never depends on the partition's arbitrary order.
+    """
+    n = len(sims)
+    if k <= 0 or not n:
+        return np.zeros(0, dtype=np.int64)
+    if k < n:
+        kth = np.partition(sims, n - k)[n - k]  # the k-th highest value
+        cand = np.flatnonzero(sims >= kth)
+    else:
+        cand = np.arange(n)
+    tie_keys = cand if keys is None else keys[cand]
+    return cand[np.lexsort((tie_keys, -sims[cand]))][:k]
+
+
 def _rank(nodes: Sequence[int], sims: np.ndarray, k: int, threshold: float) -> Ranked:
     """Top-k of ``nodes`` by similarity (ties by node index), dropping those below ``threshold``."""
     if k <= 0 or not len(nodes):
         return []
     nodes_arr = np.asarray(nodes)
-    cand = np.argpartition(-sims, k - 1)[:k] if k < len(nodes_arr) else np.arange(len(nodes_arr))
-    cand = cand[sims[cand] >= threshold]
-    order = cand[np.lexsort((nodes_arr[cand], -sims[cand]))]
+    order = top_k_positions(sims, k, nodes_arr)
+    order = order[sims[order] >= threshold]
     return [(int(nodes_arr[i]), float(sims[i])) for i in order]
 
 
@@ -50,7 +68,10 @@ def collapsed(store: HierarchyStore, vector: np.ndarray, k: int, threshold: floa
 
 
 def collapsed_expand(store: HierarchyStore, vector: np.ndarray, k: int, threshold: float = -1.0) -> Ranked:
-    """Collapsed top-k, each non-leaf replaced by its atoms (ordered by their own cosine); duplicates dropped."""
+    """Collapsed top-k, each non-leaf replaced by its atoms (ordered by their own cosine); duplicates dropped.
+
+    ``threshold`` filters the seeds and then the atoms they expand to, each by its own cosine.
+    """
     out: Ranked = []
     seen: set[int] = set()
     for node, score in collapsed(store, vector, k, threshold):
@@ -59,7 +80,8 @@ def collapsed_expand(store: HierarchyStore, vector: np.ndarray, k: int, threshol
         else:
             under = store.atoms_under(node)
             sims = store.similarities(vector, under)
-            atoms = sorted(zip(under, map(float, sims)), key=lambda a: (-a[1], a[0]))
+            atoms = sorted(((a, s) for a, s in zip(under, map(float, sims)) if s >= threshold),
+                           key=lambda a: (-a[1], a[0]))
         for atom, s in atoms:
             if atom not in seen:
                 seen.add(atom)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, Sequence
 
 from ..base import fill_budget
-from ..hierarchy.memory import HierarchicalMemory
+from ..hierarchy.memory import HierarchicalMemory, retrieval_record
 from ..settings import NonEmpty, Range
 from ..types import RetrievedItem, Unit, content_id
 from . import extraction
@@ -195,8 +195,8 @@ class StructuralMemory(HierarchicalMemory):
         kept_ids = {i.node_id for i in kept}
         shown = [(v, s) for v, s in ranked if (self.store.ids[v] if self.answer_with == "memory"
                                                 else self._doc_node_id(v)) in kept_ids]
-        self.retrievals.append({"question": question, "nodes": [v for v, _ in shown],
-                                "scores": [round(s, 4) for _, s in shown]})
+        self.retrievals.append(retrieval_record(question, [self.store.ids[v] for v, _ in shown],
+                                                [v for v, _ in shown], [s for _, s in shown]))
         self.counts.update(questions=self.counts["questions"] + 1,
                            llm_requests=self.counts["llm_requests"] + trace["requests"],
                            units_ranked=self.counts["units_ranked"] + len(ranked),
