@@ -11,7 +11,7 @@ DEMO_ARGS := 'dataset.loader.parts=[dialogues]' dataset.budget_tokens=200
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: help setup demo test test-full bench tables papers clean clean-cache
+.PHONY: help setup demo test test-full bench tables papers golden clean clean-cache
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -51,6 +51,9 @@ tables: setup  ## tables and plots from every run and sweep folder under results
 
 papers:  ## the papers' tables, published beside reproduced, from every run and sweep folder under results/
 	$(PY) -m memharness.eval.paper_report results/runs results/sweeps --out results/papers
+
+golden:  ## regenerate MemTree Tables 4, 5, A.2 from the committed call cache (no model, no backend call); compare
+	$(PY) -m memharness.eval.golden
 
 clean:  ## remove run and sweep folders, tables, figures and benchmark output (keeps the call cache)
 	rm -rf results/runs results/sweeps results/tables results/figures results/papers results/bench multirun outputs

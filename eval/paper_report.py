@@ -19,10 +19,13 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
+import yaml
+
 from . import paper_plot
 from .paper_match import STATUS_TEXT, Resolved, resolve_table
 from .paper_runs import PaperReportError, Run, load_runs
 from .published import FOLDER, Paper, PublishedError, Table, load_all
+from .published_names import conf_dir
 
 WHOLE_UNITS = ("count", "calls", "chunks", "depth")
 SYMBOLS = {"~": "≈ ", ">": "> ", "<": "< ", "=": ""}
@@ -102,6 +105,16 @@ def setting_line(table: Table) -> str:
     return " · ".join(parts) + f" · units: {', '.join(units)}"
 
 
+def experiment_line(table: Table) -> str:
+    """How to run what the table needs: the experiment named in the published file."""
+    if table.experiment is None:
+        return ""
+    path = conf_dir() / "experiment" / f"{table.experiment}.yaml"
+    sweep = path.is_file() and bool((yaml.safe_load(path.read_text()) or {}).get("sweep_only"))
+    return (f"runs: `python run.py{' -m' if sweep else ''} experiment={table.experiment}` "
+            f"(its header lists what differs from the paper's protocol)")
+
+
 def legend(table: Table, grid: list[list[Resolved]], letters: dict[str, str]) -> list[str]:
     """Runs with their differences from the paper, rows not in the harness, notes and gaps."""
     runs: dict[str, tuple[Run, set[str], int]] = {}
@@ -140,6 +153,7 @@ def markdown(paper: Paper, table: Table, grid: list[list[Resolved]]) -> str:
     letters = run_letters(grid)
     out = [f"### {paper.short}, {table.title}: {table.caption}", "",
            f"`{paper.key}` v{paper.version} · paper: {setting_line(table)}", "",
+           *([experiment_line(table), ""] if table.experiment else []),
            "| | " + " | ".join(c.label for c in table.columns) + " |",
            "|---|" + "---|" * len(table.columns)]
     for row, line in zip(table.rows, grid):
@@ -179,6 +193,8 @@ def latex(paper: Paper, table: Table, grid: list[list[Resolved]]) -> str:
             cells.append(latex_escape(numbers) + (f"\\textsuperscript{{{latex_escape(notes)}}}" if notes else ""))
         out.append(" & ".join([latex_escape(row.label)] + cells) + " \\\\")
     out += ["\\bottomrule", "\\end{tabular}", "", f"\\par {latex_escape(KEY)}"]
+    if table.experiment:
+        out.append(f"\\par {latex_escape(experiment_line(table).replace('`', ''))}")
     out += [f"\\par {latex_escape(line)}" for line in legend(table, grid, letters)]
     out.append("\\end{table}")
     return "\n".join(out) + "\n"

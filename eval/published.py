@@ -159,6 +159,7 @@ class Table:
     cells: dict[tuple[str, str], Cell]
     decimals: int
     note: str | None = None
+    experiment: str | None = None        # the conf/experiment that runs what this table needs
 
     @property
     def title(self) -> str:
@@ -342,7 +343,8 @@ def _check_cell(cell: Cell, table: Table, where: str) -> None:
         raise PublishedError(f"{where}: a value from prose needs the 'quote' it comes from")
 
 
-_TABLE_KEYS = {"id", "kind", "caption", "source", "setting", "rows", "columns", "cells", "decimals", "note"}
+_TABLE_KEYS = {"id", "kind", "caption", "experiment", "source", "setting", "rows", "columns", "cells", "decimals",
+               "note"}
 
 
 def _table(raw: dict[str, Any], paper: str, defaults: dict[str, Identity | None], where: str) -> Table:
@@ -359,7 +361,10 @@ def _table(raw: dict[str, Any], paper: str, defaults: dict[str, Identity | None]
         raise PublishedError(f"{where}.source: format {source['format']!r} is not one of {FORMATS}")
     setting = raw.get("setting") or {}
     table = Table(paper, tid, kind, _need(raw, "caption", str, where), source, None, None, None,
-                  dict(setting.get("protocol") or {}), [], [], {}, int(raw.get("decimals", 1)), raw.get("note"))
+                  dict(setting.get("protocol") or {}), [], [], {}, int(raw.get("decimals", 1)), raw.get("note"),
+                  raw.get("experiment"))
+    if table.experiment is not None and not isinstance(table.experiment, str):
+        raise PublishedError(f"{where}: 'experiment' should be the name of a conf/experiment file")
     for key, ident in _identities(setting, f"{where}.setting", defaults).items():
         setattr(table, key, ident)
     table.rows = [_row(r, f"{where} row {i}") for i, r in enumerate(_need(raw, "rows", list, where))]

@@ -107,6 +107,8 @@ def table_problems(table: Table) -> list[str]:
     memories, data = group_configs("memory"), group_configs("dataset")
     where = f"table {table.id}"
     problems = []
+    if table.experiment is not None and not (conf_dir() / "experiment" / f"{table.experiment}.yaml").is_file():
+        problems.append(f"{where}: experiment {table.experiment!r} is not a file of conf/experiment")
     for row in table.rows:
         if row.system is None:
             continue

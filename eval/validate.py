@@ -175,6 +175,11 @@ class RunSettings(TypedDict):
     logger: LoggerSettings
     judge: NotRequired[JudgeModelSettings]
     judge2: NotRequired[SecondJudge]
+    # An experiment's rows that are not a cross product of settings (experiment=cam_table3): the row
+    # run now (swept with -m) and the named settings each row stands for, interpolated into the config
+    # (memory.traversal: ${variants.${variant}.traversal}). Recorded in config.yaml like any setting.
+    variant: NotRequired[Annotated[str, NonEmpty()] | None]
+    variants: NotRequired[dict[str, dict[str, Any]]]
 
 
 _EXTRA_GROUPS: dict[str, tuple[Any, bool]] = {}

@@ -77,6 +77,7 @@ def test_table4_side_by_side_with_flags_and_gaps(tmp_path):
               dataset_cfg={"limit": 40, "budget_tokens": 1000}, metrics={"judge": s(0.5, 40)},
               breakdowns=types(0.7, 0.4, 0.3, ns=(14, 14, 12)))
     md, recs = report(runs, tmp_path, "memtree_2024", "4")
+    assert "runs: `python run.py -m experiment=memtree_table4`" in md  # sweep_only: the command has -m
     rows = table_rows(md)
     assert rows["Query + MemTree (online)"][3] == "80.5 / 61.2 [56.2, 66.2] / -19.3 · n=2255/2255 · b"
     assert rows["Query + MemTree (online)"][0] == "96.0 / 90.0 [85.0, 95.0] / -6.0 · n=816/816 · b"
@@ -147,8 +148,12 @@ def test_tree_statistics_calls_bounds_ranges_and_ratios(tmp_path):
     write_run(runs, "raptor", "multihop", memory_cfg={"traversal": "collapsed", "top_k": 10},
               calls={"build": {"calls": 3000, "cache_hits": 700}}, metrics={"judge": s(0.8, 2255)},
               time={"build_s": 3600.0 * 4})
-    write_run(runs, "memorystream", "multihop", memory_cfg={"top_k": 10}, stats={"e": {"units": 12}},
-              calls={"build": {"calls": 10, "cache_hits": 2}}, metrics={"judge": s(0.7, 2255)})
+    write_run(runs, "memorystream", "multihop", memory_cfg={"top_k": 10, "scoring": "generative_agents"},
+              stats={"e": {"units": 12}}, calls={"build": {"calls": 10, "cache_hits": 2}},
+              metrics={"judge": s(0.7, 2255)})
+    write_run(runs, "memorystream", "multihop", "2026-05-01_00-00-00", memory_cfg={"top_k": 10, "scoring": "cosine"},
+              stats={"e": {"units": 12}}, calls={"build": {"calls": 0, "cache_hits": 0}},
+              metrics={"judge": s(0.6, 2255)})  # newer, but without the importance ratings A.2 counts
     md5, _ = report(runs, tmp_path, "memtree_2024", "5")
     assert table_rows(md5)["MemTree"][0] == "3164 / 3000 / -164 · n=1 · a⚑"  # n: episodes; θ0 differs
     assert "memory.base_threshold=0.8 (paper: 0.4)" in md5

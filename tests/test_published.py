@@ -170,6 +170,7 @@ def test_unknown_names_are_reported(tmp_path):
     easy = tables["3"]["columns"][0]
     easy["category"], easy["metric"] = {"difficulty": "simple"}, "judgement"
     tables["2"]["columns"][0]["dataset"] = "msc_ee"
+    tables["4"]["experiment"] = "memtree_tabel4"
     path = tmp_path / "memtree_2024.yaml"
     path.write_text(yaml.safe_dump(doc, allow_unicode=True))
     text = "\n".join(harness_problems(load_paper(path)))
@@ -178,6 +179,7 @@ def test_unknown_names_are_reported(tmp_path):
     assert "protocol 'dataset.budget_token' is in none of the configs" in text
     assert "quality has no category difficulty=simple" in text and "metric 'judgement' is not a metric key" in text
     assert "dataset 'msc_ee' is not a dataset" in text
+    assert "experiment 'memtree_tabel4' is not a file of conf/experiment" in text
 
 
 def test_category_registry_matches_what_the_loaders_write():

@@ -115,8 +115,7 @@ def test_the_paper_answer_style_selects_its_prompts_by_question_mode(make_cfg):
 
 
 @pytest.mark.parametrize("experiment,memory_keys,swept", [
-    ("structmem_table1", {}, {"dataset": "quality_mc,multihop,msc",
-                              "memory.structure": "chunks,triples,atomic_facts,summaries,mixed",
+    ("structmem_table1", {}, {"memory.structure": "chunks,triples,atomic_facts,summaries,mixed",
                               "memory.retrieval": "single,rerank,iterative"}),
     ("structmem_fig3_answer", {}, {"memory.answer_with": "memory,documents"}),
     ("structmem_fig4_k", {"retrieval": "single"}, {"memory.top_k": "10,25,50,100,200"}),

@@ -1,0 +1,68 @@
+"""Every experiment file composes with Hydra: the file alone (single runs) and, for sweeps, each value
+of each swept setting; every composed config passes the settings check; every file is documented in
+docs/papers.md or names its command in its header."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from memharness.eval.validate import config_problems
+
+from conftest import FAKES
+
+ROOT = Path(__file__).resolve().parent.parent
+BASE = [*FAKES, "cache.path=/nonexistent-compose/cache.sqlite", "data_dir=/nonexistent-compose/data", "progress=false"]
+EXPERIMENTS = sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml"))
+
+
+def composed(name: str, *overrides: str, hydra: bool = False):
+    """Compose inside the caller's ``initialize_config_dir`` (one per test: initialising is the slow part)."""
+    return compose(config_name="config", overrides=[*BASE, f"experiment={name}", *overrides],
+                   return_hydra_config=hydra)
+
+
+def sweep_points(params: dict[str, str]) -> list[list[str]]:
+    """The sweep's first point, then each other value of each swept config group (memory, dataset,
+    variant: they change what is composed) with the other keys at their first value."""
+    values = {k: str(v).split(",") for k, v in params.items()}
+    first = {k: v[0] for k, v in values.items()}
+    points = [[f"{k}={v}" for k, v in first.items()]]
+    for key in (k for k in values if "." not in k):
+        points += [[f"{k}={value if k == key else v}" for k, v in first.items()] for value in values[key][1:]]
+    return points
+
+
+def test_every_experiment_is_listed():
+    assert len(EXPERIMENTS) >= 20 and "memtree_table4" in EXPERIMENTS and "structmem_table1" in EXPERIMENTS
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_experiment_composes_at_every_sweep_value(name):
+    """Composes as ``run.py [-m] experiment=<name>`` would: a sweep_only file (inherited from a default
+    too) with its sweeper's values, the others as they are."""
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        whole = composed(name, hydra=True)  # with the sweeper's params
+        params = dict(OmegaConf.select(whole, "hydra.sweeper.params") or {})
+        if whole.sweep_only:  # a sweep_only file must have something to sweep, or -m would run it once for nothing
+            assert params, f"{name}: sweep_only without hydra.sweeper.params"
+        for point in sweep_points(params) if params else [[]]:
+            cfg = composed(name, *point)
+            assert cfg.sweep_only == whole.sweep_only, name
+            for override in point:
+                key, value = override.split("=", 1)
+                if key in ("memory", "dataset"):
+                    assert cfg[key].name == value, (name, override)
+                elif key.startswith(("memory.", "dataset.")):
+                    got = OmegaConf.select(cfg, key)
+                    assert str(got).lower() == value.lower() or (got is None and value == "null"), (name, override)
+            assert config_problems(cfg) == [], (name, point, config_problems(cfg))
+
+
+def test_the_papers_document_lists_every_experiment():
+    text = (ROOT / "docs" / "papers.md").read_text()
+    missing = [n for n in EXPERIMENTS if not re.search(rf"experiment={n}\b|`{n}`", text)]
+    assert not missing, f"docs/papers.md does not list {missing}"
