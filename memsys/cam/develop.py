@@ -5,7 +5,8 @@ affected set A is the new chunks and their new neighbours; replicas are rebuilt 
 propagate from the affected replicas outward (``clustering.propagate_labels``); the communities
 are recomputed and matched to the existing supernodes, so only new or changed communities are
 summarised (one concurrent LLM batch per level); the supernodes that appeared, vanished, changed
-text or changed neighbours are the next level's affected set, and the same update runs there.
+text or whose ego-network changed (their own edges, or an edge between two of their neighbours,
+``network.ego_changes``) are the next level's affected set, and the same update runs there.
 
 Stop rules (released code): after the communities of level l are known, no level above l is built
 when l >= ``max_level`` or the level has at least as many communities as nodes. Online, a rule
@@ -23,7 +24,7 @@ import numpy as np
 
 from ..types import content_id
 from .clustering import Propagation, communities, plan_clusters, propagate_labels, super_edges
-from .network import Adjacency, Replicas, composite_similarity, expand_network
+from .network import Adjacency, Replicas, composite_similarity, ego_changes, expand_network
 
 Summariser = Callable[[list[list[str]]], list[tuple[str, bool]]]  # member texts -> (summary, failed)
 Embed = Callable[[list[str]], np.ndarray]
@@ -170,7 +171,7 @@ class Development:
         record.update(summarised=len(summarise), new=len(new_ids), removed=len(plan.removed),
                       summary_failures=self.write_summaries(summarise))
         edges = super_edges({sid: members for sid, (_, members) in clusters.items()}, here.adj)
-        changed = {v for v in set(edges) | set(up.adj) if edges.get(v, {}).keys() != up.adj.get(v, {}).keys()}
+        changed = ego_changes(up.adj, edges)  # own edges changed, or edges among the neighbours
         up.adj = edges
         gone = set(plan.removed)
         nxt = Delta(removed=plan.removed, affected=(changed | set(new_ids)) - gone,
