@@ -106,6 +106,28 @@ def test_a_failed_summary_is_counted_and_keeps_the_members_text():
     assert cam.summary_failures == 2 and cam.stats()["construction"]["summary_failures"] == 2
 
 
+def failed_nodes(cam: CAM) -> int:
+    return sum(1 for m in cam.store.meta if m.get("summary_failed"))
+
+
+def test_degradation_counts_the_failed_summaries_in_the_memory_not_every_failure_so_far():
+    # offline: every rebuild starts from scratch, so earlier builds' failures no longer count
+    cam = make_cam(four_groups(), llm=FakeLLM(fail_summary_when="b2"), construction="offline", **SETTINGS)
+    for start in (0, 8):
+        cam.insert(units(WORDS[start:start + 8], start=start))
+        cam.ensure_built()
+        assert failed_nodes(cam) > 0 and cam.degraded == {"summary_failed": failed_nodes(cam)}
+    assert cam.stats()["construction"]["summary_failures"] > failed_nodes(cam)  # the cost counter is cumulative
+    # online: a community whose summary failed and is later re-summarised successfully stops counting
+    online = make_cam(four_groups(), llm=FakeLLM(fail_summary_when="a2"), **SETTINGS)
+    online.insert(units(["a1", "a2", "c1", "c2"]))
+    assert online.degraded == {"summary_failed": 1} == {"summary_failed": failed_nodes(online)}
+    online.llm.fail_summary_when = None
+    online.insert(units(["a3", "a4"], start=4))  # the a community changes and is re-summarised
+    assert failed_nodes(online) == 0 and online.degraded == {}
+    assert online.stats()["degradation"] == {} and online.summary_failures == 1
+
+
 def test_variants_no_hierarchy_and_no_ego_splitting():
     flat = make_cam(four_groups(), hierarchy=False, **SETTINGS)
     flat.insert(units(WORDS))

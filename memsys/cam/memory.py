@@ -89,6 +89,7 @@ class CAM(HierarchicalMemory):
         self.next_position = 0
         self.store = HierarchyStore()
         self._positions: dict[int, int] = {}
+        self.degradation.pop("summary_failed", None)  # an empty memory stands in for no summary
 
     # ------------------------------------------------------------------ construction
     def add(self, units: Sequence[Unit]) -> None:
@@ -123,7 +124,8 @@ class CAM(HierarchicalMemory):
 
     def _summarise(self, groups: list[list[str]]) -> list[tuple[str, bool]]:
         """One summary per community, all of a level as one concurrent batch; a failure is counted
-        and leaves the members' text, cut to the summary length, in its place."""
+        (``summary_failures``) and leaves the members' text, cut to the summary length, in its place,
+        marked ``summary_failed`` (the memory's ``degradation`` counts those nodes)."""
         requests = [ChatRequest.user(self.summary_prompt.format(passages=numbered_passages(texts)),
                                      max_tokens=self.summary_max_tokens, temperature=0.0) for texts in groups]
         completions = self.llm.complete(requests, desc="cam summaries")
@@ -133,9 +135,8 @@ class CAM(HierarchicalMemory):
             text = completion.text.strip() if completion.ok else ""
             if text:
                 out.append((text, False))
-            else:
+            else:  # the community keeps its members' text, cut, as its summary (counted in _materialise)
                 self.summary_failures += 1
-                self.degrade("summary_failed")  # the community keeps its members' text, cut, as its summary
                 out.append((self.tokenizer.truncate("\n".join(texts), self.summary_max_tokens), True))
         return out
 
@@ -158,6 +159,9 @@ class CAM(HierarchicalMemory):
             r["nodes"] = [index[old_ids[v]] for v in r["nodes"] if old_ids[v] in index]
         self.store, self._retrieval_ids = store, list(store.ids)
         self._positions = {index[v]: dev.nodes[v].meta["position"] for v in dev.levels[0].order}
+        # degradation = the nodes standing in for a summary now; a node re-summarised successfully or
+        # removed no longer counts (summary_failures stays the cumulative count of failed calls)
+        self.degradation["summary_failed"] = sum(1 for m in store.meta if m.get("summary_failed"))
 
     # ------------------------------------------------------------------ retrieval
     def explore(self, question: str, vector: np.ndarray) -> Exploration:
