@@ -218,3 +218,19 @@ def test_questions_between_batches_keep_pointing_at_the_nodes_they_retrieved(con
     cam.retrieve("c2", 100)
     kept = [[cam.store.ids[v] for v in r["nodes"]] for r in cam.retrievals]
     assert kept[0] == first and [cam.store.texts[v] for v in cam.retrievals[1]["nodes"]][0] == "c2"
+
+
+def test_a_retrieval_record_drops_the_score_of_a_vanished_node_with_the_node():
+    cam = make_cam(XYZ, alpha=1.0, theta=0.6, traversal="collapsed", top_k=10)
+    cam.insert(units(["x1", "x2", "w"]))
+    cam.insert(units(["y1"], start=3))
+    cam.retrieve("y1", 1000)
+    record = cam.retrievals[0]
+    scored = {cam.store.ids[v]: s for v, s in zip(record["nodes"], record["scores"])}
+    gone = cam.store.ids[cam.store.texts.index("(y1)")]
+    assert gone in scored and len(scored) == len(record["nodes"]) == len(record["scores"])
+    cam.insert(units(["z"], start=4))  # "(y1)" is replaced by "(y1 z)"
+    assert gone not in cam.store.ids
+    ids = [cam.store.ids[v] for v in record["nodes"]]
+    assert len(record["scores"]) == len(record["nodes"]) == len(scored) - 1
+    assert dict(zip(ids, record["scores"])) == {i: s for i, s in scored.items() if i != gone}

@@ -155,8 +155,9 @@ class CAM(HierarchicalMemory):
                 for u, w in nbrs.items():
                     if index[v] < index[u]:
                         store.add_edge(index[v], index[u], w)
-        for r in self.retrievals:
-            r["nodes"] = [index[old_ids[v]] for v in r["nodes"] if old_ids[v] in index]
+        for r in self.retrievals:  # a vanished node leaves the record with its score
+            kept = [(index[old_ids[v]], s) for v, s in zip(r["nodes"], r["scores"]) if old_ids[v] in index]
+            r["nodes"], r["scores"] = [v for v, _ in kept], [s for _, s in kept]
         self.store, self._retrieval_ids = store, list(store.ids)
         self._positions = {index[v]: dev.nodes[v].meta["position"] for v in dev.levels[0].order}
         # degradation = the nodes standing in for a summary now; a node re-summarised successfully or
