@@ -164,3 +164,18 @@ def test_experiments_compose_with_their_sweeps(experiment, memory_keys, swept):
     assert {k: cfg.memory[k] for k in memory_keys} == memory_keys
     params = OmegaConf.to_container(cfg.hydra.sweeper.params)
     assert {k: params[k] for k in swept} == swept
+
+
+@pytest.mark.parametrize("retrieval", ["rerank", "iterative"])
+def test_every_llm_call_runs_at_the_papers_temperature_with_the_run_seed_so_it_is_cached(retrieval):
+    memory = make_memory(FakeLLM(by_kind(other="Nora. So the answer is: Nora.")), structure="mixed",
+                         retrieval=retrieval, turns=2, seed=7)
+    assert memory.temperature == 0.2  # the paper's GPT-4o-mini temperature (Sec. 4.3); the code uses 0
+    memory.insert([unit("Nora adopted a grey cat.", 0), unit("Omar plays the cello.", 1)])
+    memory.retrieve("Who adopted a cat?", 4096)
+    requests = memory.llm.requests
+    assert len(requests) > 6  # 3 kinds x 2 chunks, then the rerank batches or the thought
+    assert {(r.temperature, r.seed) for r in requests} == {(0.2, 7)} and all(r.cacheable for r in requests)
+    greedy = make_memory(FakeLLM(by_kind()), structure="triples", temperature=0.0)
+    greedy.insert([unit("Nora adopted a grey cat.", 0)])
+    assert [(r.temperature, r.seed) for r in greedy.llm.requests] == [(0.0, None)]  # the cache keys of temperature 0

@@ -71,7 +71,8 @@ class StructuralMemory(HierarchicalMemory):
                  rrf_k: Annotated[float, Range(0)] = 60.0, rrf_depth: Annotated[int, Range(1)] = 100,
                  bm25_k1: Annotated[float, Range(0)] = 1.5, bm25_b: Annotated[float, Range(0, 1)] = 0.75,
                  bm25_epsilon: Annotated[float, Range(0)] = 0.25,
-                 bm25_stopwords: bool = True, **core: Any) -> None:
+                 bm25_stopwords: bool = True, temperature: Annotated[float, Range(0, 2)] = 0.2,
+                 **core: Any) -> None:
         super().__init__(llm=llm, embedder=embedder, tokenizer=tokenizer, top_k=top_k, **core)
         self.kinds = extraction.kinds_of(structure)
         self.structure, self.retrieval, self.scorer = structure, retrieval, scorer
@@ -87,6 +88,7 @@ class StructuralMemory(HierarchicalMemory):
         self.rrf_k, self.rrf_depth = float(rrf_k), int(rrf_depth)
         self.bm25_k1, self.bm25_b, self.bm25_epsilon = float(bm25_k1), float(bm25_b), float(bm25_epsilon)
         self.bm25_stopwords = bool(bm25_stopwords)
+        self.temperature = float(temperature)
         for key, message in self.check_settings(self.hyperparameters()):
             raise ValueError(f"memory.{key}: {message}")
         self.retriever = Retriever(self.store, embedder, scorer, rrf_k=rrf_k, rrf_depth=rrf_depth, bm25_k1=bm25_k1,
@@ -119,6 +121,12 @@ class StructuralMemory(HierarchicalMemory):
         if retrieval == "iterative":
             yield from _placeholders("prompts.thought", prompts.get("thought", ""), ("context", "question"))
 
+    @property
+    def sampling(self) -> dict[str, Any]:
+        """Temperature and seed of every LLM call here: a sampled call carries the run's seed, so it is
+        reproducible and cached (``ChatRequest.cacheable``); at temperature 0 no seed is sent."""
+        return {"temperature": self.temperature, "seed": self.seed if self.temperature > 0 else None}
+
     # ------------------------------------------------------------------ extraction (α)
     def add(self, units: Sequence[Unit]) -> None:
         """Extract every kind of the structure from the new units (one concurrent batch) and store them."""
@@ -127,7 +135,7 @@ class StructuralMemory(HierarchicalMemory):
         chunks = extraction.source_chunks(units, self.tokenizer, self.chunk_tokens)
         failed, malformed = sum(self.extraction.failed.values()), sum(self.extraction.malformed_lines.values())
         memory_units = extraction.extract(self.llm, chunks, self.kinds, self.prompts, self.extract_max_tokens,
-                                          self.extraction)
+                                          self.extraction, self.sampling)
         # failed extraction calls and unreadable lines leave the memory short of what the method extracts
         self.degrade("extraction_failed", sum(self.extraction.failed.values()) - failed)
         self.degrade("extraction_unparsed", sum(self.extraction.malformed_lines.values()) - malformed)
@@ -149,7 +157,8 @@ class StructuralMemory(HierarchicalMemory):
             candidates = self.retriever.rank(question, self.top_k)
             res = rerank(self.llm, question, candidates, texts, top_r=self.top_r, prompt=self.prompts["rerank"],
                                    output_format=self.rerank_formats[self.rerank_format], fmt=self.rerank_format,
-                                   batch_size=self.rerank_batch, max_tokens=self.rerank_max_tokens)
+                                   batch_size=self.rerank_batch, max_tokens=self.rerank_max_tokens,
+                                   sampling=self.sampling)
             self.counts.update(rerank_requests=self.counts["rerank_requests"] + res.requests,
                                rerank_failed=self.counts["rerank_failed"] + res.failed,
                                rerank_unparsed=self.counts["rerank_unparsed"] + res.unparsed)
@@ -158,7 +167,7 @@ class StructuralMemory(HierarchicalMemory):
         res = iterative(self.retriever.rank, self.llm, question, texts, turns=self.turns, top_t=self.top_t,
                                   top_k=self.top_k, prompt=self.prompts["thought"], max_tokens=self.thought_max_tokens,
                                   final=self.iterative_final, budget_tokens=self.thought_budget_tokens,
-                                  tokenizer=self.tokenizer)
+                                  tokenizer=self.tokenizer, sampling=self.sampling)
         self.counts.update(thought_requests=self.counts["thought_requests"] + res.requests,
                            thought_failed=self.counts["thought_failed"] + res.failed,
                            thought_empty=self.counts["thought_empty"] + res.empty)
@@ -252,7 +261,8 @@ class StructuralMemory(HierarchicalMemory):
         per_question = {"llm_requests_per_question": self.counts["llm_requests"] / q if q else 0.0,
                         "units_ranked_per_question": self.counts["units_ranked"] / q if q else 0.0}
         config = {k: getattr(self, k) for k in ("structure", "retrieval", "scorer", "answer_with", "documents", "top_k",
-                                                "top_r", "top_t", "turns", "iterative_final", "chunk_tokens")}
+                                                "top_r", "top_t", "turns", "iterative_final", "chunk_tokens",
+                                                "temperature")}
         return {**super().stats(), "config": config, "extraction": self.extraction.to_json(), "units_by_kind": kinds,
                 "retrieval_counts": dict(self.counts), **per_question,
                 "bm25_builds": self.retriever.bm25_builds}
