@@ -12,8 +12,9 @@ Table 3's variants are settings: ``hierarchy: false`` keeps the foundational net
 ``ego_splitting: false`` propagates labels on the network itself (disjoint communities).
 
 Paper vs code, both exposed, the paper's as default: the plain cosine in eq. 2 (``clip_cosine``;
-code max(0, cos)) and s = 5 initial nodes (``top_k``; code 10). Where the paper is silent the choice
-is a setting: the propagation limit (``lp_max_rounds``), how selections are parsed
+code max(0, cos)), s = 5 initial nodes (``top_k``; code 10) and Prune-and-Grow's stop rule
+(``stop_when``: paper "until P no longer grows"; code: the candidates stop changing). Where the
+paper is silent the choice is a setting: the propagation limit (``lp_max_rounds``), how selections are parsed
 (``selection_parse``), the chunker (``chunking``); the online update's unspecified details
 (replica and community identity across batches) are documented in ``develop.py`` and docs/cam.md.
 """
@@ -58,7 +59,8 @@ class CAM(HierarchicalMemory):
                  tolerance: Annotated[int, Range(0)] = 2,
                  selection_prompt: Annotated[str, Placeholders("question", "passages")] = "{question}\n{passages}",
                  selection_parse: Literal["lenient", "strict"] = "lenient",
-                 selection_max_tokens: Annotated[int, Range(1)] = 128,
+                 selection_max_tokens: Annotated[int, Range(1)] = 512,
+                 stop_when: Literal["no_growth", "candidates_unchanged"] = "no_growth",
                  selection_retry_temperature: Annotated[float, Range(0, 2)] = 0.0,
                  merge_consecutive: bool = True, **core: Any) -> None:
         super().__init__(llm=llm, embedder=embedder, tokenizer=tokenizer, traversal=traversal, top_k=top_k, **core)
@@ -71,7 +73,7 @@ class CAM(HierarchicalMemory):
         self.summary_prompt, self.summary_max_tokens = summary_prompt, int(summary_max_tokens)
         self.max_turns, self.tolerance = int(max_turns), int(tolerance)
         self.selection_prompt, self.selection_parse = selection_prompt, selection_parse
-        self.selection_max_tokens = int(selection_max_tokens)
+        self.selection_max_tokens, self.stop_when = int(selection_max_tokens), stop_when
         self.selection_retry_temperature = float(selection_retry_temperature)
         self.merge_consecutive = bool(merge_consecutive)
         self.batches: list[dict[str, Any]] = []
@@ -169,7 +171,8 @@ class CAM(HierarchicalMemory):
         """Prune-and-Grow for one question (recorded for ``stats``)."""
         record = explore(self.store, vector, question, self.llm, top_k=self.top_k, max_turns=self.max_turns,
                          tolerance=self.tolerance, prompt=self.selection_prompt, max_tokens=self.selection_max_tokens,
-                         parse=self.selection_parse, retry_temperature=self.selection_retry_temperature)
+                         parse=self.selection_parse, retry_temperature=self.selection_retry_temperature,
+                         stop_when=self.stop_when)
         self.explorations.append({"turns": len(record.turns), "selected": sum(len(t["selected"] or []) for t in record.turns),
                                   "evidence": len(record.evidence), "selection_calls": record.selection_calls,
                                   "parse_failures": record.parse_failures, "call_failures": record.call_failures,
