@@ -234,3 +234,22 @@ def test_a_retrieval_record_drops_the_score_of_a_vanished_node_with_the_node():
     ids = [cam.store.ids[v] for v in record["nodes"]]
     assert len(record["scores"]) == len(record["nodes"]) == len(scored) - 1
     assert dict(zip(ids, record["scores"])) == {i: s for i, s in scored.items() if i != gone}
+
+
+
+def test_online_label_scope_sets_which_replicas_a_batch_relabels(monkeypatch):
+    from memharness.memsys.cam import develop
+    ripples, active = [], {}
+    real = develop.propagate_labels
+    monkeypatch.setattr(develop, "propagate_labels",
+                        lambda *a, ripple=True: ripples.append((scope, ripple)) or real(*a, ripple=ripple))
+    for scope in ("ripple", "affected", "level"):
+        cam = make_cam(four_groups(), online_label_scope=scope, **SETTINGS)
+        cam.insert(units(["a1", "a2", "c1", "c2"]))
+        cam.insert(units(["c3", "c4"], start=4))  # touches the c community only
+        active[scope] = cam.batches[-1]["levels"][0]["active_replicas"]
+        assert {cam.store.texts[v] for v in cam.store.nodes_at_level(1)} == {"(a1 a2)", "(c1 c2 c3 c4)"}
+    # level: all six chunks' replicas; the local scopes leave the untouched a community alone
+    assert active == {"ripple": 4, "affected": 4, "level": 6}
+    # only affected keeps the active set from growing (tests/test_cam_clustering.py shows the difference)
+    assert {scope: r for scope, r in ripples} == {"ripple": True, "affected": False, "level": True}

@@ -12,6 +12,14 @@ Stop rules (released code): after the communities of level l are known, no level
 when l >= ``max_level`` or the level has at least as many communities as nodes. Online, a rule
 that starts to hold removes the levels above; one that stops holding builds the next level afresh.
 
+Which replicas label propagation re-labels (``Settings.label_scope``, config ``online_label_scope``)
+is a choice the paper leaves vague (Sec. 4.1.3 names the affected set Ã and the ripple to the
+neighbours of "an existing node" whose label changes, but not whether a new replica's change
+ripples, nor whether replicas left unsettled by an earlier batch's iteration limit are revisited):
+``ripple`` (default): Ã, and the neighbours of every replica whose label changes join it;
+``affected``: Ã only, never grown; ``level``: every replica of the level (the kept labels are the
+starting point, so a settled level stays as it is and only unsettled replicas move).
+
 Offline CAM is this same update fed every chunk as one batch: every replica is then new and the
 propagation runs over all of them, which is the released code's one-shot build.
 """
@@ -91,6 +99,7 @@ class Settings:
     hierarchy: bool = True
     ego_splitting: bool = True
     lp_max_rounds: int | None = 100
+    label_scope: str = "ripple"  # ripple | affected | level (see the module doc)
 
 
 class Development:
@@ -138,7 +147,10 @@ class Development:
         fresh, active = here.replicas.resplit(here.adj, [v for v in delta.affected if v in order], order,
                                              s.ego_splitting)
         active |= touched
-        prop = propagate_labels(here.replicas, active, s.lp_max_rounds) if active else Propagation(0, False, set(), set())
+        if active and s.label_scope == "level":
+            active = set(here.replicas.owner)
+        prop = (propagate_labels(here.replicas, active, s.lp_max_rounds, ripple=s.label_scope != "affected")
+                if active else Propagation(0, False, set(), set()))
         comms = communities(here.replicas, s.max_cluster_size, order)
         record = {"level": level, "nodes": len(here.order), "affected_nodes": len(delta.affected),
                   "new_replicas": len(fresh), "active_replicas": len(prop.active), "lp_rounds": prop.rounds,

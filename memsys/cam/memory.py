@@ -14,7 +14,8 @@ Table 3's variants are settings: ``hierarchy: false`` keeps the foundational net
 Paper vs code, both exposed, the paper's as default: the plain cosine in eq. 2 (``clip_cosine``;
 code max(0, cos)), s = 5 initial nodes (``top_k``; code 10) and Prune-and-Grow's stop rule
 (``stop_when``: paper "until P no longer grows"; code: the candidates stop changing). Where the
-paper is silent the choice is a setting: the propagation limit (``lp_max_rounds``), how selections are parsed
+paper is silent the choice is a setting: the propagation limit (``lp_max_rounds``), which replicas an online batch re-labels
+(``online_label_scope``), how selections are parsed
 (``selection_parse``), the chunker (``chunking``); the online update's unspecified details
 (replica and community identity across batches) are documented in ``develop.py`` and docs/cam.md.
 """
@@ -53,6 +54,7 @@ class CAM(HierarchicalMemory):
                  max_cluster_size: Annotated[int, Range(2)] | None = 12, max_level: Annotated[int, Range(1)] = 10,
                  hierarchy: bool = True, ego_splitting: bool = True,
                  lp_max_rounds: Annotated[int, Range(1)] | None = 100,
+                 online_label_scope: Literal["ripple", "affected", "level"] = "ripple",
                  summary_prompt: Annotated[str, Placeholders("passages")] = "{passages}",
                  summary_max_tokens: Annotated[int, Range(1)] = 1024,
                  traversal: str = "prune_and_grow", top_k: int = 5, max_turns: Annotated[int, Range(1)] = 5,
@@ -70,6 +72,7 @@ class CAM(HierarchicalMemory):
         self.clip_cosine, self.proximity_scope = bool(clip_cosine), proximity_scope
         self.max_cluster_size, self.max_level = max_cluster_size, int(max_level)
         self.hierarchy, self.ego_splitting, self.lp_max_rounds = bool(hierarchy), bool(ego_splitting), lp_max_rounds
+        self.online_label_scope = online_label_scope
         self.summary_prompt, self.summary_max_tokens = summary_prompt, int(summary_max_tokens)
         self.max_turns, self.tolerance = int(max_turns), int(tolerance)
         self.selection_prompt, self.selection_parse = selection_prompt, selection_parse
@@ -86,7 +89,7 @@ class CAM(HierarchicalMemory):
         settings = Settings(alpha=self.alpha, sigma=self.sigma, theta=self.theta, k=self.k,
                             clip_cosine=self.clip_cosine, max_cluster_size=self.max_cluster_size,
                             max_level=self.max_level, hierarchy=self.hierarchy, ego_splitting=self.ego_splitting,
-                            lp_max_rounds=self.lp_max_rounds)
+                            lp_max_rounds=self.lp_max_rounds, label_scope=self.online_label_scope)
         self.development = Development(settings, self._summarise, lambda texts: self.embedder.embed(texts))
         self.next_position = 0
         self.store = HierarchyStore()
