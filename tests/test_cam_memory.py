@@ -253,3 +253,14 @@ def test_online_label_scope_sets_which_replicas_a_batch_relabels(monkeypatch):
     assert active == {"ripple": 4, "affected": 4, "level": 6}
     # only affected keeps the active set from growing (tests/test_cam_clustering.py shows the difference)
     assert {scope: r for scope, r in ripples} == {"ripple": True, "affected": False, "level": True}
+
+
+def test_pack_cuts_a_long_paragraph_at_sentence_ends_packing_sentences_up_to_the_chunk_size():
+    from memharness.memsys.cam.chunking import chunks_of
+    from cam_fakes import WordTokenizer
+    batch = [unit("one two. three four! five six seven eight nine. ten", 0, "s"), unit("eleven", 1, "s")]
+    chunks = chunks_of(batch, "pack", WordTokenizer(), 4)
+    # sentences packed while within 4 tokens; a 5-token sentence is cut into token windows; the
+    # paragraph's last piece stays open for the next paragraph
+    assert [c.text for c in chunks] == ["one two. three four!", "five six seven eight", "nine.", "ten\neleven"]
+    assert chunks[-1].units == (batch[0].id, batch[1].id)
