@@ -157,5 +157,6 @@ class MemoryStream(MemorySystem):
         out = {**super().stats(), "memories": len(self._vectors), "scoring": self.scoring}
         if self.scoring == "generative_agents":
             out.update(recency=self.recency, importance_unparsed=self.importance_unparsed,
-                       importance_failed=self.importance_failed, importance_mean=float(np.mean(self._importance)) if self._importance else None)
+                       importance_failed=self.importance_failed,
+                       importance_mean=float(np.mean(self._importance)) if self._importance else None)
         return out

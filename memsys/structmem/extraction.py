@@ -111,7 +111,8 @@ def extraction_requests(chunks: Sequence[SourceChunk], kinds: Sequence[str], pro
         for kind in kinds:
             if kind in LLM_KINDS:
                 prompt = prompts[kind].format(text=chunk.text)
-                out.append((chunk, kind, ChatRequest.user(prompt, max_tokens=int(max_tokens[kind]), **(sampling or {}))))
+                request = ChatRequest.user(prompt, max_tokens=int(max_tokens[kind]), **(sampling or {}))
+                out.append((chunk, kind, request))
     return out
 
 
