@@ -4,12 +4,16 @@ Default retrieval is plain cosine top-k, as MemTree's MemoryStream baseline.
 With ``scoring: generative_agents`` each memory is scored by a weighted sum of
 min-max normalised recency, importance and relevance:
 
-- recency: ``recency_decay ** age``. The paper decays per game hour since last
-  access and favours recently accessed memories; the public code decays per
-  rank position and, because it sorts ascending by last access, favours the
-  *least* recently accessed. We follow the paper's direction and measure age
-  in insert positions (``recency_unit: position``) since last access, the
-  nearest analogue of game time in a text stream.
+- recency (``recency``, paper and released code differ, both exposed):
+  ``paper`` (default): ``recency_decay ** age``, exponential decay (0.995) per
+  game hour since last access, so recently accessed memories score higher. A
+  text stream has no game clock, so age is counted in insert positions since
+  the last access (a unit's insertion, or a retrieval that returned it).
+  ``released_code`` (``retrieve.py``, ``new_retrieve``): the memories sorted
+  ascending by last access get ``recency_decay ** i`` for rank i = 1..N (the
+  code's decay is 0.99), a per-step decay that gives the *least* recently
+  accessed memory the highest recency. The paper is the default because it is
+  the method as described, and the code's ordering reverses its stated intent.
 - importance: an LLM rating from 1 (mundane) to 10 (very significant), asked
   once per memory at insert time with ``importance_prompt``. A reply that is
   not a number in 1..10 is counted in ``stats()["importance_unparsed"]`` and
@@ -41,6 +45,22 @@ def min_max(values: np.ndarray) -> np.ndarray:
     return (values - lo) / (hi - lo)
 
 
+RECENCIES = ("paper", "released_code")
+
+
+def recency_scores(last_access: Sequence[int], now: int, decay: float, mode: str) -> np.ndarray:
+    """Recency of each memory (see the module doc): ``paper`` decays per step since last access,
+    ``released_code`` per rank in ascending last-access order (ties in memory order)."""
+    last = np.asarray(last_access, dtype=np.float64)
+    if mode == "paper":
+        return decay ** (now - last)
+    if mode != "released_code":
+        raise ValueError(f"memory.recency must be one of {' | '.join(RECENCIES)}, got {mode!r}")
+    out = np.empty(len(last), dtype=np.float64)
+    out[np.argsort(last, kind="stable")] = decay ** np.arange(1, len(last) + 1, dtype=np.float64)
+    return out
+
+
 def parse_importance(reply: str) -> int | None:
     """The first integer in the reply if it lies in 1..10, else None."""
     match = re.search(r"\d+", reply)
@@ -58,6 +78,7 @@ class MemoryStream(MemorySystem):
     def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None,
                  top_k: Annotated[int, Range(1)] = 3,
                  scoring: Literal["cosine", "generative_agents"] = "cosine",
+                 recency: Literal["paper", "released_code"] = "paper",
                  recency_decay: Annotated[float, Range(0, 1, lo_open=True)] = 0.995,
                  recency_weight: Annotated[float, Range(0)] = 1.0,
                  importance_weight: Annotated[float, Range(0)] = 1.0,
@@ -68,7 +89,7 @@ class MemoryStream(MemorySystem):
         super().__init__(llm, embedder, tokenizer)
         self.top_k = top_k
         self.scoring = scoring
-        self.recency_decay = recency_decay
+        self.recency, self.recency_decay = recency, recency_decay
         self.weights = (recency_weight, importance_weight, relevance_weight)
         self.importance_default = importance_default
         self.importance_prompt = importance_prompt
@@ -112,9 +133,7 @@ class MemoryStream(MemorySystem):
         relevance = np.stack(self._vectors) @ query_vector
         if self.scoring == "cosine":
             return relevance
-        now = len(self.units)
-        age = now - np.asarray(self._last_access, dtype=np.float64)
-        recency = self.recency_decay ** age
+        recency = recency_scores(self._last_access, len(self.units), self.recency_decay, self.recency)
         w_rec, w_imp, w_rel = self.weights
         return (w_rec * min_max(recency) + w_imp * min_max(np.asarray(self._importance))
                 + w_rel * min_max(relevance))
@@ -137,6 +156,7 @@ class MemoryStream(MemorySystem):
     def stats(self) -> dict[str, Any]:
         out = {**super().stats(), "memories": len(self._vectors), "scoring": self.scoring}
         if self.scoring == "generative_agents":
-            out.update(importance_unparsed=self.importance_unparsed, importance_failed=self.importance_failed,
+            out.update(recency=self.recency, importance_unparsed=self.importance_unparsed,
+                       importance_failed=self.importance_failed,
                        importance_mean=float(np.mean(self._importance)) if self._importance else None)
         return out

@@ -107,3 +107,14 @@ def test_plan_keeps_identical_communities_and_resummarises_changed_or_dirty_ones
     plan = plan_clusters(old, new, dirty={"e"})
     assert [sid for sid, _, _ in plan.assignment] == ["s1", "s2", "s3", None]
     assert plan.resummarise == {"s2", "s3"} and plan.removed == ["s4"]
+
+
+def test_without_ripple_the_active_set_stays_the_affected_replicas():
+    graph = nx.Graph([(0, 1), (1, 2), (6, 7), (7, 8), (6, 8)])
+    reps = replicas_of(graph)
+    propagate_labels(reps, list(graph.nodes), None)
+    for v, nbrs in ((10, {11, 12, 2}), (11, {10, 12, 2}), (12, {10, 11, 2})):
+        reps.owner[v], reps.members[v], reps.label[v], reps.adj[v] = f"n{v}", frozenset(), v, set(nbrs)
+    reps.adj[2] |= {10, 11, 12}
+    result = propagate_labels(reps, [10, 11, 12, 2], None, ripple=False)
+    assert result.active == {2, 10, 11, 12} and result.changed == {2, 10, 11}  # 1 never joins (ripple: it does)

@@ -106,6 +106,28 @@ def test_a_failed_summary_is_counted_and_keeps_the_members_text():
     assert cam.summary_failures == 2 and cam.stats()["construction"]["summary_failures"] == 2
 
 
+def failed_nodes(cam: CAM) -> int:
+    return sum(1 for m in cam.store.meta if m.get("summary_failed"))
+
+
+def test_degradation_counts_the_failed_summaries_in_the_memory_not_every_failure_so_far():
+    # offline: every rebuild starts from scratch, so earlier builds' failures no longer count
+    cam = make_cam(four_groups(), llm=FakeLLM(fail_summary_when="b2"), construction="offline", **SETTINGS)
+    for start in (0, 8):
+        cam.insert(units(WORDS[start:start + 8], start=start))
+        cam.ensure_built()
+        assert failed_nodes(cam) > 0 and cam.degraded == {"summary_failed": failed_nodes(cam)}
+    assert cam.stats()["construction"]["summary_failures"] > failed_nodes(cam)  # the cost counter is cumulative
+    # online: a community whose summary failed and is later re-summarised successfully stops counting
+    online = make_cam(four_groups(), llm=FakeLLM(fail_summary_when="a2"), **SETTINGS)
+    online.insert(units(["a1", "a2", "c1", "c2"]))
+    assert online.degraded == {"summary_failed": 1} == {"summary_failed": failed_nodes(online)}
+    online.llm.fail_summary_when = None
+    online.insert(units(["a3", "a4"], start=4))  # the a community changes and is re-summarised
+    assert failed_nodes(online) == 0 and online.degraded == {}
+    assert online.stats()["degradation"] == {} and online.summary_failures == 1
+
+
 def test_variants_no_hierarchy_and_no_ego_splitting():
     flat = make_cam(four_groups(), hierarchy=False, **SETTINGS)
     flat.insert(units(WORDS))
@@ -197,3 +219,49 @@ def test_questions_between_batches_keep_pointing_at_the_nodes_they_retrieved(con
     kept = [[cam.store.ids[v] for v in r["nodes"]] for r in cam.retrievals]
     assert kept[0] == first and [cam.store.texts[v] for v in cam.retrievals[1]["nodes"]][0] == "c2"
     assert cam.retrievals[0]["node_ids"] == first  # the ids recorded at retrieval time name the same nodes
+
+
+def test_a_retrieval_record_drops_the_score_of_a_vanished_node_with_the_node():
+    cam = make_cam(XYZ, alpha=1.0, theta=0.6, traversal="collapsed", top_k=10)
+    cam.insert(units(["x1", "x2", "w"]))
+    cam.insert(units(["y1"], start=3))
+    cam.retrieve("y1", 1000)
+    record = cam.retrievals[0]
+    scored = {cam.store.ids[v]: s for v, s in zip(record["nodes"], record["scores"])}
+    gone = cam.store.ids[cam.store.texts.index("(y1)")]
+    assert gone in scored and len(scored) == len(record["nodes"]) == len(record["scores"])
+    cam.insert(units(["z"], start=4))  # "(y1)" is replaced by "(y1 z)"
+    assert gone not in cam.store.ids
+    ids = [cam.store.ids[v] for v in record["nodes"]]
+    assert len(record["scores"]) == len(record["nodes"]) == len(scored) - 1
+    assert dict(zip(ids, record["scores"])) == {i: s for i, s in scored.items() if i != gone}
+
+
+
+def test_online_label_scope_sets_which_replicas_a_batch_relabels(monkeypatch):
+    from memharness.memsys.cam import develop
+    ripples, active = [], {}
+    real = develop.propagate_labels
+    monkeypatch.setattr(develop, "propagate_labels",
+                        lambda *a, ripple=True: ripples.append((scope, ripple)) or real(*a, ripple=ripple))
+    for scope in ("ripple", "affected", "level"):
+        cam = make_cam(four_groups(), online_label_scope=scope, **SETTINGS)
+        cam.insert(units(["a1", "a2", "c1", "c2"]))
+        cam.insert(units(["c3", "c4"], start=4))  # touches the c community only
+        active[scope] = cam.batches[-1]["levels"][0]["active_replicas"]
+        assert {cam.store.texts[v] for v in cam.store.nodes_at_level(1)} == {"(a1 a2)", "(c1 c2 c3 c4)"}
+    # level: all six chunks' replicas; the local scopes leave the untouched a community alone
+    assert active == {"ripple": 4, "affected": 4, "level": 6}
+    # only affected keeps the active set from growing (tests/test_cam_clustering.py shows the difference)
+    assert {scope: r for scope, r in ripples} == {"ripple": True, "affected": False, "level": True}
+
+
+def test_pack_cuts_a_long_paragraph_at_sentence_ends_packing_sentences_up_to_the_chunk_size():
+    from memharness.memsys.cam.chunking import chunks_of
+    from cam_fakes import WordTokenizer
+    batch = [unit("one two. three four! five six seven eight nine. ten", 0, "s"), unit("eleven", 1, "s")]
+    chunks = chunks_of(batch, "pack", WordTokenizer(), 4)
+    # sentences packed while within 4 tokens; a 5-token sentence is cut into token windows; the
+    # paragraph's last piece stays open for the next paragraph
+    assert [c.text for c in chunks] == ["one two. three four!", "five six seven eight", "nine.", "ten\neleven"]
+    assert chunks[-1].units == (batch[0].id, batch[1].id)

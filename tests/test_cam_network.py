@@ -110,3 +110,23 @@ def test_removed_nodes_retire_their_replicas():
     neighbour = reps.via["z"]["w"]
     touched = reps.remove_nodes(["w"])
     assert w not in reps.owner and touched == {neighbour} and w not in reps.adj[neighbour]
+
+
+def test_ego_changes_include_common_neighbours_of_an_edge_that_appears_or_disappears():
+    from memharness.memsys.cam.network import ego_changes
+
+    def graph(*edges):
+        out = {v: {} for v in "abcde"}
+        for u, v in edges:
+            out[u][v] = out[v][u] = 1.0
+        return out
+
+    base = graph(("a", "c"), ("b", "c"), ("d", "e"))
+    # a-b appears: c's own edges are unchanged but its ego-network gains the edge a-b
+    assert ego_changes(base, graph(("a", "c"), ("b", "c"), ("d", "e"), ("a", "b"))) == {"a", "b", "c"}
+    assert ego_changes(graph(("a", "c"), ("b", "c"), ("d", "e"), ("a", "b")), base) == {"a", "b", "c"}
+    assert ego_changes(base, base) == set()
+    # a node that appears with an edge to d: d and the new node; e is d's neighbour, not a common one
+    grown = {**graph(("a", "c"), ("b", "c"), ("d", "e")), "f": {"d": 1.0}}
+    grown["d"]["f"] = 1.0
+    assert ego_changes(base, grown) == {"d", "f"}

@@ -127,3 +127,27 @@ def test_table3_retrieval_strategies_make_no_llm_call(traversal):
         assert items[0].level == 2
     else:
         assert items[0].text == "a2"
+
+
+def test_stop_when_paper_ends_once_the_activation_set_stops_growing_code_once_the_candidates_repeat():
+    def narrowing():  # turn 1 picks a2 and its summary; later turns pick a2 alone (nothing new)
+        seen = []
+        def select(q, texts):
+            seen.append(texts)
+            return picker("a2", "(a1 a2 a3 a4)")(q, texts) if len(seen) == 1 else picker("a2")(q, texts)
+        return select
+    paper = memory(narrowing(), top_k=4)
+    assert paper.stop_when == "no_growth"  # the paper's rule is the default
+    paper.retrieve("a2", 1000)
+    assert len(paper.llm.selection_requests()) == 2  # turn 2 added nothing to P: stop
+    code = memory(narrowing(), top_k=4, stop_when="candidates_unchanged")
+    code.retrieve("a2", 1000)
+    # turn 2's pick (a2) grows to a1..a4, a new candidate set, so turn 3 runs; its pick grows to the same set
+    assert len(code.llm.selection_requests()) == 3
+    assert [e["selected"] for e in (paper.explorations[-1], code.explorations[-1])] == [3, 4]
+
+
+def test_selection_calls_default_to_the_released_codes_512_token_cap():
+    cam = memory(picker("a2"))
+    cam.retrieve("a2", 1000)
+    assert {r.max_tokens for r in cam.llm.selection_requests()} == {512}

@@ -35,7 +35,7 @@ def _memory(**params):
 
 
 def test_memory_doc_maps_units_to_their_chunks_in_first_retrieved_order():
-    memory, units = _memory(answer_with="documents")
+    memory, units = _memory(answer_with="documents", documents="chunk")
     node = {(memory.store.meta[v]["chunk"], memory.store.texts[v].split(";")[2].strip()): v for v in range(len(memory.store))}
     # retrieved: chunk 3's unit, chunk 1's, chunk 3's again, chunk 0's (a set() would lose this order)
     ranked = [(node[(units[3].id, "second")], 0.9), (node[(units[1].id, "first")], 0.8),
@@ -47,6 +47,17 @@ def test_memory_doc_maps_units_to_their_chunks_in_first_retrieved_order():
     assert items[0].tokens == memory.tokenizer.count(TEXTS[3][0])
 
 
+def test_memory_doc_reads_the_original_documents_by_default():
+    from memharness.memsys.structmem import StructuralMemory
+
+    assert StructuralMemory().documents == "source"  # the paper's Memory-Doc: the original documents
+    memory, units = _memory(answer_with="documents")
+    assert memory.documents == "source"  # conf/memory/structmem.yaml agrees
+    items = memory.retrieve("Nora named the cat", 10_000)
+    assert "doc:doc-a" in [i.node_id for i in items]
+    assert next(i for i in items if i.node_id == "doc:doc-a").text == f"{TEXTS[0][0]}\n\n{TEXTS[2][0]}"
+
+
 def test_memory_doc_source_documents_join_every_unit_of_the_source_in_stream_order():
     memory, units = _memory(answer_with="documents", documents="source")
     by_chunk = {memory.store.meta[v]["chunk"]: v for v in range(len(memory.store))}
@@ -54,6 +65,27 @@ def test_memory_doc_source_documents_join_every_unit_of_the_source_in_stream_ord
                                    (by_chunk[units[0].id], 0.4)])
     assert [i.node_id for i in items] == ["doc:doc-a", "doc:doc-b"]
     assert items[0].text == f"{TEXTS[0][0]}\n\n{TEXTS[2][0]}" and items[0].source_unit_ids == (units[0].id, units[2].id)
+
+
+def test_memory_doc_cuts_a_document_longer_than_the_budget_instead_of_dropping_it():
+    sentence = "The harbour master logged the arrival of the grain ship at dawn. "
+    article = [unit(f"Part {i}. " + sentence * 40, i, source="article-1") for i in range(10)]
+    memory = make_memory(FakeLLM(lambda p: ""), structure="chunks", answer_with="documents", documents="source")
+    memory.insert(article + [unit("A short note on tides.", 10, source="note")])
+    tok = memory.tokenizer
+    assert tok.count("\n\n".join(u.text for u in article)) > 4096
+    items = memory.retrieve("When did the grain ship arrive?", 4096)
+    assert [i.node_id for i in items] == ["doc:article-1"]  # the note would not fit after the cut article
+    assert 4000 < items[0].tokens <= 4096 and tok.count(items[0].text) == items[0].tokens
+    shown = tuple(u.id for u in article if u.text[:7] in items[0].text)  # provenance: the units shown
+    assert items[0].text.startswith("Part 0.") and items[0].source_unit_ids == shown and 5 < len(shown) < 10
+    assert memory.stats()["retrieval_counts"]["documents_truncated"] == 1
+    assert memory.traces[-1]["documents_truncated"] == 1
+    # a document that fits is kept whole and the next one is cut to what is left
+    items = memory.retrieve("A short note on tides.", 4096)
+    assert [i.node_id for i in items] == ["doc:note", "doc:article-1"]
+    assert items[0].text == "A short note on tides." and sum(i.tokens for i in items) <= 4096
+    assert memory.stats()["retrieval_counts"]["documents_truncated"] == 2
 
 
 def test_memory_only_and_memory_doc_search_end_to_end_and_survive_save_and_load(tmp_path):
@@ -117,7 +149,7 @@ def test_the_paper_answer_style_selects_its_prompts_by_question_mode(make_cfg):
 @pytest.mark.parametrize("experiment,memory_keys,swept", [
     ("structmem_table1", {}, {"memory.structure": "chunks,triples,atomic_facts,summaries,mixed",
                               "memory.retrieval": "single,rerank,iterative"}),
-    ("structmem_fig3_answer", {}, {"memory.answer_with": "memory,documents"}),
+    ("structmem_fig3_answer", {"documents": "source"}, {"memory.answer_with": "memory,documents"}),
     ("structmem_fig4_k", {"retrieval": "single"}, {"memory.top_k": "10,25,50,100,200"}),
     ("structmem_fig5_r", {"retrieval": "rerank", "top_k": 100}, {"memory.top_r": "5,10,25,50,75"}),
     ("structmem_fig6_t", {"retrieval": "iterative", "top_k": 100, "turns": 4}, {"memory.top_t": "10,25,50,75"}),
@@ -131,3 +163,18 @@ def test_experiments_compose_with_their_sweeps(experiment, memory_keys, swept):
     assert {k: cfg.memory[k] for k in memory_keys} == memory_keys
     params = OmegaConf.to_container(cfg.hydra.sweeper.params)
     assert {k: params[k] for k in swept} == swept
+
+
+@pytest.mark.parametrize("retrieval", ["rerank", "iterative"])
+def test_every_llm_call_runs_at_the_papers_temperature_with_the_run_seed_so_it_is_cached(retrieval):
+    memory = make_memory(FakeLLM(by_kind(other="Nora. So the answer is: Nora.")), structure="mixed",
+                         retrieval=retrieval, turns=2, seed=7)
+    assert memory.temperature == 0.2  # the paper's GPT-4o-mini temperature (Sec. 4.3); the code uses 0
+    memory.insert([unit("Nora adopted a grey cat.", 0), unit("Omar plays the cello.", 1)])
+    memory.retrieve("Who adopted a cat?", 4096)
+    requests = memory.llm.requests
+    assert len(requests) > 6  # 3 kinds x 2 chunks, then the rerank batches or the thought
+    assert {(r.temperature, r.seed) for r in requests} == {(0.2, 7)} and all(r.cacheable for r in requests)
+    greedy = make_memory(FakeLLM(by_kind()), structure="triples", temperature=0.0)
+    greedy.insert([unit("Nora adopted a grey cat.", 0)])
+    assert [(r.temperature, r.seed) for r in greedy.llm.requests] == [(0.0, None)]  # the cache keys of temperature 0

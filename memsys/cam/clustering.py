@@ -12,6 +12,7 @@ The online form (Sec. 4.1.3) runs the same rounds over the *active* replicas onl
 set Ã): they are coloured as the subgraph they induce, their labels are read from their whole
 neighbourhood, and when a label changes the node's neighbours join the active set for the next
 round. The paper gives no iteration limit; ``max_rounds`` is the config's (reaching it is recorded).
+Which replicas re-label is ``label_scope`` (``develop.py``; the paper is vague about it).
 """
 from __future__ import annotations
 
@@ -59,8 +60,10 @@ class Propagation:
     active: set[int]
 
 
-def propagate_labels(replicas: Replicas, active: Iterable[int], max_rounds: int | None) -> Propagation:
-    """Semi-synchronous majority-label propagation over the active replicas (see the module doc)."""
+def propagate_labels(replicas: Replicas, active: Iterable[int], max_rounds: int | None,
+                     ripple: bool = True) -> Propagation:
+    """Semi-synchronous majority-label propagation over the active replicas (see the module doc);
+    ``ripple=False`` keeps the active set fixed (a changed label does not activate its neighbours)."""
     adj, label = replicas.adj, replicas.label
     active = {r for r in active if r in replicas.owner}
     changed: set[int] = set()
@@ -80,7 +83,8 @@ def propagate_labels(replicas: Replicas, active: Iterable[int], max_rounds: int 
                 if new != label[v]:
                     label[v] = new
                     changed.add(v)
-                    grown |= adj[v]
+                    if ripple:
+                        grown |= adj[v]
         active |= grown
         rounds += 1
     return Propagation(rounds, False, changed, active)

@@ -5,11 +5,20 @@ affected set A is the new chunks and their new neighbours; replicas are rebuilt 
 propagate from the affected replicas outward (``clustering.propagate_labels``); the communities
 are recomputed and matched to the existing supernodes, so only new or changed communities are
 summarised (one concurrent LLM batch per level); the supernodes that appeared, vanished, changed
-text or changed neighbours are the next level's affected set, and the same update runs there.
+text or whose ego-network changed (their own edges, or an edge between two of their neighbours,
+``network.ego_changes``) are the next level's affected set, and the same update runs there.
 
 Stop rules (released code): after the communities of level l are known, no level above l is built
 when l >= ``max_level`` or the level has at least as many communities as nodes. Online, a rule
 that starts to hold removes the levels above; one that stops holding builds the next level afresh.
+
+Which replicas label propagation re-labels (``Settings.label_scope``, config ``online_label_scope``)
+is a choice the paper leaves vague (Sec. 4.1.3 names the affected set Ã and the ripple to the
+neighbours of "an existing node" whose label changes, but not whether a new replica's change
+ripples, nor whether replicas left unsettled by an earlier batch's iteration limit are revisited):
+``ripple`` (default): Ã, and the neighbours of every replica whose label changes join it;
+``affected``: Ã only, never grown; ``level``: every replica of the level (the kept labels are the
+starting point, so a settled level stays as it is and only unsettled replicas move).
 
 Offline CAM is this same update fed every chunk as one batch: every replica is then new and the
 propagation runs over all of them, which is the released code's one-shot build.
@@ -23,7 +32,7 @@ import numpy as np
 
 from ..types import content_id
 from .clustering import Propagation, communities, plan_clusters, propagate_labels, super_edges
-from .network import Adjacency, Replicas, composite_similarity, expand_network
+from .network import Adjacency, Replicas, composite_similarity, ego_changes, expand_network
 
 Summariser = Callable[[list[list[str]]], list[tuple[str, bool]]]  # member texts -> (summary, failed)
 Embed = Callable[[list[str]], np.ndarray]
@@ -90,6 +99,7 @@ class Settings:
     hierarchy: bool = True
     ego_splitting: bool = True
     lp_max_rounds: int | None = 100
+    label_scope: str = "ripple"  # ripple | affected | level (see the module doc)
 
 
 class Development:
@@ -137,7 +147,10 @@ class Development:
         fresh, active = here.replicas.resplit(here.adj, [v for v in delta.affected if v in order], order,
                                              s.ego_splitting)
         active |= touched
-        prop = propagate_labels(here.replicas, active, s.lp_max_rounds) if active else Propagation(0, False, set(), set())
+        if active and s.label_scope == "level":
+            active = set(here.replicas.owner)
+        prop = (propagate_labels(here.replicas, active, s.lp_max_rounds, ripple=s.label_scope != "affected")
+                if active else Propagation(0, False, set(), set()))
         comms = communities(here.replicas, s.max_cluster_size, order)
         record = {"level": level, "nodes": len(here.order), "affected_nodes": len(delta.affected),
                   "new_replicas": len(fresh), "active_replicas": len(prop.active), "lp_rounds": prop.rounds,
@@ -170,7 +183,7 @@ class Development:
         record.update(summarised=len(summarise), new=len(new_ids), removed=len(plan.removed),
                       summary_failures=self.write_summaries(summarise))
         edges = super_edges({sid: members for sid, (_, members) in clusters.items()}, here.adj)
-        changed = {v for v in set(edges) | set(up.adj) if edges.get(v, {}).keys() != up.adj.get(v, {}).keys()}
+        changed = ego_changes(up.adj, edges)  # own edges changed, or edges among the neighbours
         up.adj = edges
         gone = set(plan.removed)
         nxt = Delta(removed=plan.removed, affected=(changed | set(new_ids)) - gone,

@@ -12,9 +12,11 @@ Table 3's variants are settings: ``hierarchy: false`` keeps the foundational net
 ``ego_splitting: false`` propagates labels on the network itself (disjoint communities).
 
 Paper vs code, both exposed, the paper's as default: the plain cosine in eq. 2 (``clip_cosine``;
-code max(0, cos)) and s = 5 initial nodes (``top_k``; code 10). Where the paper is silent the choice
-is a setting: the propagation limit (``lp_max_rounds``), how selections are parsed
-(``selection_parse``), the chunker (``chunking``); the online update's unspecified details
+code max(0, cos)), s = 5 initial nodes (``top_k``; code 10) and Prune-and-Grow's stop rule
+(``stop_when``: paper "until P no longer grows"; code: the candidates stop changing). Where the
+paper is silent the choice is a setting: the propagation limit (``lp_max_rounds``), which replicas
+an online batch re-labels (``online_label_scope``), how selections are parsed (``selection_parse``),
+the chunker (``chunking``); the online update's unspecified details
 (replica and community identity across batches) are documented in ``develop.py`` and docs/cam.md.
 """
 from __future__ import annotations
@@ -52,13 +54,15 @@ class CAM(HierarchicalMemory):
                  max_cluster_size: Annotated[int, Range(2)] | None = 12, max_level: Annotated[int, Range(1)] = 10,
                  hierarchy: bool = True, ego_splitting: bool = True,
                  lp_max_rounds: Annotated[int, Range(1)] | None = 100,
+                 online_label_scope: Literal["ripple", "affected", "level"] = "ripple",
                  summary_prompt: Annotated[str, Placeholders("passages")] = "{passages}",
                  summary_max_tokens: Annotated[int, Range(1)] = 1024,
                  traversal: str = "prune_and_grow", top_k: int = 5, max_turns: Annotated[int, Range(1)] = 5,
                  tolerance: Annotated[int, Range(0)] = 2,
                  selection_prompt: Annotated[str, Placeholders("question", "passages")] = "{question}\n{passages}",
                  selection_parse: Literal["lenient", "strict"] = "lenient",
-                 selection_max_tokens: Annotated[int, Range(1)] = 128,
+                 selection_max_tokens: Annotated[int, Range(1)] = 512,
+                 stop_when: Literal["no_growth", "candidates_unchanged"] = "no_growth",
                  selection_retry_temperature: Annotated[float, Range(0, 2)] = 0.0,
                  merge_consecutive: bool = True, **core: Any) -> None:
         super().__init__(llm=llm, embedder=embedder, tokenizer=tokenizer, traversal=traversal, top_k=top_k, **core)
@@ -68,10 +72,11 @@ class CAM(HierarchicalMemory):
         self.clip_cosine, self.proximity_scope = bool(clip_cosine), proximity_scope
         self.max_cluster_size, self.max_level = max_cluster_size, int(max_level)
         self.hierarchy, self.ego_splitting, self.lp_max_rounds = bool(hierarchy), bool(ego_splitting), lp_max_rounds
+        self.online_label_scope = online_label_scope
         self.summary_prompt, self.summary_max_tokens = summary_prompt, int(summary_max_tokens)
         self.max_turns, self.tolerance = int(max_turns), int(tolerance)
         self.selection_prompt, self.selection_parse = selection_prompt, selection_parse
-        self.selection_max_tokens = int(selection_max_tokens)
+        self.selection_max_tokens, self.stop_when = int(selection_max_tokens), stop_when
         self.selection_retry_temperature = float(selection_retry_temperature)
         self.merge_consecutive = bool(merge_consecutive)
         self.batches: list[dict[str, Any]] = []
@@ -84,11 +89,12 @@ class CAM(HierarchicalMemory):
         settings = Settings(alpha=self.alpha, sigma=self.sigma, theta=self.theta, k=self.k,
                             clip_cosine=self.clip_cosine, max_cluster_size=self.max_cluster_size,
                             max_level=self.max_level, hierarchy=self.hierarchy, ego_splitting=self.ego_splitting,
-                            lp_max_rounds=self.lp_max_rounds)
+                            lp_max_rounds=self.lp_max_rounds, label_scope=self.online_label_scope)
         self.development = Development(settings, self._summarise, lambda texts: self.embedder.embed(texts))
         self.next_position = 0
         self.store = HierarchyStore()
         self._positions: dict[int, int] = {}
+        self.degradation.pop("summary_failed", None)  # an empty memory stands in for no summary
 
     # ------------------------------------------------------------------ construction
     def add(self, units: Sequence[Unit]) -> None:
@@ -123,7 +129,8 @@ class CAM(HierarchicalMemory):
 
     def _summarise(self, groups: list[list[str]]) -> list[tuple[str, bool]]:
         """One summary per community, all of a level as one concurrent batch; a failure is counted
-        and leaves the members' text, cut to the summary length, in its place."""
+        (``summary_failures``) and leaves the members' text, cut to the summary length, in its place,
+        marked ``summary_failed`` (the memory's ``degradation`` counts those nodes)."""
         requests = [ChatRequest.user(self.summary_prompt.format(passages=numbered_passages(texts)),
                                      max_tokens=self.summary_max_tokens, temperature=0.0) for texts in groups]
         completions = self.llm.complete(requests, desc="cam summaries")
@@ -133,9 +140,8 @@ class CAM(HierarchicalMemory):
             text = completion.text.strip() if completion.ok else ""
             if text:
                 out.append((text, False))
-            else:
+            else:  # the community keeps its members' text, cut, as its summary (counted in _materialise)
                 self.summary_failures += 1
-                self.degrade("summary_failed")  # the community keeps its members' text, cut, as its summary
                 out.append((self.tokenizer.truncate("\n".join(texts), self.summary_max_tokens), True))
         return out
 
@@ -154,17 +160,22 @@ class CAM(HierarchicalMemory):
                 for u, w in nbrs.items():
                     if index[v] < index[u]:
                         store.add_edge(index[v], index[u], w)
-        for r in self.retrievals:
-            r["nodes"] = [index[old_ids[v]] for v in r["nodes"] if old_ids[v] in index]
+        for r in self.retrievals:  # a vanished node leaves the record with its score
+            kept = [(index[old_ids[v]], s) for v, s in zip(r["nodes"], r["scores"]) if old_ids[v] in index]
+            r["nodes"], r["scores"] = [v for v, _ in kept], [s for _, s in kept]
         self.store, self._retrieval_ids = store, list(store.ids)
         self._positions = {index[v]: dev.nodes[v].meta["position"] for v in dev.levels[0].order}
+        # degradation = the nodes standing in for a summary now; a node re-summarised successfully or
+        # removed no longer counts (summary_failures stays the cumulative count of failed calls)
+        self.degradation["summary_failed"] = sum(1 for m in store.meta if m.get("summary_failed"))
 
     # ------------------------------------------------------------------ retrieval
     def explore(self, question: str, vector: np.ndarray) -> Exploration:
         """Prune-and-Grow for one question (recorded for ``stats``)."""
         record = explore(self.store, vector, question, self.llm, top_k=self.top_k, max_turns=self.max_turns,
                          tolerance=self.tolerance, prompt=self.selection_prompt, max_tokens=self.selection_max_tokens,
-                         parse=self.selection_parse, retry_temperature=self.selection_retry_temperature)
+                         parse=self.selection_parse, retry_temperature=self.selection_retry_temperature,
+                         stop_when=self.stop_when)
         self.explorations.append({"turns": len(record.turns), "selected": sum(len(t["selected"] or []) for t in record.turns),
                                   "evidence": len(record.evidence), "selection_calls": record.selection_calls,
                                   "parse_failures": record.parse_failures, "call_failures": record.call_failures,

@@ -61,6 +61,28 @@ def expand_network(adj: Adjacency, new_ids: Sequence[str], ids: Sequence[str], s
     return added
 
 
+def ego_changes(old: Mapping[str, Mapping[str, float]], new: Mapping[str, Mapping[str, float]]) -> set[str]:
+    """Nodes whose ego-network G[N(v)] differs between two versions of a level's graph.
+
+    That is every node whose own neighbour set changed, and every common neighbour c of the two
+    ends of an edge (a, b) that appeared or disappeared: a and b both lie in N(c), so the edges
+    among c's neighbours changed although c's own edges did not (``N_new(a) & N_new(b)`` for an
+    added edge, ``N_old(a) & N_old(b)`` for a removed one). Nodes present in only one version count.
+    """
+    out: set[str] = set()
+    empty: Mapping[str, float] = {}
+    for v in set(old) | set(new):
+        before, after = old.get(v, empty), new.get(v, empty)
+        if before.keys() == after.keys():
+            continue
+        out.add(v)
+        for u in after.keys() - before.keys():  # added edges (v, u)
+            out |= after.keys() & new.get(u, empty).keys()
+        for u in before.keys() - after.keys():  # removed edges (v, u)
+            out |= before.keys() & old.get(u, empty).keys()
+    return out
+
+
 def ego_components(adj: Mapping[str, Mapping[str, float]], v: str, order: Mapping[str, int],
                    split: bool = True) -> list[tuple[str, ...]]:
     """Connected components of v's ego-network without v, each in level order, ordered by first member.

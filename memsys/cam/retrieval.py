@@ -3,8 +3,10 @@
 1. Fast localisation: cosine top-s over every node of every level (paper s = 5; code 10).
 2. Associative exploration (``traverse.llm_guided``): the LLM picks the helpful candidates from a
    numbered list ("Passage i: ...", reply a list such as [1, 3, 5]); the picked nodes, their
-   same-level neighbours and their children are the next candidates; the loop ends when the
-   candidate set stops changing, nothing is picked, or after ``max_turns`` turns.
+   same-level neighbours and their children are the next candidates; the loop ends when nothing
+   is picked, after ``max_turns`` turns, or by ``stop_when``: ``no_growth`` (paper, Sec. 4.2: when
+   the activation set P no longer grows, i.e. a turn picks no node not picked before) or
+   ``candidates_unchanged`` (released code: before a turn whose candidates equal the last turn's).
    A reply that cannot be parsed is asked again while the question's ``tolerance`` lasts (shared
    by all turns, as in the code); each failure is counted; when it runs out the loop ends.
 3. Evidence (released code): every picked node, or the initial top-s if none was picked, in the
@@ -94,7 +96,8 @@ def grow_step(store: HierarchyStore) -> Callable[[list[int]], list[int]]:
 
 
 def explore(store: HierarchyStore, vector: np.ndarray, question: str, llm: Any, *, top_k: int, max_turns: int,
-            tolerance: int, prompt: str, max_tokens: int, parse: str, retry_temperature: float) -> Exploration:
+            tolerance: int, prompt: str, max_tokens: int, parse: str, retry_temperature: float,
+            stop_when: str = "no_growth") -> Exploration:
     """Run Prune-and-Grow for one question; the evidence nodes come back in the code's order."""
     initial = [v for v, _ in traverse.collapsed(store, vector, top_k)]
     record = Exploration(evidence=[], initial=initial)
@@ -122,7 +125,7 @@ def explore(store: HierarchyStore, vector: np.ndarray, question: str, llm: Any, 
             budget["left"] -= 1
             attempt += 1
 
-    result = traverse.llm_guided(initial, select, grow_step(store), max_turns)
+    result = traverse.llm_guided(initial, select, grow_step(store), max_turns, stop_when)
     record.turns = result.turns
     record.evidence = node_order(store, result.selected or initial)
     return record

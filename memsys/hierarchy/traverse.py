@@ -115,25 +115,37 @@ class GuidedResult:
     turns: list[dict] = field(default_factory=list)
 
 
+STOP_RULES = ("candidates_unchanged", "no_growth")
+
+
 def llm_guided(initial: Sequence[int], select: Callable[[list[int]], list[int] | None],
-               grow: Callable[[list[int]], list[int]], max_turns: int) -> GuidedResult:
+               grow: Callable[[list[int]], list[int]], max_turns: int,
+               stop_when: str = "candidates_unchanged") -> GuidedResult:
     """Reasoning-based navigation (Alg. 3) as a loop with pluggable steps.
 
     ``select(candidates)`` asks the LLM which candidates help (None = the reply could not be used
     after the system's own retries; the turn is recorded and the loop ends); ``grow(selected)``
     gives the next candidates (children for Alg. 3; CAM adds same-level neighbours). The loop stops
-    when the candidate set stops changing, when nothing is selected, or after ``max_turns`` turns.
+    when nothing is selected, after ``max_turns`` turns, and by ``stop_when``:
+    ``candidates_unchanged`` before a turn whose candidate set equals the previous turn's (CAM's
+    released code); ``no_growth`` after a turn that selected no node not selected before (CAM's
+    paper, Sec. 4.2: "until P no longer grows").
     """
+    if stop_when not in STOP_RULES:
+        raise ValueError(f"stop_when must be one of {' | '.join(STOP_RULES)}, got {stop_when!r}")
     candidates, selected, turns = list(initial), [], []
     previous: set[int] | None = None
     for turn in range(max_turns):
-        if previous is not None and set(candidates) == previous:
+        if stop_when == "candidates_unchanged" and previous is not None and set(candidates) == previous:
             break
         chosen = select(candidates)
         turns.append({"turn": turn, "candidates": list(candidates), "selected": chosen})
         if not chosen:
             break
-        selected.extend(v for v in chosen if v not in selected)
+        grown = [v for v in dict.fromkeys(chosen) if v not in selected]
+        selected.extend(grown)
+        if stop_when == "no_growth" and not grown:
+            break
         previous, candidates = set(candidates), grow(chosen)
     return GuidedResult(selected=selected, turns=turns)
 

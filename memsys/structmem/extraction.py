@@ -102,14 +102,17 @@ def source_chunks(units: Sequence[Unit], tokenizer: Any, chunk_tokens: int | Non
 
 
 def extraction_requests(chunks: Sequence[SourceChunk], kinds: Sequence[str], prompts: dict[str, str],
-                        max_tokens: dict[str, int]) -> list[tuple[SourceChunk, str, ChatRequest]]:
-    """One request per chunk and LLM kind (chunks need none), chunk-major order."""
+                        max_tokens: dict[str, int], sampling: dict[str, Any] | None = None
+                        ) -> list[tuple[SourceChunk, str, ChatRequest]]:
+    """One request per chunk and LLM kind (chunks need none), chunk-major order; ``sampling`` holds
+    the requests' temperature and seed."""
     out = []
     for chunk in chunks:
         for kind in kinds:
             if kind in LLM_KINDS:
                 prompt = prompts[kind].format(text=chunk.text)
-                out.append((chunk, kind, ChatRequest.user(prompt, max_tokens=int(max_tokens[kind]))))
+                request = ChatRequest.user(prompt, max_tokens=int(max_tokens[kind]), **(sampling or {}))
+                out.append((chunk, kind, request))
     return out
 
 
@@ -204,12 +207,13 @@ def units_from_reply(chunk: SourceChunk, kind: str, reply: str, counts: Extracti
 
 
 def extract(llm: Any, chunks: Sequence[SourceChunk], kinds: Sequence[str], prompts: dict[str, str],
-            max_tokens: dict[str, int], counts: ExtractionCounts) -> list[MemoryUnit]:
+            max_tokens: dict[str, int], counts: ExtractionCounts,
+            sampling: dict[str, Any] | None = None) -> list[MemoryUnit]:
     """Every kind for every chunk: all LLM requests as one concurrent batch, then parsing.
 
     Units come out chunk by chunk, kinds in ``kinds`` order within a chunk.
     """
-    requests = extraction_requests(chunks, kinds, prompts, max_tokens)
+    requests = extraction_requests(chunks, kinds, prompts, max_tokens, sampling)
     completions = llm.complete([r for _, _, r in requests], desc="extract") if requests else []
     parsed: dict[tuple[str, str], list[MemoryUnit]] = {}
     for (chunk, kind, _), completion in zip(requests, completions):

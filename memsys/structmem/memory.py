@@ -9,9 +9,11 @@ kind, chunk id and document id in ``meta``. Composition in config:
   ``scorer``: dense | bm25 | hybrid (``scoring.py``);
 - ``answer_with``: memory (Memory-Only: the retrieved units) | documents (Memory-Doc: the
   units' source documents, de-duplicated in first-retrieved order; the released code
-  de-duplicates with ``set()`` and so loses that order). A document is the dataset unit the
-  memory unit came from (``documents: chunk``) or everything of its source, e.g. the whole
-  article or session, in stream order (``documents: source``).
+  de-duplicates with ``set()`` and so loses that order). A document is everything of the unit's
+  source, e.g. the whole article or session, in stream order (``documents: source``, default: the
+  paper's original documents) or the dataset unit the memory unit came from (``documents: chunk``).
+  Documents fill the budget in order; the first that does not fit is cut to the tokens left (the
+  paper's 4k input window) and counted (``documents_truncated``), never dropped.
 
 Extraction is online (each inserted batch is extracted at once, one concurrent batch of
 requests), so the same memory serves offline and online datasets; the BM25 index is rebuilt
@@ -20,6 +22,7 @@ model, so the call cache alone shares them across retrieval settings.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Any, Literal, Sequence
 
 from ..base import fill_budget
@@ -52,7 +55,7 @@ class StructuralMemory(HierarchicalMemory):
                  retrieval: Literal["single", "rerank", "iterative"] = "single",
                  scorer: Literal["dense", "bm25", "hybrid"] = "dense",
                  answer_with: Literal["memory", "documents"] = "memory",
-                 documents: Literal["chunk", "source"] = "chunk",
+                 documents: Literal["chunk", "source"] = "source",
                  top_k: int = 100, top_r: Annotated[int, Range(1)] = 10, top_t: Annotated[int, Range(1)] = 50,
                  turns: Annotated[int, Range(1)] = 4,
                  iterative_final: Literal["best_score", "final_query"] = "best_score",
@@ -68,7 +71,8 @@ class StructuralMemory(HierarchicalMemory):
                  rrf_k: Annotated[float, Range(0)] = 60.0, rrf_depth: Annotated[int, Range(1)] = 100,
                  bm25_k1: Annotated[float, Range(0)] = 1.5, bm25_b: Annotated[float, Range(0, 1)] = 0.75,
                  bm25_epsilon: Annotated[float, Range(0)] = 0.25,
-                 bm25_stopwords: bool = True, **core: Any) -> None:
+                 bm25_stopwords: bool = True, temperature: Annotated[float, Range(0, 2)] = 0.2,
+                 **core: Any) -> None:
         super().__init__(llm=llm, embedder=embedder, tokenizer=tokenizer, top_k=top_k, **core)
         self.kinds = extraction.kinds_of(structure)
         self.structure, self.retrieval, self.scorer = structure, retrieval, scorer
@@ -84,6 +88,7 @@ class StructuralMemory(HierarchicalMemory):
         self.rrf_k, self.rrf_depth = float(rrf_k), int(rrf_depth)
         self.bm25_k1, self.bm25_b, self.bm25_epsilon = float(bm25_k1), float(bm25_b), float(bm25_epsilon)
         self.bm25_stopwords = bool(bm25_stopwords)
+        self.temperature = float(temperature)
         for key, message in self.check_settings(self.hyperparameters()):
             raise ValueError(f"memory.{key}: {message}")
         self.retriever = Retriever(self.store, embedder, scorer, rrf_k=rrf_k, rrf_depth=rrf_depth, bm25_k1=bm25_k1,
@@ -93,7 +98,7 @@ class StructuralMemory(HierarchicalMemory):
         self.doc_texts: dict[str, tuple[str, str]] = {}  # dataset unit id -> (source id, text), insertion order
         self.counts = {"questions": 0, "llm_requests": 0, "rerank_requests": 0, "rerank_failed": 0,
                        "rerank_unparsed": 0, "thought_requests": 0, "thought_failed": 0, "thought_empty": 0,
-                       "units_ranked": 0, "items_returned": 0}
+                       "units_ranked": 0, "items_returned": 0, "documents_truncated": 0}
         self.traces: list[dict[str, Any]] = []
 
     @classmethod
@@ -116,6 +121,12 @@ class StructuralMemory(HierarchicalMemory):
         if retrieval == "iterative":
             yield from _placeholders("prompts.thought", prompts.get("thought", ""), ("context", "question"))
 
+    @property
+    def sampling(self) -> dict[str, Any]:
+        """Temperature and seed of every LLM call here: a sampled call carries the run's seed, so it is
+        reproducible and cached (``ChatRequest.cacheable``); at temperature 0 no seed is sent."""
+        return {"temperature": self.temperature, "seed": self.seed if self.temperature > 0 else None}
+
     # ------------------------------------------------------------------ extraction (α)
     def add(self, units: Sequence[Unit]) -> None:
         """Extract every kind of the structure from the new units (one concurrent batch) and store them."""
@@ -124,7 +135,7 @@ class StructuralMemory(HierarchicalMemory):
         chunks = extraction.source_chunks(units, self.tokenizer, self.chunk_tokens)
         failed, malformed = sum(self.extraction.failed.values()), sum(self.extraction.malformed_lines.values())
         memory_units = extraction.extract(self.llm, chunks, self.kinds, self.prompts, self.extract_max_tokens,
-                                          self.extraction)
+                                          self.extraction, self.sampling)
         # failed extraction calls and unreadable lines leave the memory short of what the method extracts
         self.degrade("extraction_failed", sum(self.extraction.failed.values()) - failed)
         self.degrade("extraction_unparsed", sum(self.extraction.malformed_lines.values()) - malformed)
@@ -146,7 +157,8 @@ class StructuralMemory(HierarchicalMemory):
             candidates = self.retriever.rank(question, self.top_k)
             res = rerank(self.llm, question, candidates, texts, top_r=self.top_r, prompt=self.prompts["rerank"],
                                    output_format=self.rerank_formats[self.rerank_format], fmt=self.rerank_format,
-                                   batch_size=self.rerank_batch, max_tokens=self.rerank_max_tokens)
+                                   batch_size=self.rerank_batch, max_tokens=self.rerank_max_tokens,
+                                   sampling=self.sampling)
             self.counts.update(rerank_requests=self.counts["rerank_requests"] + res.requests,
                                rerank_failed=self.counts["rerank_failed"] + res.failed,
                                rerank_unparsed=self.counts["rerank_unparsed"] + res.unparsed)
@@ -155,7 +167,7 @@ class StructuralMemory(HierarchicalMemory):
         res = iterative(self.retriever.rank, self.llm, question, texts, turns=self.turns, top_t=self.top_t,
                                   top_k=self.top_k, prompt=self.prompts["thought"], max_tokens=self.thought_max_tokens,
                                   final=self.iterative_final, budget_tokens=self.thought_budget_tokens,
-                                  tokenizer=self.tokenizer)
+                                  tokenizer=self.tokenizer, sampling=self.sampling)
         self.counts.update(thought_requests=self.counts["thought_requests"] + res.requests,
                            thought_failed=self.counts["thought_failed"] + res.failed,
                            thought_empty=self.counts["thought_empty"] + res.empty)
@@ -187,11 +199,12 @@ class StructuralMemory(HierarchicalMemory):
         if self.store.is_empty():
             return []
         ranked, trace = self.rank_units(question)
+        cut = 0
         if self.answer_with == "memory":
             items = [self.store.item(v, s, self.tokenizer) for v, s in ranked]
+            kept = fill_budget(items, budget_tokens, self.tokenizer, self.stop_at_first_overflow)
         else:
-            items = self.document_items(ranked)
-        kept = fill_budget(items, budget_tokens, self.tokenizer, self.stop_at_first_overflow)
+            kept, cut = self.fill_documents(self.document_items(ranked), budget_tokens)
         kept_ids = {i.node_id for i in kept}
         shown = [(v, s) for v, s in ranked if (self.store.ids[v] if self.answer_with == "memory"
                                                 else self._doc_node_id(v)) in kept_ids]
@@ -200,9 +213,41 @@ class StructuralMemory(HierarchicalMemory):
         self.counts.update(questions=self.counts["questions"] + 1,
                            llm_requests=self.counts["llm_requests"] + trace["requests"],
                            units_ranked=self.counts["units_ranked"] + len(ranked),
-                           items_returned=self.counts["items_returned"] + len(kept))
-        self.traces.append({"question": question, "units": len(ranked), "items": len(kept), **trace})
+                           items_returned=self.counts["items_returned"] + len(kept),
+                           documents_truncated=self.counts["documents_truncated"] + cut)
+        self.traces.append({"question": question, "units": len(ranked), "items": len(kept),
+                            **({"documents_truncated": cut} if self.answer_with == "documents" else {}), **trace})
         return kept
+
+    def fill_documents(self, items: Sequence[RetrievedItem], budget_tokens: int) -> tuple[list[RetrievedItem], int]:
+        """Memory-Doc's context: documents in order while they fit; the first that does not is cut to
+        the tokens left (the paper's 4k input window cuts the joined documents) and fills the budget.
+        Returns the items and how many were cut (0 or 1); nothing is skipped silently."""
+        kept, used = [], 0
+        for item in items:
+            left = budget_tokens - used
+            if left <= 0:
+                break
+            if item.tokens <= left:
+                kept.append(item)
+                used += item.tokens
+                continue
+            kept.append(self._cut_document(item, left))
+            return kept, 1
+        return kept, 0
+
+    def _cut_document(self, item: RetrievedItem, max_tokens: int) -> RetrievedItem:
+        """The document's first ``max_tokens`` tokens; its provenance keeps the units that start inside them."""
+        limit, text = max_tokens, self.tokenizer.truncate(item.text, max_tokens)
+        while limit > 0 and self.tokenizer.count(text) > max_tokens:  # re-encoding a cut can add a token
+            limit -= 1
+            text = self.tokenizer.truncate(item.text, limit)
+        start, units = 0, []
+        for uid in item.source_unit_ids:  # the document is its units' texts joined by a blank line
+            if start < len(text):
+                units.append(uid)
+            start += len(self.doc_texts[uid][1]) + 2
+        return replace(item, text=text, tokens=self.tokenizer.count(text), source_unit_ids=tuple(units))
 
     def _doc_node_id(self, v: int) -> str:
         uid = self.store.units[v][0]
@@ -216,7 +261,8 @@ class StructuralMemory(HierarchicalMemory):
         per_question = {"llm_requests_per_question": self.counts["llm_requests"] / q if q else 0.0,
                         "units_ranked_per_question": self.counts["units_ranked"] / q if q else 0.0}
         config = {k: getattr(self, k) for k in ("structure", "retrieval", "scorer", "answer_with", "documents", "top_k",
-                                                "top_r", "top_t", "turns", "iterative_final", "chunk_tokens")}
+                                                "top_r", "top_t", "turns", "iterative_final", "chunk_tokens",
+                                                "temperature")}
         return {**super().stats(), "config": config, "extraction": self.extraction.to_json(), "units_by_kind": kinds,
                 "retrieval_counts": dict(self.counts), **per_question,
                 "bm25_builds": self.retriever.bm25_builds}

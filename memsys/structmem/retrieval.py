@@ -79,14 +79,17 @@ class RerankResult:
 
 
 def rerank(llm: Any, question: str, candidates: Ranked, texts: Sequence[str], *, top_r: int, prompt: str,
-           output_format: str, fmt: str = "json", batch_size: int = 10, max_tokens: int = 256) -> RerankResult:
-    """Score ``candidates`` (node indices into ``texts``) in concurrent batches; keep the best ``top_r``."""
+           output_format: str, fmt: str = "json", batch_size: int = 10, max_tokens: int = 256,
+           sampling: dict[str, Any] | None = None) -> RerankResult:
+    """Score ``candidates`` (node indices into ``texts``) in concurrent batches; keep the best ``top_r``.
+    ``sampling`` holds the requests' temperature and seed."""
     if fmt not in RERANK_FORMATS:
         raise ValueError(f"memory.rerank_format must be one of {' | '.join(RERANK_FORMATS)}, got {fmt!r}")
     batches = [candidates[i:i + batch_size] for i in range(0, len(candidates), batch_size)]
     requests = [ChatRequest.user(prompt.format(question=question, output_format=output_format,
                                                documents=documents_block([texts[v] for v, _ in batch])),
-                                 max_tokens=max_tokens, json_output=fmt == "json") for batch in batches]
+                                 max_tokens=max_tokens, json_output=fmt == "json", **(sampling or {}))
+                for batch in batches]
     completions = llm.complete(requests, desc="rerank") if requests else []
     parse = parse_rerank_json if fmt == "json" else parse_rerank_lines
     result = RerankResult(ranked=[], scores=[], requests=len(requests))
@@ -128,7 +131,8 @@ def numbered_context(texts: Sequence[str], budget_tokens: int | None, tokenizer:
 
 def iterative(rank: Callable[[str, int], Ranked], llm: Any, question: str, texts: Sequence[str], *, turns: int,
               top_t: int, top_k: int, prompt: str, max_tokens: int = 256, final: str = "best_score",
-              budget_tokens: int | None = None, tokenizer: Any = None) -> IterativeResult:
+              budget_tokens: int | None = None, tokenizer: Any = None,
+              sampling: dict[str, Any] | None = None) -> IterativeResult:
     """N turns of top-T retrieval and thoughts; each unit keeps its best score; the final top-K."""
     if final not in FINALS:
         raise ValueError(f"memory.iterative_final must be one of {' | '.join(FINALS)}, got {final!r}")
@@ -148,7 +152,8 @@ def iterative(rank: Callable[[str, int], Ranked], llm: Any, question: str, texts
         gathered = sorted(best, key=lambda v: (-best[v], first[v]))
         context = numbered_context([texts[v] for v in gathered], budget_tokens, tokenizer)
         completion = llm.complete([ChatRequest.user(prompt.format(context=context, question=question),
-                                                    max_tokens=max_tokens)], desc="thought")[0]
+                                                    max_tokens=max_tokens, **(sampling or {}))],
+                                  desc="thought")[0]
         result.requests += 1
         thought = completion.text.strip() if completion.ok else ""
         if not completion.ok or not thought:
