@@ -62,7 +62,7 @@ def compose_run(memory: str, cache: Path, data_dir: Path, replay: bool):
     # one llama.cpp thread: on a shared machine more threads than free cores slow decoding badly;
     # the thread count is not part of the model id, so it does not change a cache key
     models = ["llm=replay", f"llm.backend.model_id={MODEL_ID}", "embedder=replay"] if replay else \
-        ["llm=local", "llm.backend.n_threads=1", *SMALL[1:2], "embedder=local"]
+        ["llm=local_tiny", "llm.backend.n_threads=1", *SMALL[1:2], "embedder=local"]
     overrides = [f"experiment={EXPERIMENT}", f"memory={memory}", f"dataset.loader.path={FIXTURE}", *models,
                  SMALL[0], *SMALL[2:], *PER_MEMORY.get(memory, ()),
                  f"cache.path={cache}", f"data_dir={data_dir}", "progress=false", "seed=0"]
