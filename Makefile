@@ -49,10 +49,10 @@ bench: setup  ## speed and efficiency ratios, each measured in one run
 tables: setup  ## tables and plots from every run and sweep folder under results/
 	$(PY) -m memharness.eval.report results/runs results/sweeps --out results/tables --name comparison
 
-papers:  ## the papers' tables, published beside reproduced, from every run and sweep folder under results/
+papers: setup  ## the papers' tables, published beside reproduced, from every run and sweep folder under results/
 	$(PY) -m memharness.eval.paper_report results/runs results/sweeps --out results/papers
 
-golden:  ## regenerate MemTree Tables 4, 5, A.2 from the committed call cache (no model, no backend call); compare
+golden: setup  ## regenerate MemTree Tables 4, 5, A.2 from the committed call cache (no model, no backend call); compare
 	$(PY) -m memharness.eval.golden
 
 clean:  ## remove run and sweep folders, tables, figures and benchmark output (keeps the call cache)
