@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from .report import ReportError, find_runs, load_run, setting
+from .runs import ReportError, find_runs, load_run, setting
 
 HEADLINE = ("judge", "mc_accuracy", "f1", "rouge_l_recall", "evidence_recall")
 

@@ -20,7 +20,8 @@ from typing import Sequence
 import pandas as pd
 
 from . import tables
-from .report import DEFAULT_METRICS, find_runs, latest_per_config, load_run
+from .report import DEFAULT_METRICS, latest_per_config
+from .runs import find_runs, load_run
 
 
 def _differing(runs: list[dict]) -> list[str]:

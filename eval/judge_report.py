@@ -22,7 +22,7 @@ import pandas as pd
 
 from . import tables
 from .paired import label
-from .report import ReportError, find_runs, load_run
+from .runs import ReportError, find_runs, load_run
 from .stats import cohen_kappa
 from .table_format import Section, to_markdown
 

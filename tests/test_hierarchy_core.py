@@ -260,3 +260,16 @@ def test_bad_core_settings_name_the_key():
         "memory.traversal='sideways': expected one of collapsed | collapsed_expand | top_down"]
     assert any(p.startswith("memory.diagnostics.nope: unknown setting") for p in problems(diagnostics={"nope": 1}))
     assert problems(top_down_returns="some")[0].startswith("memory.top_down_returns='some'")
+
+
+def test_the_command_answers_from_a_saved_memory_and_rewrites_its_view(tmp_path, capsys):
+    from memharness.memsys.hierarchy.__main__ import main
+
+    memory = PairMemory(embedder=TableEmbedder(), tokenizer=WordTokenizer(), top_k=2, label="duo")
+    memory.insert(units_from_texts(["alpha apples", "beta bananas bread", "gamma cherries"], source_id="doc"))
+    memory.retrieve("alpha apples", 100)
+    memory.save(tmp_path / "m")
+    main([str(tmp_path / "m"), "--html", str(tmp_path / "v.html"), "--ask", "alpha apples"], embedder=TableEmbedder())
+    out = capsys.readouterr().out
+    assert "'alpha apples'" in out.split("Q: alpha apples")[1] and "wrote" in out
+    assert "alpha apples" in (tmp_path / "v.html").read_text()

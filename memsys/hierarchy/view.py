@@ -1,14 +1,11 @@
-"""One self-contained HTML view for any saved hierarchy, and a command to query a saved memory.
+"""One self-contained HTML view for any saved hierarchy.
 
 The page embeds the nodes as JSON and renders them with a little inline script (no server, no
 network): the top nodes as a collapsible tree (a node with several parents appears under each),
 a search box over node text, and a question picker that highlights the nodes that question
 retrieved (their ancestors are marked so the branch can be found).
 
-    python -m memharness.memsys.hierarchy.view FOLDER [--html out.html] [--ask "question"]
-
-re-renders the view of a saved memory or answers retrieval queries from it without rebuilding
-(the embedder is the embedded default).
+``python -m memharness.memsys.hierarchy`` (``__main__.py``) re-renders the view of a saved memory.
 """
 from __future__ import annotations
 
@@ -146,33 +143,3 @@ def render_html(store: HierarchyStore, title: str = "hierarchy", retrievals: Seq
             "<div id='side'><div><b>Matches</b><ol id='results'></ol></div>"
             "<div><b>Retrieved</b><ol id='retrieved'></ol></div></div><div id='tree'></div>"
             f"<script type='application/json' id='data'>{blob}</script><script>{_SCRIPT}</script></body></html>")
-
-
-def main(argv: list[str] | None = None) -> None:
-    from ..tokens import get_tokenizer
-    from .memory import load_memory
-
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("folder", help="a saved memory (hierarchy.json + embeddings.npy)")
-    ap.add_argument("--html", help="write the HTML view here")
-    ap.add_argument("--ask", action="append", default=[], help="retrieve for this question (repeatable)")
-    ap.add_argument("--budget", type=int, default=1000, help="token budget of each retrieval")
-    args = ap.parse_args(argv)
-    embedder = None
-    if args.ask:
-        from ..backends.embed import Embedder
-        from ..backends.local import SentenceTransformerBackend
-
-        embedder = Embedder(SentenceTransformerBackend())
-    memory = load_memory(args.folder, embedder=embedder, tokenizer=get_tokenizer())
-    if args.html:
-        Path(args.html).write_text(render_html(memory.store, retrievals=memory.retrievals), encoding="utf-8")
-        print(f"wrote {args.html}")
-    for q in args.ask:
-        print(f"Q: {q}")
-        for item in memory.search(q, args.budget):
-            print(f"  [{item.score:.3f} L{item.level} {item.node_id}] {item.text[:160]!r}")
-
-
-if __name__ == "__main__":
-    main()
