@@ -46,6 +46,26 @@ class CacheSettings(TypedDict):
     path: Annotated[str, NonEmpty()]
 
 
+class RunControlSettings(TypedDict):
+    """``run.*``: how the episodes of a run are scheduled."""
+
+    episodes_in_flight: Positive  # episodes evaluated at once (1 = sequential)
+
+
+class SnapshotSettings(TypedDict):
+    """``snapshots.*``: built memories reused across runs with identical construction (eval/snapshots.py)."""
+
+    enabled: bool
+    path: Annotated[str, NonEmpty()] | None  # null = beside cache.path
+
+
+class BudgetSettings(TypedDict):
+    """``budget.*``: stop the run once it has spent this much (null = no limit)."""
+
+    usd: Annotated[float, Range(0, lo_open=True)] | None
+    calls: Positive | None
+
+
 class DatasetSettings(TypedDict):
     name: Annotated[str, NonEmpty()]
     loader: Target
@@ -172,6 +192,9 @@ class RunSettings(TypedDict):
     sweep_only: bool
     data_dir: Annotated[str, NonEmpty()]
     cache: CacheSettings
+    run: NotRequired[RunControlSettings]
+    snapshots: NotRequired[SnapshotSettings]
+    budget: NotRequired[BudgetSettings]
     logger: LoggerSettings
     judge: NotRequired[JudgeModelSettings]
     judge2: NotRequired[SecondJudge]
