@@ -272,17 +272,21 @@ def config_snapshot(resolved: dict[str, Any]) -> dict[str, Any]:
     return redact(resolved)
 
 
-def run(cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None) -> dict[str, Any]:
+def run(cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None, make_backend: Any = None,
+        pick: Any = None) -> dict[str, Any]:
     """Run one evaluation and write config.yaml, samples.jsonl, metrics.json, memory_stats.json.
 
-    ``overrides`` (the command line's) are recorded so reports can tell runs of a sweep apart."""
+    ``overrides`` (the command line's) are recorded so reports can tell runs of a sweep apart. A dry
+    run (``eval/estimate.py``) passes stand-in backends (``make_backend``) and a pilot (``pick``)."""
     started = time.time()
     validate_config(cfg)  # every setting, before any model or file is loaded
     run_io.begin_run(out_dir)  # INCOMPLETE.json until every file is written
     resolved = config_snapshot(OmegaConf.to_container(cfg, resolve=True))
     run_io.write_text(out_dir, "config.yaml", OmegaConf.to_yaml(OmegaConf.create(resolved)))
     dataset = load_dataset(cfg)
-    services = build_services(cfg)
+    if pick is not None:
+        dataset = pick(dataset)
+    services = build_services(cfg, make_backend=make_backend)
     progress = Progress(services.meter, len(dataset.episodes), float(cfg.get("progress_interval_s", 10)),
                         bar=bool(cfg.get("progress", True))).start()
     judges = None

@@ -27,7 +27,7 @@ from .aggregate import HIGHER_IS_BETTER
 # Resolved keys that never make two runs different experiments: paths, caching, concurrency, retries,
 # reporting knobs; model settings live in the llm / embedder / judge identity columns instead.
 IGNORED_SETTINGS = ("cache.*", "progress", "data_dir", "seed", "hydra.*", "run.*", "snapshots.*", "budget.*",
-                    "llm.*", "embedder.*", "judge.*",
+                    "dry_run", "estimate.*", "llm.*", "embedder.*", "judge.*",
                     "judge2.*", "dataset.limit", "dataset.seed", "dataset.loader.path", "dataset.loader.data_dir",
                     "dataset.loader.integrity", "dataset.loader.revision", "dataset.name", "memory.name",
                     "memory.html_max_nodes", "memory.diagnostics.*", "eval.bootstrap.*", "eval.position_buckets",

@@ -66,6 +66,13 @@ class BudgetSettings(TypedDict):
     calls: Positive | None
 
 
+class EstimateSettings(TypedDict):
+    """``estimate.*``: how ``dry_run=true`` estimates (eval/estimate.py)."""
+
+    episodes: Positive | None  # a seeded pilot of this many episodes, extrapolated; null = all
+    completion_fraction: Annotated[float, Range(0, 1, lo_open=True)]
+
+
 class DatasetSettings(TypedDict):
     name: Annotated[str, NonEmpty()]
     loader: Target
@@ -195,6 +202,8 @@ class RunSettings(TypedDict):
     run: NotRequired[RunControlSettings]
     snapshots: NotRequired[SnapshotSettings]
     budget: NotRequired[BudgetSettings]
+    dry_run: NotRequired[bool]
+    estimate: NotRequired[EstimateSettings]
     logger: LoggerSettings
     judge: NotRequired[JudgeModelSettings]
     judge2: NotRequired[SecondJudge]
