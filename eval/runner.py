@@ -286,7 +286,7 @@ def run(cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None, make
     dataset = load_dataset(cfg)
     if pick is not None:
         dataset = pick(dataset)
-    services = build_services(cfg, make_backend=make_backend)
+    services = build_services(cfg, make_backend=make_backend, run_dir=out_dir)
     progress = Progress(services.meter, len(dataset.episodes), float(cfg.get("progress_interval_s", 10)),
                         bar=bool(cfg.get("progress", True))).start()
     judges = None

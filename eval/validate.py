@@ -44,6 +44,7 @@ def _increasing(values: Any) -> bool:
 class CacheSettings(TypedDict):
     enabled: bool
     path: Annotated[str, NonEmpty()]
+    mode: NotRequired[Literal["shared", "per_job"]]  # per_job: a cache per run folder, merged afterwards
 
 
 class RunControlSettings(TypedDict):

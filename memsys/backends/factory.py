@@ -1,6 +1,7 @@
 """Build the shared services (LLM, embedder, tokenizer, cache, meter) from config."""
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,12 +12,15 @@ from omegaconf import DictConfig, OmegaConf
 
 from ..tokens import Tokenizer, get_tokenizer
 from .budget import Budget
-from .cache import CallCache
+from .cache import CallCache, network_filesystem
 from .deadline import Deadline
 from .embed import Embedder
 from .llm import LLM, RetryPolicy
 from .meter import Meter
 from .types import ConfigError
+
+
+log = logging.getLogger("memharness")
 
 
 @dataclass
@@ -45,12 +49,23 @@ def _plain(node: Any) -> dict:
     return OmegaConf.to_container(node, resolve=True) if node is not None else {}
 
 
-def build_cache(cfg: DictConfig) -> CallCache | None:
+def build_cache(cfg: DictConfig, run_dir: Path | None = None) -> CallCache | None:
+    """The call cache: ``cache.path`` itself (``cache.mode=shared``), or with ``per_job`` a cache in
+    the run folder that reads ``cache.path`` too (merged afterwards: ``python -m
+    memharness.eval.cache_merge``). A shared cache on a network file system gets a warning."""
     if not cfg.get("cache", {}).get("enabled", True):
         return None
     path = str(cfg.cache.path)
     from_env = os.environ.get("MEMHARNESS_CACHE")
     setting = "cache.path (from $MEMHARNESS_CACHE)" if from_env and from_env == path else "cache.path"
+    if cfg.cache.get("mode", "shared") == "per_job" and run_dir is not None:
+        return CallCache(Path(run_dir) / "calls.sqlite", setting="cache.mode=per_job (the run folder)", read_from=path)
+    fstype = network_filesystem(Path(path).parent)
+    if fstype is not None:
+        log.warning("%s=%s is on a network file system (%s): SQLite's WAL locking is not safe there and jobs "
+                    "writing it at once can corrupt it; set cache.mode=per_job (each job writes its own cache, "
+                    "merged afterwards with python -m memharness.eval.cache_merge; docs/scaling.md)",
+                    setting, path, fstype)
     return CallCache(Path(path), setting=setting)
 
 
@@ -74,7 +89,7 @@ def build_budget(cfg: DictConfig, meter: Meter) -> Budget:
 
 
 def build_services(cfg: DictConfig, meter: Meter | None = None, cache: CallCache | None = None,
-                   make_backend: Callable[[Any, str], Any] | None = None) -> Services:
+                   make_backend: Callable[[Any, str], Any] | None = None, run_dir: Path | None = None) -> Services:
     """Instantiate ``cfg.llm.backend`` and ``cfg.embedder.backend`` behind the cached facades.
 
     The run's deadline (``eval.deadline_s``, counted from here) is shared by both facades and by
@@ -83,7 +98,7 @@ def build_services(cfg: DictConfig, meter: Meter | None = None, cache: CallCache
     import time
 
     meter = meter or Meter(prices=_plain(cfg.llm.get("prices")))
-    cache = cache if cache is not None else build_cache(cfg)
+    cache = cache if cache is not None else build_cache(cfg, run_dir)
     deadline = Deadline((cfg.get("eval") or {}).get("deadline_s"))
     budget = build_budget(cfg, meter)
     retry = RetryPolicy(**_plain(cfg.llm.get("retry")))
