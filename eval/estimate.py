@@ -9,7 +9,9 @@ and completion tokens, embedding requests and texts, and estimated dollars (``ll
 The stand-ins: a chat reply is the last ``estimate.completion_fraction`` × ``max_tokens`` words of
 its prompt (an upper bound on length by default; words of the prompt, so a summary embeds near its
 inputs), the first option when the request constrains its output (``choices``), ``{}`` for JSON;
-embeddings are hashed bags of words. Prompt tokens are counted with the run's tokenizer. The call
+embeddings are hashed bags of words, or with ``estimate.embedder=configured`` the run's own embedder
+(free when it runs in this process; an HTTP embedder is then *called*, for embeddings only, which
+makes the tree/graph shapes and so the LLM call counts much closer to the real run's). Prompt tokens are counted with the run's tokenizer. The call
 *counts* follow each memory's own algorithm; where the algorithm branches on reply content (a
 parsed rating, a tree's shape, an extracted graph) the estimate is a simulation, not a measurement:
 ``make bench`` compares it with a real run.
@@ -35,6 +37,7 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from memharness.memsys.backends.factory import _instantiate_backend
 from memharness.memsys.backends.types import ChatRequest, Completion
 from memharness.memsys.tokens import get_tokenizer
 
@@ -95,9 +98,11 @@ def stand_ins(cfg: DictConfig):
     tokenizer = get_tokenizer(cfg.get("tokenizer", "cl100k_base"))
     fraction = float((cfg.get("estimate") or {}).get("completion_fraction", 1.0))
 
+    configured = (cfg.get("estimate") or {}).get("embedder", "lexical") == "configured"
+
     def make(section: Any, group: str) -> Any:
         if group == "embedder":
-            return StandInEmbed()
+            return _instantiate_backend(section, group) if configured else StandInEmbed()
         return StandInChat(stand_in_model_id(section), tokenizer, fraction)
 
     return make

@@ -72,6 +72,7 @@ class EstimateSettings(TypedDict):
 
     episodes: Positive | None  # a seeded pilot of this many episodes, extrapolated; null = all
     completion_fraction: Annotated[float, Range(0, 1, lo_open=True)]
+    embedder: NotRequired[Literal["lexical", "configured"]]  # stand-in vectors, or the run's own embedder
 
 
 class DatasetSettings(TypedDict):
