@@ -36,5 +36,11 @@ class FullContext(MemorySystem):
         kept.reverse()
         return kept
 
+    def state(self) -> dict[str, Any]:
+        return {"tokens": list(self._tokens)}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self._tokens = list(state["tokens"])
+
     def stats(self) -> dict[str, Any]:
         return {**super().stats(), "total_tokens": int(sum(self._tokens))}

@@ -53,8 +53,8 @@ def breakdowns(samples: Sequence[dict[str, Any]], metrics: Sequence[str], edges:
 
 def failure_counts(samples: Sequence[dict[str, Any]]) -> dict[str, int]:
     counts = {"questions": len(samples), "scored": 0, "build_failed": 0, "retrieve_failed": 0, "answer_failed": 0,
-              "deadline_exceeded": 0, "judge_failed": 0, "judge_unparsed": 0, "mc_unparsed": 0, "prompt_cut": 0,
-              "answer_empty": 0, "degraded": 0, "partial": 0}
+              "deadline_exceeded": 0, "budget_exceeded": 0, "judge_failed": 0, "judge_unparsed": 0, "mc_unparsed": 0,
+              "prompt_cut": 0, "answer_empty": 0, "degraded": 0, "partial": 0}
     for s in samples:
         counts["scored" if s["status"] == "scored" else s["status"]] += 1
         counts["answer_empty"] += bool(s.get("answer_empty"))  # scored wrong, never judged

@@ -68,6 +68,8 @@ def run_command(cfg: DictConfig, out_dir: Path, overrides: list[str], sweep_dir:
         run_io.redact_files(sweep_dir)
     if problems:
         return _fail(failures.EXIT_USER_ERROR, "\n".join(problems), out_dir)
+    if cfg.get("dry_run", False):
+        return _dry_run(cfg, out_dir, overrides)
     try:
         metrics = run(cfg, out_dir, overrides=overrides)
         log_run(OmegaConf.to_container(cfg, resolve=True), metrics, out_dir)
@@ -82,6 +84,22 @@ def run_command(cfg: DictConfig, out_dir: Path, overrides: list[str], sweep_dir:
         _mark(out_dir, f"crashed: {type(err).__name__}: {err}")
         raise
     return _report(cfg, metrics, out_dir)
+
+
+def _dry_run(cfg: DictConfig, out_dir: Path, overrides: list[str]) -> None:
+    """``dry_run=true``: write ``estimate.json`` (no backend call, no run files)."""
+    from .estimate import dry_run
+
+    try:
+        est = dry_run(cfg, out_dir, overrides)
+    except (ConfigError, DatasetError) as err:
+        return _fail(failures.EXIT_USER_ERROR, str(err), out_dir)
+    t = est["total"]
+    log.info("dry run (%s): %.0f LLM calls, %.0f prompt + %.0f completion tokens, %.0f embedding requests, "
+             "$%.4f estimated -> %s", est["label"], t["calls"], t["prompt_tokens"], t["completion_tokens"],
+             t["embed_requests"], t["cost_usd"], out_dir / "estimate.json")
+    _exit_codes.append(failures.EXIT_OK)
+    return None
 
 
 def _report(cfg: DictConfig, metrics: dict[str, Any], out_dir: Path) -> float | None:

@@ -5,7 +5,7 @@ Exit codes of the ``memharness`` command (also recorded in ``metrics.json["outco
 - 0: the run finished and failures stayed within ``eval.max_failed_fraction``;
 - 2: a user mistake found before the run (a setting, a dataset file, an unwritable path);
 - 3: the run was aborted (authentication rejected, call cache unwritable, ``eval.deadline_s``
-  reached); its folder keeps ``INCOMPLETE.json`` with the reason;
+  reached, ``budget.*`` spent); its folder keeps ``INCOMPLETE.json`` with the reason;
 - 4: the run finished but no question was scored, or more than ``eval.max_failed_fraction`` of the
   questions failed; every file is written.
 """
@@ -18,7 +18,7 @@ from memharness.memsys.backends.types import BackendError
 
 EXIT_OK, EXIT_USER_ERROR, EXIT_ABORTED, EXIT_FAILURES = 0, 2, 3, 4
 DEFAULT_MAX_FAILED_FRACTION = 0.1
-_UNSCORED = ("build_failed", "retrieve_failed", "answer_failed", "deadline_exceeded")
+_UNSCORED = ("build_failed", "retrieve_failed", "answer_failed", "deadline_exceeded", "budget_exceeded")
 
 
 def degradation_fields(memory: Any) -> dict[str, Any]:
@@ -56,10 +56,14 @@ def skip_empty_answers(todo: list[tuple[Any, dict[str, Any]]]) -> list[tuple[Any
 
 
 def finalize(samples: list[dict[str, Any]]) -> None:
-    """Samples that failed only because the run's deadline had passed get ``deadline_exceeded``."""
+    """Samples that failed only because the run's deadline had passed get ``deadline_exceeded``; only
+    because its budget was spent, ``budget_exceeded``."""
     for s in samples:
-        if s.get("status") in _UNSCORED and str(s.get("error", "")).startswith("DeadlineExceeded"):
+        error = str(s.get("error", ""))
+        if s.get("status") in _UNSCORED and error.startswith("DeadlineExceeded"):
             s["status"] = "deadline_exceeded"
+        elif s.get("status") in _UNSCORED and error.startswith("BudgetExceeded"):
+            s["status"] = "budget_exceeded"
 
 
 def failed_count(counts: dict[str, int]) -> int:
@@ -78,6 +82,12 @@ def outcome(metrics: dict[str, Any], cfg: Any, services: Any) -> dict[str, Any]:
                            "max_failed_fraction": limit, "incomplete": None, "problems": []}
     if deadline is not None and deadline.hit:
         out["incomplete"] = (f"{deadline.describe()}; {counts.get('deadline_exceeded', 0)} questions were not "
+                             "run to the end")
+        out["problems"].append(out["incomplete"])
+        out["exit_code"] = EXIT_ABORTED
+    budget = getattr(services, "budget", None)
+    if budget is not None and budget.hit:
+        out["incomplete"] = (f"{budget.describe()}; {counts.get('budget_exceeded', 0)} questions were not "
                              "run to the end")
         out["problems"].append(out["incomplete"])
         out["exit_code"] = EXIT_ABORTED
@@ -100,7 +110,8 @@ def stage_warnings(metrics: dict[str, Any]) -> list[str]:
         parts = [f"{c.get(k, 0)} {label}" for k, label in
                  (("failures", "LLM calls failed"), ("retries", "LLM retries"),
                   ("embed_failures", "embedding calls failed"), ("embed_retries", "embedding retries"),
-                  ("deadline_skipped", "calls skipped after the deadline")) if c.get(k)]
+                  ("deadline_skipped", "calls skipped after the deadline"),
+                  ("budget_skipped", "calls skipped once the budget was spent")) if c.get(k)]
         if parts:
             lines.append(f"stage {stage}: " + ", ".join(parts))
     counts = metrics.get("counts", {})

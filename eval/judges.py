@@ -14,7 +14,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from memharness.memsys.backends.factory import Services, _instantiate_backend
+from memharness.memsys.backends.factory import Services
 from memharness.memsys.backends.llm import LLM, RetryPolicy
 from memharness.memsys.backends.types import ConfigError
 
@@ -60,9 +60,10 @@ def _build(cfg: DictConfig, key: str, services: Services, known: list[tuple[dict
         if other_backend == backend:
             return llm, False
     services.meter.prices.update(section.get("prices") or {})
-    llm = LLM(_instantiate_backend(cfg[key], key), meter=services.meter, cache=services.cache,
+    # the run's deadline and budget hold for the judges' calls too
+    llm = LLM(services.make_backend(cfg[key], key), meter=services.meter, cache=services.cache,
               max_in_flight=int(section.get("max_in_flight", 8)), retry=RetryPolicy(**(section.get("retry") or {})),
-              progress=bool(cfg.get("progress", True)))
+              progress=bool(cfg.get("progress", True)), deadline=services.deadline, budget=services.budget)
     return llm, True
 
 

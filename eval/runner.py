@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -18,12 +19,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from memharness.data_prep.base import Dataset, DatasetError, check_integrity, subset
 from memharness.memsys.backends.factory import Services, build_services
+from memharness.memsys.backends.meter import current_scope
 from memharness.memsys.backends.progress import Progress
 from memharness.memsys.backends.types import ConfigError
 from memharness.memsys.base import MemorySystem
 from memharness.memsys.types import Episode, Question, RetrievedItem
 
-from . import aggregate, closed_book, evidence, failures, judge_audit
+from . import aggregate, closed_book, episodes, evidence, failures, judge_audit
 from . import io as run_io
 from .judges import Judges, build_judges
 from .answer import answer_request, is_multiple_choice, judge_request, mc_correct, reference_text
@@ -31,6 +33,7 @@ from .metrics import lexical_scores, parse_judge
 from memharness.memsys.backends.secrets import redact
 
 from .provenance import environment
+from .snapshots import Snapshots
 from .validate import validate_config
 
 log = logging.getLogger("memharness")
@@ -86,26 +89,33 @@ def split_batches(units: list, size: int | None) -> list[list]:
 def insert_batch(memory: MemorySystem, batch: list, integrate: bool, meter: Any, records: list[dict]) -> None:
     """Insert one batch and record its size, wall time and LLM requests. With ``integrate`` (a batch
     size is set) the batch is brought fully in before the next: offline systems rebuild."""
-    before, start = meter.stages["build"], time.perf_counter()
+    ledger = current_scope() or meter  # this episode's own counts (other episodes may be building too)
+    before, start = ledger.stages["build"], time.perf_counter()
     requests = before.calls + before.cache_hits
     memory.insert(batch)
     if integrate:
         memory.ensure_built()
-    after = meter.stages["build"]
+    after = ledger.stages["build"]
     records.append({"units": len(batch), "seconds": time.perf_counter() - start,
                     "llm_requests": after.calls + after.cache_hits - requests})
 
 
-def run_episode(episode: Episode, cfg: DictConfig, services: Services, out_dir: Path) -> tuple[list, dict]:
-    """Stream the episode's inserts and questions; return (pending samples, memory stats)."""
+def run_episode(episode: Episode, cfg: DictConfig, services: Services, out_dir: Path,
+                snapshots: Snapshots | None = None) -> tuple[list, dict]:
+    """Stream the episode's inserts and questions; return (pending samples, memory stats).
+
+    With ``snapshots``, a memory whose construction was saved before is loaded instead of built,
+    and a freshly built one is saved before its first question (``eval.snapshots``)."""
     meter, budget = services.meter, int(cfg.dataset.budget_tokens)
-    memory = build_memory(cfg, services)
+    loaded = snapshots.load(episode) if snapshots is not None else None
+    memory, source = loaded if loaded is not None else (build_memory(cfg, services), None)
+    to_save = snapshots is not None and loaded is None and snapshots.reusable(episode) is None
     units = evidence.unit_index(episode)
-    pending, build_error, batches = [], None, []
+    pending, build_error, batches = [], None, list(source["insert_batches"]) if source else []
     size = insert_batch_size(cfg)
     for kind, payload in episode.events():
         if kind == "insert":
-            for batch in split_batches(payload, size):
+            for batch in split_batches(payload, size) if source is None else ():
                 if build_error is None:
                     build_error = _guarded(partial(insert_batch, memory, batch, size is not None, meter, batches),
                                            meter, "build", episode.id)
@@ -114,6 +124,8 @@ def run_episode(episode: Episode, cfg: DictConfig, services: Services, out_dir: 
         items: list[RetrievedItem] = []
         if build_error is None:
             build_error = _guarded(memory.ensure_built, meter, "build", episode.id)
+        if to_save:  # every insert is in: the memory as built, before any question can change it
+            source, to_save = snapshots.save(episode, memory, batches, _build_cost(), build_error), False
         if build_error is not None:  # the memory could not be built: every later question fails, counted
             record.update(status="build_failed", error=build_error)
         else:
@@ -131,13 +143,28 @@ def run_episode(episode: Episode, cfg: DictConfig, services: Services, out_dir: 
         if record["status"] == "pending" and memory.answers_itself:  # answer_all then skips this sample
             answer_by_memory(memory, payload, items, record, cfg, meter)
         pending.append((payload, items, record))
-    stats = {**memory.stats(), "insert_batches": batches, **({"build_error": build_error} if build_error else {})}
+    stats = {**memory.stats(), "insert_batches": batches, **({"build_error": build_error} if build_error else {}),
+             "snapshot": _snapshot_record(source, snapshots, episode)}
     if hasattr(memory, "save"):
         try:
             memory.save(out_dir / "memory" / episode.id)
         except OSError as err:
             raise run_io.output_error(err, folder=out_dir) from None
     return pending, stats
+
+
+def _build_cost() -> dict[str, Any]:
+    """The intrinsic build cost of the episode so far (stored with its snapshot)."""
+    scope = current_scope()
+    return asdict(scope.intrinsic["build"]) if scope is not None else {}
+
+
+def _snapshot_record(source: dict | None, snapshots: Snapshots | None, episode: Episode) -> dict[str, Any]:
+    """Whether the episode's memory was built or loaded, and from where (memory_stats.json)."""
+    if source is not None:
+        return {k: v for k, v in source.items() if k != "insert_batches"}
+    why = snapshots.reusable(episode) if snapshots is not None else "disabled"
+    return {"action": "built", "saved": False, "why": why or "no question"}
 
 
 def _guarded(step: Any, meter: Any, stage: str, episode_id: str) -> str | None:
@@ -165,6 +192,17 @@ def answer_by_memory(memory: MemorySystem, question: Question, items: list[Retri
             return
     record_answer(question, record, comp.extra.get("prompt", ""), comp, cfg)
     record.update(comp.extra.get("sample_fields", {}))  # what the memory flags about this answer (e.g. partial)
+
+
+def evaluate_episode(episode: Episode, cfg: DictConfig, services: Services, out_dir: Path, judges: Judges,
+                     snapshots: Snapshots | None = None) -> tuple[list, dict]:
+    """One episode from first insert to verdict: build (or load), retrieve, answer, judge. Its answers
+    and verdicts go out as soon as its questions are retrieved, beside other episodes' builds."""
+    pending, stats = run_episode(episode, cfg, services, out_dir, snapshots)
+    answer_all(pending, cfg, services)
+    if cfg.eval.judge.enabled:
+        judge_all(pending, cfg, services, judges)
+    return pending, stats
 
 
 def answer_all(pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: DictConfig, services: Services) -> None:
@@ -235,36 +273,37 @@ def config_snapshot(resolved: dict[str, Any]) -> dict[str, Any]:
     return redact(resolved)
 
 
-def run(cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None) -> dict[str, Any]:
+def run(cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None, make_backend: Any = None,
+        pick: Any = None) -> dict[str, Any]:
     """Run one evaluation and write config.yaml, samples.jsonl, metrics.json, memory_stats.json.
 
-    ``overrides`` (the command line's) are recorded so reports can tell runs of a sweep apart."""
+    ``overrides`` (the command line's) are recorded so reports can tell runs of a sweep apart. A dry
+    run (``eval/estimate.py``) passes stand-in backends (``make_backend``) and a pilot (``pick``)."""
     started = time.time()
     validate_config(cfg)  # every setting, before any model or file is loaded
     run_io.begin_run(out_dir)  # INCOMPLETE.json until every file is written
     resolved = config_snapshot(OmegaConf.to_container(cfg, resolve=True))
     run_io.write_text(out_dir, "config.yaml", OmegaConf.to_yaml(OmegaConf.create(resolved)))
     dataset = load_dataset(cfg)
-    services = build_services(cfg)
+    if pick is not None:
+        dataset = pick(dataset)
+    services = build_services(cfg, make_backend=make_backend, run_dir=out_dir)
     progress = Progress(services.meter, len(dataset.episodes), float(cfg.get("progress_interval_s", 10)),
                         bar=bool(cfg.get("progress", True))).start()
     judges = None
     try:
         # no judging, no judge backend to load (the closed-book pass then scores by exact match)
         judges = build_judges(cfg, services) if cfg.eval.judge.enabled else Judges(primary=services.llm)
-        pending, memory_stats = [], {}
-        for episode in dataset.episodes:
-            episode_pending, memory_stats[episode.id] = run_episode(episode, cfg, services, out_dir)
-            pending.extend(episode_pending)
-            progress.episode_done()
-        progress.set_stage("answer")
-        answer_all(pending, cfg, services)
+        snapshots = Snapshots(cfg, services, dataset.name, out_dir)
+        pending, memory_stats = episodes.run_episodes(
+            dataset.episodes, cfg, services, partial(evaluate_episode, cfg=cfg, services=services, out_dir=out_dir,
+                                                     judges=judges, snapshots=snapshots), progress.episode_done)
         if cfg.eval.get("closed_book", {}).get("enabled", False):
+            progress.set_stage("closed_book")
             closed_book.closed_book_pass(pending, cfg, services, judges)
         reliability = None
         if cfg.eval.judge.enabled:
-            progress.set_stage("judge")
-            judge_all(pending, cfg, services, judges)
+            progress.set_stage("audit")
             reliability = judge_audit.audit(pending, cfg, services, judges)
     finally:
         progress.close()
@@ -274,11 +313,24 @@ def run(cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None) -> d
     samples = [record for _, _, record in pending]
     failures.finalize(samples)
     sections = {**(judges.describe() if cfg.eval.judge.enabled else {"judge": None}), "judge_reliability": reliability,
-                "judge_calibration": judge_audit.legacy_calibration(reliability or {})}
+                "judge_calibration": judge_audit.legacy_calibration(reliability or {}),
+                "snapshots": snapshots.summary()}
     metrics = write_outputs(out_dir, cfg, dataset, samples, memory_stats, services, time.time() - started,
                             overrides=overrides or [], sections=sections)
     run_io.end_run(out_dir, metrics)
     return metrics
+
+
+def time_accounting(wall_s: float, calls: dict[str, Any], services: Services) -> dict[str, Any]:
+    """Where the run's time went. ``harness_s`` is the wall time with no backend call in flight,
+    model loading (``startup_s``) left out; ``concurrency`` is backend seconds per second with at
+    least one call in flight (``backend_busy_s``), i.e. how many calls were in flight on average."""
+    meter = services.meter
+    busy, backend_s = meter.busy_s(), calls["total"]["backend_s"]
+    return {"total_s": wall_s, **{f"{s}_s": calls[s]["wall_s"] for s in ("build", "retrieve", "answer", "judge")},
+            "backend_s": backend_s, "backend_busy_s": busy, "startup_s": services.startup_s,
+            "harness_s": max(0.0, wall_s - busy - services.startup_s),
+            "concurrency": backend_s / busy if busy > 0 else 0.0, "peak_in_flight": meter.peak_in_flight}
 
 
 SUBSET_KEYS = ("limit", "subset_seed", "stratify_by", "strata", "question_ids")
@@ -297,7 +349,6 @@ def write_outputs(out_dir: Path, cfg: DictConfig, dataset: Dataset, samples: lis
     run_io.write_jsonl(out_dir, "samples.jsonl", samples)
     run_io.write_json(out_dir, "memory_stats.json", memory_stats, indent=1, default=float)
     calls = services.meter.to_json()
-    backend_s = calls["total"]["backend_s"]
     metrics = {
         "memory": cfg.memory.name, "dataset": cfg.dataset.name, "seed": int(cfg.seed),
         "overrides": redact(list(overrides or [])),
@@ -309,8 +360,7 @@ def write_outputs(out_dir: Path, cfg: DictConfig, dataset: Dataset, samples: lis
                  "questions": dataset.num_questions, "question_ids_sha256": question_ids_sha256(samples),
                  "metadata": {k: v for k, v in dataset.metadata.items() if k not in SUBSET_KEYS},
                  "subset": {k: dataset.metadata[k] for k in SUBSET_KEYS if k in dataset.metadata}},
-        "time": {"total_s": wall_s, **{f"{s}_s": calls[s]["wall_s"] for s in ("build", "retrieve", "answer", "judge")},
-                 "backend_s": backend_s, "harness_s": max(0.0, wall_s - backend_s)},
+        "time": time_accounting(wall_s, calls, services),
         "calls": calls,  # the spend ledger: what this run sent to a backend
         "intrinsic": services.meter.intrinsic_json(),  # the method's cost, cached or not (tables show this)
         "env": environment(),

@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 log = logging.getLogger("memharness")
 _LEFT_OUT = ("memory", "dataset", "progress", "skip_done")
+_NOT_SETTINGS = ("progress", "skip_done", "run", "snapshots", "budget")  # never make a finished run a different one
 _MAX = 120
 
 
@@ -50,7 +51,7 @@ def already_done(out_dir: Path, resolved: dict[str, Any]) -> bool:
         return False
 
     def setting(c: dict[str, Any]) -> dict[str, Any]:
-        return {k: v for k, v in c.items() if k not in _LEFT_OUT[2:]}  # progress display, skip_done itself
+        return {k: v for k, v in c.items() if k not in _NOT_SETTINGS}  # display, scheduling, reuse, spending limit
 
     return setting(OmegaConf.to_container(OmegaConf.load(saved))) == setting(config_snapshot(resolved))
 

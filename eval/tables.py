@@ -26,7 +26,8 @@ from .aggregate import HIGHER_IS_BETTER
 
 # Resolved keys that never make two runs different experiments: paths, caching, concurrency, retries,
 # reporting knobs; model settings live in the llm / embedder / judge identity columns instead.
-IGNORED_SETTINGS = ("cache.*", "progress", "data_dir", "seed", "hydra.*", "llm.*", "embedder.*", "judge.*",
+IGNORED_SETTINGS = ("cache.*", "progress", "data_dir", "seed", "hydra.*", "run.*", "snapshots.*", "budget.*",
+                    "dry_run", "estimate.*", "llm.*", "embedder.*", "judge.*",
                     "judge2.*", "dataset.limit", "dataset.seed", "dataset.loader.path", "dataset.loader.data_dir",
                     "dataset.loader.integrity", "dataset.loader.revision", "dataset.name", "memory.name",
                     "memory.html_max_nodes", "memory.diagnostics.*", "eval.bootstrap.*", "eval.position_buckets",
@@ -212,7 +213,7 @@ def wide_frame(runs: list[dict[str, Any]], metrics: Sequence[str]) -> pd.DataFra
                                "judge": r["judge_model"], "judge2": r["judge2_model"], "n": r["n"],
                                "seed": r["seed"], "qset": r["qset"], "set": r["group"],
                                "failed": sum(c.get(k, 0) for k in ("answer_failed", "retrieve_failed", "build_failed",
-                                                                   "deadline_exceeded")),
+                                                                   "deadline_exceeded", "budget_exceeded")),
                                "judge_unparsed": c.get("judge_unparsed", 0)}
         for m in metrics:
             s = r["metrics"].get(m) or {}

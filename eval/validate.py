@@ -44,6 +44,35 @@ def _increasing(values: Any) -> bool:
 class CacheSettings(TypedDict):
     enabled: bool
     path: Annotated[str, NonEmpty()]
+    mode: NotRequired[Literal["shared", "per_job"]]  # per_job: a cache per run folder, merged afterwards
+
+
+class RunControlSettings(TypedDict):
+    """``run.*``: how the episodes of a run are scheduled."""
+
+    episodes_in_flight: Positive  # episodes evaluated at once (1 = sequential)
+
+
+class SnapshotSettings(TypedDict):
+    """``snapshots.*``: built memories reused across runs with identical construction (eval/snapshots.py)."""
+
+    enabled: bool
+    path: Annotated[str, NonEmpty()] | None  # null = beside cache.path
+
+
+class BudgetSettings(TypedDict):
+    """``budget.*``: stop the run once it has spent this much (null = no limit)."""
+
+    usd: Annotated[float, Range(0, lo_open=True)] | None
+    calls: Positive | None
+
+
+class EstimateSettings(TypedDict):
+    """``estimate.*``: how ``dry_run=true`` estimates (eval/estimate.py)."""
+
+    episodes: Positive | None  # a seeded pilot of this many episodes, extrapolated; null = all
+    completion_fraction: Annotated[float, Range(0, 1, lo_open=True)]
+    embedder: NotRequired[Literal["lexical", "configured"]]  # stand-in vectors, or the run's own embedder
 
 
 class DatasetSettings(TypedDict):
@@ -172,6 +201,11 @@ class RunSettings(TypedDict):
     sweep_only: bool
     data_dir: Annotated[str, NonEmpty()]
     cache: CacheSettings
+    run: NotRequired[RunControlSettings]
+    snapshots: NotRequired[SnapshotSettings]
+    budget: NotRequired[BudgetSettings]
+    dry_run: NotRequired[bool]
+    estimate: NotRequired[EstimateSettings]
     logger: LoggerSettings
     judge: NotRequired[JudgeModelSettings]
     judge2: NotRequired[SecondJudge]

@@ -10,6 +10,14 @@ Settings are declared by the constructor's type hints (``memsys.settings``; see 
 A system that builds part of its structure without an LLM output it needed (a failed or unusable
 summary, aggregation, extraction, rating) calls ``self.degrade(kind)``: the runner flags every
 question answered from the memory after that as ``degraded`` and counts them.
+
+Snapshots (``eval/snapshots.py``): the runner saves a built memory and loads it in a later run whose
+construction is identical. ``retrieval_settings`` names the settings that do not change what is
+built (retrieval, traversal, reporting; merged along the class hierarchy, dotted paths for a key
+inside a mapping setting): changing them reuses the snapshot, changing any other setting rebuilds.
+Hierarchical memories are saved with ``save``/``load``; a flat memory takes part by implementing
+``state()`` / ``load_state()`` (everything ``add``/``build`` produced; numpy arrays allowed as
+top-level values).
 """
 from __future__ import annotations
 
@@ -36,6 +44,9 @@ class MemorySystem(ABC):
     # A memory that produces the answer itself (GraphRAG's global search) sets this; the runner then
     # calls ``answer`` right after its retrieval instead of the shared answer prompt.
     answers_itself: bool = False
+    # Settings that only shape retrieval, never what is built: a snapshot of the built memory is
+    # reused across them (see the module docstring and docs/config.md).
+    retrieval_settings: tuple[str, ...] = ()
 
     def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None) -> None:
         self.llm = llm
@@ -106,6 +117,13 @@ class MemorySystem(ABC):
     def stats(self) -> dict[str, Any]:
         """Structure diagnostics for ``memory_stats.json``."""
         return {"units": len(self.units), "rebuilds": list(self.rebuilds), "degradation": self.degraded}
+
+    def state(self) -> dict[str, Any]:
+        """What ``add``/``build`` produced beyond ``units`` (a flat memory implements it to be snapshotted)."""
+        return {}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Restore what ``state()`` returned."""
 
 
 def fill_budget(items: Sequence[RetrievedItem], budget_tokens: int, tokenizer: Any,

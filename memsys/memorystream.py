@@ -74,6 +74,8 @@ class MemoryStream(MemorySystem):
     """Flat embedding table with cosine top-k, or Generative Agents scoring."""
 
     name = "memorystream"
+    retrieval_settings = ("top_k", "recency_decay", "recency_weight", "importance_weight", "relevance_weight",
+                          "update_access")
 
     def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None,
                  top_k: Annotated[int, Range(1)] = 3,
@@ -152,6 +154,17 @@ class MemoryStream(MemorySystem):
                 if self.units[i].id in kept_ids:
                     self._last_access[i] = len(self.units)
         return kept
+
+    def state(self) -> dict[str, Any]:
+        """The embedded table and the ratings (a snapshot of the built memory)."""
+        return {"vectors": np.stack(self._vectors) if self._vectors else np.zeros((0, 0), np.float32),
+                "importance": list(self._importance), "last_access": list(self._last_access),
+                "importance_unparsed": self.importance_unparsed, "importance_failed": self.importance_failed}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self._vectors = list(np.asarray(state["vectors"], dtype=np.float32))
+        self._importance, self._last_access = list(state["importance"]), list(state["last_access"])
+        self.importance_unparsed, self.importance_failed = state["importance_unparsed"], state["importance_failed"]
 
     def stats(self) -> dict[str, Any]:
         out = {**super().stats(), "memories": len(self._vectors), "scoring": self.scoring}

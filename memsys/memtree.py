@@ -225,13 +225,17 @@ class MemTree(HierarchicalMemory):
             child = p
 
     def add(self, units: Sequence[Unit]) -> None:
-        """Insert a batch in stream order (or in a seeded shuffle when ``insert_order_seed`` is set)."""
+        """Insert a batch in stream order (or in a seeded shuffle when ``insert_order_seed`` is set).
+
+        A unit's embedding depends on its text only, so the whole batch is embedded in one request
+        before the per-unit loop (which stays sequential: each insertion's path depends on the last)."""
         units = list(units)
         if self.insert_order_seed is not None:
             key = int(content_id(self.insert_order_seed, [u.id for u in units], length=8), 16)
             units = [units[i] for i in np.random.default_rng(key).permutation(len(units))]
-        for unit in units:
-            self.insert_unit(unit)
+        vectors = self.embedder.embed([u.text for u in units]) if units else []
+        for unit, vector in zip(units, vectors):
+            self.insert_unit(unit, vector)
 
     # ------------------------------------------------------------------ retrieval (kept for callers of the old API)
     def collapsed_retrieve(self, vector: np.ndarray, k: int) -> traverse.Ranked:

@@ -51,9 +51,12 @@ def test_warm_rerun_reports_the_same_intrinsic_cost_as_the_cold_run(make_cfg, tm
     warm = run(make_cfg(*overrides), tmp_path / "warm")
     assert warm["calls"]["total"]["calls"] == 0 and warm["calls"]["total"]["cost_usd"] == 0.0  # spend: nothing
     assert cold["intrinsic"]["build"]["calls"] > 0 and cold["intrinsic"]["build"]["cost_usd"] > 0
+    # the warm run loaded each memory from its snapshot: its build cost is the one stored with it
+    assert warm["snapshots"]["loaded"] == cold["snapshots"]["built_saved"] == cold["data"]["episodes"]
+    assert warm["intrinsic"]["build"]["snapshot_served"] == cold["intrinsic"]["build"]["calls"] > 0
     for stage, counts in cold["intrinsic"].items():
         w = warm["intrinsic"][stage]
-        assert w["cache_served"] == w["calls"]
+        assert w["cache_served"] + w["snapshot_served"] == w["calls"]
         for key in ("calls", "prompt_tokens", "completion_tokens", "embed_requests", "embed_texts"):
             assert w[key] == counts[key], (stage, key)
         assert w["cost_usd"] == pytest.approx(counts["cost_usd"]) and w["call_s"] == pytest.approx(counts["call_s"])

@@ -198,3 +198,18 @@ def test_node_ids_stay_unique_when_the_same_leaf_copy_is_expanded_again():
     tree = make_tree(table, base_threshold=0.1)
     tree.insert([unit(w, i) for i, w in enumerate("abcd")])
     assert len(tree.ids) == len(set(tree.ids))
+
+
+def test_an_insert_batch_is_embedded_in_one_request_and_builds_the_same_tree():
+    units = [unit(t, i) for i, t in enumerate(["a1", "b", "a2", "c", "a3", "d"])]
+    batched = make_tree(TABLE)
+    batched.add(units)
+    one_by_one = make_tree(TABLE)
+    for u in units:
+        one_by_one.insert_unit(u)
+    # the units' texts went out together, once; only re-embeddings of aggregated paths follow
+    assert batched.embedder.calls[0] == [u.text for u in units]
+    assert not any(call == [u.text] for call in batched.embedder.calls[1:] for u in units)  # none alone again
+    assert len(batched.embedder.calls) < len(one_by_one.embedder.calls)
+    assert batched.texts == one_by_one.texts and batched.children == one_by_one.children
+    np.testing.assert_allclose(batched.embeddings, one_by_one.embeddings, atol=1e-6)

@@ -7,10 +7,17 @@ a killed run loses nothing it finished. Several processes may write at once
 A path that cannot hold the cache (under a regular file, a folder, not an SQLite file, no
 permission) is a ``ConfigError`` naming the setting; a write that fails mid-run (disk full)
 aborts the run (``CacheUnavailable``), since every later call would fail to be kept too.
+
+SQLite's WAL locking needs shared memory between writers: it is unsafe on a network file system
+(NFS, SMB, Lustre...). ``network_filesystem`` detects that case so the factory can say so; the
+remedy is ``cache.mode=per_job``: each run writes its own cache in its folder and only *reads* the
+shared one (``read_from``), and ``python -m memharness.eval.cache_merge`` merges the job caches
+into the shared one afterwards, so a cluster sweep still never pays twice for a call.
 """
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -29,9 +36,10 @@ CREATE TABLE IF NOT EXISTS embed (key TEXT PRIMARY KEY, model TEXT, dim INTEGER,
 class CallCache:
     """Maps request hashes to completions (JSON) and embeddings (float32 bytes)."""
 
-    def __init__(self, path: str | Path, setting: str = "cache.path") -> None:
+    def __init__(self, path: str | Path, setting: str = "cache.path", read_from: str | Path | None = None) -> None:
         self.path = Path(path)
         self.setting = setting
+        self.read_from = Path(read_from) if read_from is not None else None  # a shared cache, read only
         self._local = threading.local()
         try:
             if self.path.is_dir():
@@ -73,9 +81,22 @@ class CallCache:
             self._local.conn = conn
         return conn
 
+    def _shared(self) -> sqlite3.Connection | None:
+        """A read-only connection to ``read_from`` (None when there is no such file yet)."""
+        if self.read_from is None or not self.read_from.is_file():
+            return None
+        conn = getattr(self._local, "shared", None)
+        if conn is None:
+            conn = sqlite3.connect(f"file:{self.read_from}?mode=ro", uri=True, timeout=60.0, check_same_thread=False)
+            self._local.shared = conn
+        return conn
+
     def get_chat(self, key: str) -> dict[str, Any] | None:
         try:
             row = self._conn().execute("SELECT value FROM chat WHERE key=?", (key,)).fetchone()
+            shared = self._shared() if row is None else None
+            if shared is not None:
+                row = shared.execute("SELECT value FROM chat WHERE key=?", (key,)).fetchone()
         except sqlite3.Error as err:
             raise self._unavailable("read", err) from None
         return json.loads(row[0]) if row else None
@@ -89,13 +110,17 @@ class CallCache:
 
     def get_embeddings(self, keys: list[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}
-        conn = self._conn()
         try:
-            for start in range(0, len(keys), 500):
-                batch = keys[start:start + 500]
-                marks = ",".join("?" * len(batch))
-                for key, dim, blob in conn.execute(f"SELECT key, dim, value FROM embed WHERE key IN ({marks})", batch):
-                    found[key] = np.frombuffer(blob, dtype=np.float32, count=dim)
+            for conn in (self._conn(), self._shared()):
+                todo = [k for k in keys if k not in found]
+                if conn is None or not todo:
+                    continue
+                for start in range(0, len(todo), 500):
+                    batch = todo[start:start + 500]
+                    marks = ",".join("?" * len(batch))
+                    for key, dim, blob in conn.execute(f"SELECT key, dim, value FROM embed WHERE key IN ({marks})",
+                                                       batch):
+                        found[key] = np.frombuffer(blob, dtype=np.float32, count=dim)
         except sqlite3.Error as err:
             raise self._unavailable("read", err) from None
         return found
@@ -107,6 +132,30 @@ class CallCache:
     def __len__(self) -> int:
         conn = self._conn()
         return sum(conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("chat", "embed"))
+
+
+NETWORK_FS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "beegfs", "fuse.sshfs", "9p", "ceph",
+              "fuse.glusterfs", "afs")
+
+
+def network_filesystem(path: str | Path, mounts: str | None = None) -> str | None:
+    """The type of the network file system holding ``path`` (from /proc/mounts), or None."""
+    if mounts is None:
+        try:
+            mounts = Path("/proc/mounts").read_text()
+        except OSError:
+            return None
+    target = os.path.abspath(str(path))
+    best, fstype = "", None
+    for line in mounts.splitlines():
+        parts = line.split()
+        if len(parts) < 3:
+            continue
+        point = parts[1].replace("\\040", " ")
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, fstype = point, parts[2]
+    return fstype if fstype in NETWORK_FS else None
 
 
 def _reason(err: BaseException) -> str:

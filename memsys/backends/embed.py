@@ -3,22 +3,28 @@
 A backend call that raises a retryable ``BackendError`` is retried by ``retry`` (backoff, the
 server's Retry-After a floor) and counted as ``embed_retries``; one that still fails is counted
 as ``embed_failures`` and raised to the step that needed it (which records its own failure). A
-401/403 aborts the run (``AuthenticationFailed``); after the run's deadline no call is made.
+401/403 aborts the run (``AuthenticationFailed``); after the run's deadline, or once its budget
+is spent, no call is made. A backend that declares ``max_concurrency`` (an in-process model) gets
+at most that many requests at once from all threads; an HTTP backend gets at most one per thread
+that embeds (each episode embeds what it needs before it goes on).
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import random
+import threading
 import time
 from typing import Protocol, Sequence
 
 import numpy as np
 
+from .budget import Budget
 from .cache import CallCache
 from .deadline import Deadline
 from .llm import RetryPolicy
 from .meter import Meter, current_stage
-from .types import AUTH_STATUS, AuthenticationFailed, BackendError, DeadlineExceeded
+from .types import AUTH_STATUS, AuthenticationFailed, BackendError, BudgetExceeded, DeadlineExceeded
 
 
 class EmbedBackend(Protocol):
@@ -35,8 +41,12 @@ class Embedder:
     """Embeds texts through the cache; only texts never seen go to the backend."""
 
     def __init__(self, backend: EmbedBackend, meter: Meter | None = None, cache: CallCache | None = None,
-                 batch_size: int = 64, retry: RetryPolicy | None = None, deadline: Deadline | None = None) -> None:
+                 batch_size: int = 64, retry: RetryPolicy | None = None, deadline: Deadline | None = None,
+                 budget: Budget | None = None) -> None:
         self.backend = backend
+        self.budget = budget
+        cap = getattr(backend, "max_concurrency", None)
+        self._slots = threading.BoundedSemaphore(cap) if cap else contextlib.nullcontext()
         self.meter = meter or Meter()
         self.cache = cache
         self.batch_size = batch_size
@@ -85,14 +95,19 @@ class Embedder:
             try:
                 if self.deadline is not None:
                     self.deadline.check("embedding call")
-                vectors = np.asarray(self.backend.embed(texts), dtype=np.float32)
+                if self.budget is not None:
+                    self.budget.check("embedding call", llm_call=False)
+                with self._slots, self.meter.in_flight():
+                    t0 = time.perf_counter()  # time in flight, not waiting for a slot
+                    vectors = np.asarray(self.backend.embed(texts), dtype=np.float32)
             except BackendError as err:
                 self.meter.add(stage, backend_s=time.perf_counter() - t0)
                 if err.status in AUTH_STATUS:
                     self.meter.add(stage, embed_failures=1)
                     raise AuthenticationFailed(f"authentication failed: {err}") from None
                 if not err.retryable or attempt >= self.retry.max_retries:
-                    self.meter.add(stage, embed_failures=1, deadline_skipped=int(isinstance(err, DeadlineExceeded)))
+                    self.meter.add(stage, embed_failures=1, deadline_skipped=int(isinstance(err, DeadlineExceeded)),
+                                   budget_skipped=int(isinstance(err, BudgetExceeded)))
                     raise
                 wait = self.retry.delay(attempt, self._rng, err.retry_after)
                 if self.deadline is not None and self.deadline.remaining() is not None:

@@ -1,21 +1,26 @@
 """Build the shared services (LLM, embedder, tokenizer, cache, meter) from config."""
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from ..tokens import Tokenizer, get_tokenizer
-from .cache import CallCache
+from .budget import Budget
+from .cache import CallCache, network_filesystem
 from .deadline import Deadline
 from .embed import Embedder
 from .llm import LLM, RetryPolicy
 from .meter import Meter
 from .types import ConfigError
+
+
+log = logging.getLogger("memharness")
 
 
 @dataclass
@@ -26,6 +31,14 @@ class Services:
     meter: Meter
     cache: CallCache | None
     deadline: Deadline = field(default_factory=Deadline)
+    budget: Budget | None = None
+    # builds a backend from a config section (``judges`` uses it too; a dry run passes stand-ins)
+    make_backend: Callable[[Any, str], Any] = field(default=None)  # type: ignore[assignment]
+    startup_s: float = 0.0  # time spent building the backends (loading model weights)
+
+    def __post_init__(self) -> None:
+        if self.make_backend is None:
+            self.make_backend = _instantiate_backend
 
     def close(self) -> None:
         self.llm.close()
@@ -36,12 +49,23 @@ def _plain(node: Any) -> dict:
     return OmegaConf.to_container(node, resolve=True) if node is not None else {}
 
 
-def build_cache(cfg: DictConfig) -> CallCache | None:
+def build_cache(cfg: DictConfig, run_dir: Path | None = None) -> CallCache | None:
+    """The call cache: ``cache.path`` itself (``cache.mode=shared``), or with ``per_job`` a cache in
+    the run folder that reads ``cache.path`` too (merged afterwards: ``python -m
+    memharness.eval.cache_merge``). A shared cache on a network file system gets a warning."""
     if not cfg.get("cache", {}).get("enabled", True):
         return None
     path = str(cfg.cache.path)
     from_env = os.environ.get("MEMHARNESS_CACHE")
     setting = "cache.path (from $MEMHARNESS_CACHE)" if from_env and from_env == path else "cache.path"
+    if cfg.cache.get("mode", "shared") == "per_job" and run_dir is not None:
+        return CallCache(Path(run_dir) / "calls.sqlite", setting="cache.mode=per_job (the run folder)", read_from=path)
+    fstype = network_filesystem(Path(path).parent)
+    if fstype is not None:
+        log.warning("%s=%s is on a network file system (%s): SQLite's WAL locking is not safe there and jobs "
+                    "writing it at once can corrupt it; set cache.mode=per_job (each job writes its own cache, "
+                    "merged afterwards with python -m memharness.eval.cache_merge; docs/scaling.md)",
+                    setting, path, fstype)
     return CallCache(Path(path), setting=setting)
 
 
@@ -57,6 +81,13 @@ def _instantiate_backend(section: DictConfig, group: str) -> Any:
         raise ConfigError(f"could not build {group}.backend ({section.backend.get('_target_')}): {cause}") from err
 
 
+def build_budget(cfg: DictConfig, meter: Meter) -> Budget:
+    """``budget.usd`` / ``budget.calls`` (null = no limit)."""
+    section = _plain(cfg.get("budget"))
+    calls = section.get("calls")
+    return Budget(meter, usd=section.get("usd"), calls=None if calls is None else int(calls))
+
+
 def build_llm(cfg: DictConfig, meter: Meter | None = None, cache: CallCache | None = None) -> LLM:
     """Instantiate ``cfg.llm.backend`` alone behind the cached, metered, retrying facade (no embedder)."""
     meter = meter or Meter(prices=_plain(cfg.llm.get("prices")))
@@ -70,23 +101,32 @@ def build_llm(cfg: DictConfig, meter: Meter | None = None, cache: CallCache | No
                deadline=deadline)
 
 
-def build_services(cfg: DictConfig, meter: Meter | None = None, cache: CallCache | None = None) -> Services:
+def build_services(cfg: DictConfig, meter: Meter | None = None, cache: CallCache | None = None,
+                   make_backend: Callable[[Any, str], Any] | None = None, run_dir: Path | None = None) -> Services:
     """Instantiate ``cfg.llm.backend`` and ``cfg.embedder.backend`` behind the cached facades.
 
     The run's deadline (``eval.deadline_s``, counted from here) is shared by both facades and by
-    backends that can cut requests in flight (``set_deadline``)."""
+    backends that can cut requests in flight (``set_deadline``); so is its budget (``budget.*``).
+    ``make_backend(section, group)`` builds each backend (default: instantiate its ``_target_``)."""
+    import time
+
     meter = meter or Meter(prices=_plain(cfg.llm.get("prices")))
-    cache = cache if cache is not None else build_cache(cfg)
+    cache = cache if cache is not None else build_cache(cfg, run_dir)
     deadline = Deadline((cfg.get("eval") or {}).get("deadline_s"))
+    budget = build_budget(cfg, meter)
     retry = RetryPolicy(**_plain(cfg.llm.get("retry")))
-    chat_backend = _instantiate_backend(cfg.llm, "llm")
-    embed_backend = _instantiate_backend(cfg.embedder, "embedder")
+    make_backend = make_backend or _instantiate_backend
+    start = time.perf_counter()
+    chat_backend = make_backend(cfg.llm, "llm")
+    embed_backend = make_backend(cfg.embedder, "embedder")
+    startup_s = time.perf_counter() - start
     for backend in (chat_backend, embed_backend):
         if callable(getattr(backend, "set_deadline", None)):
             backend.set_deadline(deadline)
     llm = LLM(chat_backend, meter=meter, cache=cache, max_in_flight=int(cfg.llm.get("max_in_flight", 8)),
-              retry=retry, progress=bool(cfg.get("progress", True)), deadline=deadline)
+              retry=retry, progress=bool(cfg.get("progress", True)), deadline=deadline, budget=budget)
     embedder = Embedder(embed_backend, meter=meter, cache=cache, batch_size=int(cfg.embedder.get("batch_size", 64)),
-                        deadline=deadline)
+                        deadline=deadline, budget=budget)
     return Services(llm=llm, embedder=embedder, tokenizer=get_tokenizer(cfg.get("tokenizer", "cl100k_base")),
-                    meter=meter, cache=cache, deadline=deadline)
+                    meter=meter, cache=cache, deadline=deadline, budget=budget, make_backend=make_backend,
+                    startup_s=startup_s)

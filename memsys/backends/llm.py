@@ -5,24 +5,33 @@ persistent call cache, a bounded number of requests in flight, retries with
 exponential backoff and jitter, and per-stage accounting. A call that still
 fails after its retry budget comes back as a ``Completion`` with ``error`` set;
 callers record it as a failure for their sample and go on.
+
+Concurrency: ``max_in_flight`` bounds the backend calls in flight *over every thread* that uses
+the facade (a semaphore around the backend call), so episodes built concurrently share one limit;
+batches go to a thread pool, single requests run in the caller's thread, and neither ever waits
+on the other (no deadlock). An identical cacheable request already in flight is not sent again:
+the second caller waits for the first reply and gets it as a cache hit, as it would have after
+the first call had finished.
 """
 from __future__ import annotations
 
+import contextvars
 import random
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Annotated, Protocol, Sequence
 
 from tqdm.auto import tqdm
 
 from ..settings import Range
+from .budget import Budget
 from .cache import CallCache
 from .deadline import Deadline
 from .meter import Meter, current_stage
-from .types import (AUTH_STATUS, AuthenticationFailed, BackendError, ChatRequest, Completion, DeadlineExceeded,
-                    Logprob, LogprobRequest)
+from .types import (AUTH_STATUS, AuthenticationFailed, BackendError, BudgetExceeded, ChatRequest, Completion,
+                    DeadlineExceeded, Logprob, LogprobRequest)
 
 
 class ChatBackend(Protocol):
@@ -57,9 +66,11 @@ class LLM:
 
     def __init__(self, backend: ChatBackend, meter: Meter | None = None, cache: CallCache | None = None,
                  max_in_flight: int = 8, retry: RetryPolicy | None = None, progress: bool = True,
-                 progress_min_batch: int = 8, deadline: Deadline | None = None) -> None:
+                 progress_min_batch: int = 8, deadline: Deadline | None = None,
+                 budget: Budget | None = None) -> None:
         self.backend = backend
         self.deadline = deadline
+        self.budget = budget
         self.meter = meter or Meter()
         self.cache = cache
         cap = backend.max_concurrency
@@ -70,6 +81,9 @@ class LLM:
         self._rng = random.Random(0)
         self._rng_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=self.max_in_flight, thread_name_prefix="llm")
+        self._slots = threading.BoundedSemaphore(self.max_in_flight)  # backend calls in flight, all threads
+        self._pending: dict[str, Future] = {}  # cache key -> the reply of an identical request in flight
+        self._pending_lock = threading.Lock()
 
     @property
     def model_id(self) -> str:
@@ -83,7 +97,8 @@ class LLM:
         bar = None
         if self.progress and len(requests) >= self.progress_min_batch:
             bar = tqdm(total=len(requests), desc=desc or stage, leave=False, disable=None)  # None: off when not a TTY
-        futures = [self._pool.submit(self._one, r, stage) for r in requests]
+        # each request runs in a copy of the caller's context: the meter's per-episode scope follows it
+        futures = [self._pool.submit(contextvars.copy_context().run, self._one, r, stage) for r in requests]
         results = []
         for fut in futures:
             results.append(fut.result())
@@ -100,16 +115,44 @@ class LLM:
 
     def _one(self, request: ChatRequest, stage: str) -> Completion:
         key = request.cache_key(self.model_id) if self.cache is not None and request.cacheable else None
-        if key is not None:
-            hit = self.cache.get_chat(key)
-            if hit is not None:
-                self.meter.add(stage, cache_hits=1)
-                completion = Completion(text=hit["text"], prompt_tokens=hit.get("prompt_tokens", 0),
-                                        completion_tokens=hit.get("completion_tokens", 0), cached=True,
-                                        extra=hit.get("extra", {}))
-                self.meter.record_reply(self.model_id, completion.prompt_tokens, completion.completion_tokens,
-                                        True, hit.get("latency_s"), stage)
-                return completion
+        if key is None:
+            return self._call_and_keep(request, stage, None)
+        hit = self.cache.get_chat(key)
+        if hit is not None:
+            return self._served(Completion(text=hit["text"], prompt_tokens=hit.get("prompt_tokens", 0),
+                                           completion_tokens=hit.get("completion_tokens", 0), cached=True,
+                                           extra=hit.get("extra", {})), hit.get("latency_s"), stage)
+        with self._pending_lock:
+            first = self._pending.get(key)
+            if first is None:
+                mine: Future = Future()
+                self._pending[key] = mine
+        if first is not None:  # the same request is in flight: its reply, once, as a cache hit
+            reply = first.result()
+            if reply.ok:
+                return self._served(Completion(text=reply.text, prompt_tokens=reply.prompt_tokens,
+                                               completion_tokens=reply.completion_tokens, cached=True,
+                                               extra=dict(reply.extra)), reply.latency_s, stage)
+            return self._call_and_keep(request, stage, key)  # failures are not shared: try again
+        try:
+            completion = self._call_and_keep(request, stage, key)
+            mine.set_result(completion)
+            return completion
+        except BaseException as err:
+            mine.set_result(Completion(text="", error=f"{type(err).__name__}: {err}"))
+            raise
+        finally:
+            with self._pending_lock:
+                self._pending.pop(key, None)
+
+    def _served(self, completion: Completion, latency_s: float | None, stage: str) -> Completion:
+        """A reply the method used without a backend call (the cache, or an identical call in flight)."""
+        self.meter.add(stage, cache_hits=1)
+        self.meter.record_reply(self.model_id, completion.prompt_tokens, completion.completion_tokens, True,
+                                latency_s, stage)
+        return completion
+
+    def _call_and_keep(self, request: ChatRequest, stage: str, key: str | None) -> Completion:
         completion = self._call_with_retries(request, stage)
         if completion.ok:  # the intrinsic ledger: what the method used, cached or not
             self.meter.record_reply(self.model_id, completion.prompt_tokens, completion.completion_tokens,
@@ -131,7 +174,11 @@ class LLM:
             try:
                 if self.deadline is not None:
                     self.deadline.check("chat call")
-                completion = self.backend.chat(request)
+                if self.budget is not None:
+                    self.budget.check("chat call")
+                with self._slots, self.meter.in_flight():
+                    start = time.perf_counter()  # time in flight, not waiting for a slot
+                    completion = self.backend.chat(request)
                 elapsed = time.perf_counter() - start
                 completion.attempts = attempt + 1
                 completion.latency_s = elapsed
@@ -145,7 +192,8 @@ class LLM:
                     self.meter.add(stage, failures=1)
                     raise AuthenticationFailed(f"authentication failed: {err}") from None
                 if not err.retryable or attempt >= self.retry.max_retries:
-                    self.meter.add(stage, failures=1, deadline_skipped=int(isinstance(err, DeadlineExceeded)))
+                    self.meter.add(stage, failures=1, deadline_skipped=int(isinstance(err, DeadlineExceeded)),
+                                   budget_skipped=int(isinstance(err, BudgetExceeded)))
                     return Completion(text="", error=f"{type(err).__name__}: {err}", attempts=attempt + 1)
                 with self._rng_lock:
                     wait = self.retry.delay(attempt, self._rng, err.retry_after)
@@ -165,7 +213,8 @@ class LLM:
         if not self.supports_logprobs:
             raise BackendError(f"backend {self.model_id} does not expose prompt log-probabilities")
         stage = current_stage()
-        return list(self._pool.map(lambda r: self._logprob_one(r, stage), requests))
+        futures = [self._pool.submit(contextvars.copy_context().run, self._logprob_one, r, stage) for r in requests]
+        return [f.result() for f in futures]
 
     def _logprob_one(self, request: LogprobRequest, stage: str) -> Logprob:
         key = request.cache_key(self.model_id) if self.cache is not None else None
@@ -179,7 +228,10 @@ class LLM:
         try:
             if self.deadline is not None:
                 self.deadline.check("log-probability call")
-            total, tokens = self.backend.logprob(request)
+            if self.budget is not None:
+                self.budget.check("log-probability call")
+            with self._slots, self.meter.in_flight():
+                total, tokens = self.backend.logprob(request)
         except BackendError as err:
             self.meter.add(stage, failures=1, backend_s=time.perf_counter() - start)
             if err.status in AUTH_STATUS:

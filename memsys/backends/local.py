@@ -132,7 +132,12 @@ class LlamaCppBackend:
 
 
 class SentenceTransformerBackend:
-    """sentence-transformers on the CPU; any local folder or model id, the bundled MiniLM by default."""
+    """sentence-transformers on the CPU; any local folder or model id, the bundled MiniLM by default.
+
+    One request at a time (``max_concurrency``): its tokenizer must not be used from two threads at
+    once, and the model already uses every core for one batch."""
+
+    max_concurrency = 1
 
     def __init__(self, model: str | None = None, device: Annotated[str, NonEmpty()] = "cpu",
                  batch_size: Annotated[int, Range(1)] = 64) -> None:

@@ -6,7 +6,15 @@ Two ledgers per stage:
 - **intrinsic** (``IntrinsicCounts``, ``Meter.intrinsic_json``): what the method costs whether or not
   the cache served it: every LLM reply it used with its prompt / completion tokens and estimated
   dollars (cached replies carry their token counts and the latency measured when they were made),
-  every text it embedded. A warm rerun reports the same intrinsic cost as the cold run.
+  every text it embedded. A warm rerun reports the same intrinsic cost as the cold run. A memory
+  loaded from a snapshot adds the build cost stored with it (``add_intrinsic``; ``snapshot_served``).
+
+Concurrency: the stage is a context variable, so each episode thread sets its own; ``scope`` adds a
+per-episode ledger (both ledgers again, for one episode) that every count made inside it also
+reaches, pool threads included (the LLM facade copies the caller's context). ``in_flight`` wraps
+each backend call: the meter knows how long at least one call was in flight (``busy_s``), so the
+time with none in flight and the achieved concurrency are measured, not inferred. A stage's
+``wall_s`` is the time at least one thread was inside that stage (overlaps counted once).
 """
 from __future__ import annotations
 
@@ -14,8 +22,8 @@ import contextlib
 import contextvars
 import threading
 import time
-from dataclasses import asdict, dataclass
-from typing import Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterator
 
 # closed_book and audit hold the evaluation extras (closed-book pass, judge reliability), so the
 # method's own cost (build, retrieve, answer) and the judge's stay comparable with and without them.
@@ -41,8 +49,9 @@ class StageCounts:
     embed_retries: int = 0  # embedding requests retried after a transient error
     embed_failures: int = 0  # embedding requests that failed for good (the step that needed them failed)
     deadline_skipped: int = 0  # calls refused because the run's deadline had passed (also in failures)
+    budget_skipped: int = 0  # calls refused because the run's budget was spent (also in failures)
     backend_s: float = 0.0  # time spent waiting on the backend (sum over calls)
-    wall_s: float = 0.0  # wall time of the stage as measured by ``Meter.stage``
+    wall_s: float = 0.0  # wall time with at least one thread inside the stage (``Meter.stage``)
     cost_usd: float = 0.0
 
 
@@ -52,6 +61,7 @@ class IntrinsicCounts:
 
     calls: int = 0  # LLM replies used (from the backend or the cache)
     cache_served: int = 0  # of those, served by the cache
+    snapshot_served: int = 0  # of those, not made at all: the memory was loaded from a snapshot
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
@@ -59,6 +69,35 @@ class IntrinsicCounts:
     latency_unknown: int = 0  # cached replies stored before latencies were recorded
     embed_requests: int = 0  # embed() calls with at least one text
     embed_texts: int = 0  # texts embedded (repeats included: the method asked for them)
+
+
+@dataclass
+class Ledger:
+    """Both ledgers for a part of a run (one episode): what ``Meter.scope`` collects."""
+
+    stages: dict[str, StageCounts] = field(default_factory=lambda: {s: StageCounts() for s in STAGES})
+    intrinsic: dict[str, IntrinsicCounts] = field(default_factory=lambda: {s: IntrinsicCounts() for s in STAGES})
+
+    def requests(self, stage: str) -> int:
+        """LLM requests of ``stage`` (answered by the backend or the cache)."""
+        return self.stages[stage].calls + self.stages[stage].cache_hits
+
+    def to_json(self, stages: tuple[str, ...] = STAGES) -> dict[str, Any]:
+        """The stages that saw any request: spend and intrinsic counts."""
+        out = {}
+        for s in stages:
+            spend, used = asdict(self.stages[s]), asdict(self.intrinsic[s])
+            if any(spend.values()) or any(used.values()):
+                out[s] = {"spend": spend, "intrinsic": used}
+        return out
+
+
+_current_scope: contextvars.ContextVar[Ledger | None] = contextvars.ContextVar("memharness_scope", default=None)
+
+
+def current_scope() -> Ledger | None:
+    """The per-episode ledger of the calling context (``Meter.scope``), if any."""
+    return _current_scope.get()
 
 
 class Meter:
@@ -69,28 +108,70 @@ class Meter:
         self.stages: dict[str, StageCounts] = {s: StageCounts() for s in STAGES}
         self.intrinsic: dict[str, IntrinsicCounts] = {s: IntrinsicCounts() for s in STAGES}
         self.prices = prices or {}
+        self._inside: dict[str, int] = {s: 0 for s in STAGES}  # threads inside each stage
+        self._entered: dict[str, float] = {s: 0.0 for s in STAGES}
+        self._calls_in_flight, self._busy_since, self._busy_s, self.peak_in_flight = 0, 0.0, 0.0, 0
 
     @contextlib.contextmanager
     def stage(self, name: str) -> Iterator[None]:
-        """Attribute backend calls made inside the block to ``name`` and time it."""
+        """Attribute backend calls made inside the block to ``name`` and time it (in this thread)."""
         if name not in self.stages:
             raise ValueError(f"unknown stage {name!r}; expected one of {STAGES}")
         token = _current_stage.set(name)
-        start = time.perf_counter()
+        with self._lock:
+            self._inside[name] += 1
+            if self._inside[name] == 1:
+                self._entered[name] = time.perf_counter()
         try:
             yield
         finally:
-            elapsed = time.perf_counter() - start
             _current_stage.reset(token)
             with self._lock:
-                self.stages[name].wall_s += elapsed
+                self._inside[name] -= 1
+                if self._inside[name] == 0:
+                    self.stages[name].wall_s += time.perf_counter() - self._entered[name]
+
+    @contextlib.contextmanager
+    def scope(self, ledger: Ledger) -> Iterator[Ledger]:
+        """Count everything made inside the block (in this thread and the pool threads it uses) in
+        ``ledger`` too, besides the run's ledgers."""
+        token = _current_scope.set(ledger)
+        try:
+            yield ledger
+        finally:
+            _current_scope.reset(token)
+
+    @contextlib.contextmanager
+    def in_flight(self) -> Iterator[None]:
+        """Wrap one backend call: the time with at least one call in flight is measured."""
+        with self._lock:
+            if self._calls_in_flight == 0:
+                self._busy_since = time.perf_counter()
+            self._calls_in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self._calls_in_flight)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._calls_in_flight -= 1
+                if self._calls_in_flight == 0:
+                    self._busy_s += time.perf_counter() - self._busy_since
+
+    def busy_s(self) -> float:
+        """Seconds during which at least one backend call was in flight."""
+        with self._lock:
+            extra = time.perf_counter() - self._busy_since if self._calls_in_flight else 0.0
+            return self._busy_s + extra
 
     def add(self, stage: str | None = None, **deltas: float) -> None:
         stage = stage or current_stage()
+        scope = _current_scope.get()
         with self._lock:
-            counts = self.stages[stage]
-            for k, v in deltas.items():
-                setattr(counts, k, getattr(counts, k) + v)
+            for counts in (self.stages[stage], scope.stages[stage] if scope is not None else None):
+                if counts is None:
+                    continue
+                for k, v in deltas.items():
+                    setattr(counts, k, getattr(counts, k) + v)
 
     def price(self, model: str, prompt_tokens: int, completion_tokens: int) -> float:
         """Estimated USD of one call; 0 for a model without a price."""
@@ -111,23 +192,39 @@ class Meter:
         stage = stage or current_stage()
         cost = self.price(model, prompt_tokens, completion_tokens)
         with self._lock:
-            c = self.intrinsic[stage]
-            c.calls += 1
-            c.cache_served += int(cached)
-            c.prompt_tokens += prompt_tokens
-            c.completion_tokens += completion_tokens
-            c.cost_usd += cost
-            if latency_s is None:
-                c.latency_unknown += 1
-            else:
-                c.call_s += latency_s
+            for c in self._intrinsic_targets(stage):
+                c.calls += 1
+                c.cache_served += int(cached)
+                c.prompt_tokens += prompt_tokens
+                c.completion_tokens += completion_tokens
+                c.cost_usd += cost
+                if latency_s is None:
+                    c.latency_unknown += 1
+                else:
+                    c.call_s += latency_s
+
+    def _intrinsic_targets(self, stage: str) -> list[IntrinsicCounts]:
+        scope = _current_scope.get()
+        return [self.intrinsic[stage]] + ([scope.intrinsic[stage]] if scope is not None else [])
+
+    def add_intrinsic(self, stage: str, counts: dict[str, Any]) -> None:
+        """Intrinsic ledger: the cost of work loaded instead of done (a memory snapshot's build,
+        stored with it); its LLM replies count as ``snapshot_served``."""
+        with self._lock:
+            for c in self._intrinsic_targets(stage):
+                for k, v in counts.items():
+                    if k in ("cache_served", "snapshot_served") or not hasattr(c, k):
+                        continue
+                    setattr(c, k, getattr(c, k) + v)
+                c.snapshot_served += int(counts.get("calls", 0))
 
     def record_embed(self, texts: int, stage: str | None = None) -> None:
         """Intrinsic ledger: one embed() request of ``texts`` texts, cached or not."""
         stage = stage or current_stage()
         with self._lock:
-            self.intrinsic[stage].embed_requests += 1
-            self.intrinsic[stage].embed_texts += texts
+            for c in self._intrinsic_targets(stage):
+                c.embed_requests += 1
+                c.embed_texts += texts
 
     def totals(self) -> StageCounts:
         total = StageCounts()

@@ -128,4 +128,11 @@ class DeadlineExceeded(BackendError):
         super().__init__(message, retryable=False)
 
 
+class BudgetExceeded(BackendError):
+    """The run's budget (``budget.usd`` / ``budget.calls``) is spent: the call was not made."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retryable=False)
+
+
 AUTH_STATUS = (401, 403)

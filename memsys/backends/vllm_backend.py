@@ -166,7 +166,10 @@ class VLLMBackend:
 
 
 class VLLMEmbedBackend:
-    """An embedding model (e.g. E5-Mistral-7B-Instruct) in process via ``vllm.LLM(task="embed")``."""
+    """An embedding model (e.g. E5-Mistral-7B-Instruct) in process via ``vllm.LLM(task="embed")``;
+    one request at a time (the engine is not called from two threads at once)."""
+
+    max_concurrency = 1
 
     def __init__(self, model: Annotated[str, NonEmpty()], tensor_parallel_size: Annotated[int, Range(1)] = 1,
                  gpu_memory_utilization: Annotated[float, Range(0, 1, lo_open=True)] = 0.3,

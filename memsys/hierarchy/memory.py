@@ -47,6 +47,9 @@ class HierarchicalMemory(MemorySystem):
 
     with_root = False  # MemTree: a content-less root above the top nodes
     traversals = traverse.TRAVERSALS
+    # the shared settings that never change what is built (snapshots are reused across them)
+    retrieval_settings = ("traversal", "top_k", "retrieve_threshold", "stop_at_first_overflow", "top_down_returns",
+                          "diagnostics", "html_max_nodes")
 
     def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None, *,
                  traversal: Annotated[str, ChoicesFrom("traversals")] = "collapsed",
@@ -112,14 +115,16 @@ class HierarchicalMemory(MemorySystem):
     def load_state(self, state: dict[str, Any]) -> None:
         """Restore what ``state()`` saved."""
 
-    def save(self, out_dir: str | Path) -> None:
-        """Write hierarchy.json, embeddings.npy and view.html into ``out_dir``."""
+    def save(self, out_dir: str | Path, view: bool = True) -> None:
+        """Write hierarchy.json, embeddings.npy and (with ``view``) view.html into ``out_dir``."""
         from .view import render_html
 
         system = f"{type(self).__module__}.{type(self).__qualname__}"
         self.store.save(out_dir, extra={"system": system, "hyperparameters": self.hyperparameters(),
                                         "state": self.state(), "retrievals": self.retrievals,
                                         "degradation": self.degraded})
+        if not view:
+            return
         html = render_html(self.store, title=f"{self.name}: {len(self.store.content_nodes())} nodes",
                            retrievals=self.retrievals, max_nodes=self.html_max_nodes)
         fileio.write_text(Path(out_dir) / "view.html", html)
