@@ -20,6 +20,7 @@ from .paper_runs import _ABSENT, Missing, Run, Value, value_for
 from .published import Cell, Column, Row, Table
 
 NO_EMBEDDER = ("full_context",)  # systems whose results do not depend on the embedder
+WALL_CLOCK_UNITS = ("s", "min", "h")  # a cell measured in these is a wall-clock time
 STATUS_TEXT = {"ok": "", "not_run": "not run", "not_in_harness": "not in harness", "missing": "n/a",
                "not_computable": "not computable"}
 
@@ -112,7 +113,26 @@ def run_flags(run: Run, cell: Cell) -> list[str]:
             flags.append(f"{path}={json.dumps(actual)} (paper: {json.dumps(expected)})")
     if not cell.datasets:
         flags.append(f"dataset {run.dataset} (the paper does not name one)")
+    warm = warm_cache_flag(run, cell)
+    if warm:
+        flags.append(warm)
     return flags
+
+
+def warm_cache_flag(run: Run, cell: Cell) -> str | None:
+    """A wall-clock cell from a run whose build the call cache served (in part) times the cache, not
+    the method: say so, with the counts, so 0.0 s is never read as a measurement."""
+    if cell.harness_unit not in WALL_CLOCK_UNITS:
+        return None
+    build = (run.metrics.get("calls") or {}).get("build")
+    if not isinstance(build, dict):
+        return None
+    hits, embed_hits = int(build.get("cache_hits", 0)), int(build.get("embed_cache_hits", 0))
+    if not hits and not embed_hits:
+        return None
+    return (f"warm cache: {hits} of {hits + int(build.get('calls', 0))} build LLM requests and {embed_hits} of "
+            f"{embed_hits + int(build.get('embed_calls', 0))} embedding requests came from the call cache, "
+            "so this wall-clock time is not the method's (rerun with cache.enabled=false)")
 
 
 def _short(model_id: str | None) -> str:

@@ -177,6 +177,23 @@ def test_tree_statistics_calls_bounds_ranges_and_ratios(tmp_path):
     assert table_rows(md)["MemTree"][1].startswith("> 200 / 100.0 / ✗")  # depth 1's median: 100 tokens
 
 
+def test_wall_clock_cells_of_a_warm_cache_run_are_flagged(tmp_path):
+    runs = tmp_path / "runs"  # MemTree built cold; RAPTOR's build served from the call cache (0.2 s)
+    write_run(runs, "memtree", "multihop", memory_cfg=MEMTREE, stats={"e": _tree(10, 3, 1)},
+              calls={"build": {"calls": 12, "cache_hits": 0, "embed_calls": 4, "embed_cache_hits": 0}},
+              time={"build_s": 3600.0})
+    write_run(runs, "raptor", "multihop", memory_cfg={"traversal": "collapsed", "top_k": 10},
+              calls={"build": {"calls": 0, "cache_hits": 8, "embed_calls": 1, "embed_cache_hits": 46}},
+              time={"build_s": 0.2})
+    md, recs = report(runs, tmp_path, "memtree_2024", "fig5")
+    flags = {(r["row"], r["column"]): r["flags"] for r in recs}
+    warm = "warm cache: 8 of 8 build LLM requests and 46 of 47 embedding requests came from the call cache"
+    assert warm in flags[("raptor", "build_h")] and warm in flags[("memtree", "vs_raptor")]  # the ratio too
+    assert "warm cache" not in flags[("memtree", "build_h")] + flags[("memtree", "insert_s")]
+    md, recs = report(runs, tmp_path, "memtree_2024", "A.2")  # call counts of a warm run stay unflagged
+    assert not any("warm cache" in r["flags"] for r in recs)
+
+
 def test_a_missing_value_is_said_never_estimated(tmp_path):
     runs = tmp_path / "runs"
     write_run(runs, "memtree", "msc_e", memory_cfg=MEMTREE, judge_enabled=False, metrics={"f1": s(0.2, 10)},

@@ -152,3 +152,23 @@ def test_the_checker_itself_can_fail(work, command, kind):
             check(command, work)
     with pytest.raises(AssertionError, match="unknown kind"):
         check("curl http://example.org", work)
+
+
+def test_readme_table_commands_run_on_a_dataset_their_table_reads():
+    """A paper-table experiment shown with dataset=X must run on a dataset the table's cells read,
+    else the paper_report command after it can only print 'not run' (dataset=sample did, for Table 4)."""
+    from memharness.eval.published import load_all
+    datasets: dict[str, set[str]] = {}
+    for paper in load_all():
+        for table in paper.tables:
+            if table.experiment:
+                datasets.setdefault(table.experiment, set()).update(d for c in table.columns for d in c.datasets)
+    checked = 0
+    for command in readme_commands((ROOT / "README.md").read_text()):
+        words = shlex.split(command)
+        exp = next((w.split("=", 1)[1] for w in words if w.startswith("experiment=")), None)
+        chosen = next((w.split("=", 1)[1] for w in words if w.startswith("dataset=")), None)
+        if exp in datasets and chosen is not None:
+            checked += 1
+            assert chosen in datasets[exp], f"{command}: {exp}'s tables read {sorted(datasets[exp])}, not {chosen}"
+    assert checked >= 1
