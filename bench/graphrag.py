@@ -224,7 +224,7 @@ def main() -> dict[str, Any]:
     for run in (leiden, leidenalg_run):
         print(f"Hierarchical Leiden ({run['backend']}) at {run['entities']} entities / {run['edges']} edges: "
               f"{run['seconds']:.1f} s, {run['levels']} levels, {run['communities']} communities {run['per_level']}, "
-              f"largest final {run['max_final_size']}, unsplittable {run['unsplittable']} (measured under load)")
+              f"largest final {run['max_final_size']}, unsplittable {run['unsplittable']}")
     sample_global = global_calls(_sample_memory())
     global50k = {}
     for words in (150, 600, 1500):
@@ -235,7 +235,7 @@ def main() -> dict[str, Any]:
               for g in global50k.values()))
     local = local_build_time(synthetic_memory(graph, communities))
     print(f"Local search context build at {local['entities']} entities, {local['budget_tokens']}-token budget: "
-          f"p50 {local['ms_p50']:.1f} ms, p95 {local['ms_p95']:.1f} ms per query (embedder excluded; measured under load)")
+          f"p50 {local['ms_p50']:.1f} ms, p95 {local['ms_p95']:.1f} ms per query (embedder excluded)")
     return {"graphrag_build_calls": {"default": default, "graphrag_settings": graphrag, "multihop": extrapolation},
             "graphrag_leiden_50k": leiden, "graphrag_leidenalg_50k": leidenalg_run, "graphrag_global_calls": {"sample": sample_global, "entities_50k": global50k},
             "graphrag_local_context": local}
