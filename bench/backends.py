@@ -28,6 +28,8 @@ from memharness.memsys.backends.meter import Meter
 from memharness.memsys.backends.openai_compat import OpenAIBackend
 from memharness.memsys.backends.types import ChatRequest
 
+from bench import print_figures
+
 REPO = Path(__file__).resolve().parents[1]
 LATENCY_S, CALLS, IN_FLIGHT = 0.2, 256, 32
 
@@ -215,9 +217,7 @@ def main() -> dict[str, Any]:
     targets = {"concurrency_efficiency": ">= 0.9", "warm_backend_calls": "== 0", "warm_wall_fraction": "<= 0.05",
                "run_warm_backend_calls": "== 0", "run_warm_wall_fraction": "<= 0.05",
                "harness_overhead_fraction": "<= 0.05"}
-    for key, value in figures.items():
-        shown = f"{value:.3f}" if isinstance(value, float) else value
-        print(f"  {key:28s} {shown}" + (f"   (target {targets[key]})" if key in targets else ""))
+    print_figures(figures, targets, 28)
     return figures
 
 

@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench import print_figures
 from bench.backends import REPO, _ServerProcess
 
 LATENCY_S, IN_FLIGHT, EPISODES, REPEAT = 0.2, 32, 32, 4
@@ -138,9 +139,7 @@ def main() -> dict[str, Any]:
         figures.pop(key)  # an efficiency against the build's chain would mean nothing
     targets = {"memtree_efficiency": ">= 0.8", "memorystream_efficiency": ">= 0.8",
                "snapshot_second_point_build_calls": "== 0", "dry_run_error": "<= 0.10"}
-    for key, value in figures.items():
-        shown = f"{value:.3f}" if isinstance(value, float) else value
-        print(f"  {key:36s} {shown}" + (f"   (target {targets[key]})" if key in targets else ""))
+    print_figures(figures, targets, 36)
     return figures
 
 

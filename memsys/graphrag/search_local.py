@@ -202,11 +202,9 @@ class LocalSearch:
                 break
             relation_items, used_relations = candidate, used
         units, used_units = _fill(self.text_unit_candidates(entities), b["text_units"])
-        result.items = [i for i, _ in [*reports, *entity_items, *relation_items, *units]]
-        result.budgets = b
-        result.used = {"reports": used_reports, "entities": used_entities, "relationships": used_relations,
-                       "text_units": used_units}
-        result.communities = [node for _, node in reports]
+        _record(result, b, reports, entity_items, relation_items, units,
+                {"reports": used_reports, "entities": used_entities, "relationships": used_relations,
+                 "text_units": used_units})
 
     def _nano_context(self, result: LocalResult, budget: int) -> None:
         entities = [v for v, _ in result.entities]
@@ -221,8 +219,15 @@ class LocalSearch:
                           key=lambda r: (-rels[r].rank, -rels[r].weight, r))
         relation_items, used_relations = _fill([(self._relation_item(r), r) for r in touching], b["relationships"])
         units, used_units = _fill(self.text_unit_candidates(entities), b["text_units"])
-        result.items = [i for i, _ in [*reports, *entity_items, *relation_items, *units]]
-        result.budgets = b
-        result.used = {"reports": used_reports, "entities": used_entities, "relationships": used_relations,
-                       "text_units": used_units}
-        result.communities = [node for _, node in reports]
+        _record(result, b, reports, entity_items, relation_items, units,
+                {"reports": used_reports, "entities": used_entities, "relationships": used_relations,
+                 "text_units": used_units})
+
+
+def _record(result: LocalResult, budgets: dict[str, int], reports: list, entities: list, relations: list,
+            units: list, used: dict[str, int]) -> None:
+    """Write one built context onto ``result``: items in report, entity, relation, text-unit order."""
+    result.items = [i for i, _ in [*reports, *entities, *relations, *units]]
+    result.budgets = budgets
+    result.used = used
+    result.communities = [node for _, node in reports]
