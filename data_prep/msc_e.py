@@ -24,8 +24,8 @@ from typing import Annotated, Any, TypedDict
 from memharness.memsys.settings import PathExists, Placeholders, Range
 from memharness.memsys.types import Episode, Evidence, Question, content_id, units_from_texts
 
-from . import hub, msc
-from .base import Dataset, DatasetError, sha256_file
+from memharness.data_prep import hub, msc
+from memharness.data_prep.base import Dataset, DatasetError, sha256_file
 
 FORMAT = "msc_e/v1"
 FILENAME = "msc_e.v1.jsonl"
@@ -187,7 +187,7 @@ def seed_rounds(row: dict[str, Any], where: str) -> list[dict[str, Any]]:
 
 
 def _ask(llm: Any, prompt: str, gen: dict[str, Any], max_tokens: int, attempt: int) -> str:
-    from memharness.memsys.backends.types import ChatRequest
+    from memharness.memsys.services.types import ChatRequest
 
     req = ChatRequest.user(prompt, max_tokens=max_tokens, temperature=float(gen["temperature"]),
                            seed=int(gen["seed"]) + attempt)
@@ -290,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from omegaconf import OmegaConf
 
-    from memharness.memsys.backends.factory import build_services
+    from memharness.memsys.services.factory import build_services
 
     cfg = generator_config(args.overrides)
     gen = OmegaConf.to_container(cfg.dataset.generator, resolve=True)

@@ -11,11 +11,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from memharness.memsys.tokens import chunk_text, get_tokenizer
+from memharness.memsys.services.tokens import chunk_text, get_tokenizer
 from memharness.memsys.types import Episode, Evidence, Question, Unit, content_id, units_from_texts
 
-from . import hub
-from .base import Dataset, DatasetError
+from memharness.data_prep import hub
+from memharness.data_prep.base import Dataset, DatasetError
 
 HUB_ID = "yixuantt/MultiHopRAG"
 CORPUS, QUERIES = "corpus.json", "MultiHopRAG.json"

@@ -13,11 +13,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from memharness.memsys.tokens import chunk_text, get_tokenizer
+from memharness.memsys.services.tokens import chunk_text, get_tokenizer
 from memharness.memsys.types import Episode, Question, units_from_texts
 
-from . import hub
-from .base import Dataset, DatasetError
+from memharness.data_prep import hub
+from memharness.data_prep.base import Dataset, DatasetError
 
 log = logging.getLogger(__name__)
 

@@ -16,11 +16,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
-from memharness.memsys.tokens import chunk_text, get_tokenizer
+from memharness.memsys.services.tokens import chunk_text, get_tokenizer
 from memharness.memsys.types import Episode, Question, content_id, units_from_texts
 
-from . import hub
-from .base import Dataset, DatasetError
+from memharness.data_prep import hub
+from memharness.data_prep.base import Dataset, DatasetError
 
 HUB_ID = "emozilla/quality"
 SPLITS = {"train": "train", "dev": "validation", "validation": "validation"}

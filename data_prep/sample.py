@@ -15,11 +15,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
-from memharness.memsys.tokens import chunk_text, get_tokenizer
+from memharness.memsys.services.tokens import chunk_text, get_tokenizer
 from memharness.memsys.types import Episode, Evidence, Question, Unit, content_id
 
-from . import hub
-from .base import Dataset, DatasetError, sha256_file
+from memharness.data_prep import hub
+from memharness.data_prep.base import Dataset, DatasetError, sha256_file
 
 BUNDLED = Path(__file__).with_name("sample_data.json")
 PARTS = ("dialogues", "news")

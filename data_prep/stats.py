@@ -16,9 +16,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from memharness.memsys.tokens import get_tokenizer
+from memharness.memsys.services.tokens import get_tokenizer
 
-from .base import Dataset, DatasetError
+from memharness.data_prep.base import Dataset, DatasetError
 
 CONF = Path(__file__).resolve().parent.parent / "conf" / "dataset"
 # name -> (what an episode is, what a unit is, which text the token count is over)

@@ -11,7 +11,7 @@ A system that builds part of its structure without an LLM output it needed (a fa
 summary, aggregation, extraction, rating) calls ``self.degrade(kind)``: the runner flags every
 question answered from the memory after that as ``degraded`` and counts them.
 
-Snapshots (``eval/snapshots.py``): the runner saves a built memory and loads it in a later run whose
+Snapshots (``eval/run/snapshots.py``): the runner saves a built memory and loads it in a later run whose
 construction is identical. ``retrieval_settings`` names the settings that do not change what is
 built (retrieval, traversal, reporting; merged along the class hierarchy, dotted paths for a key
 inside a mapping setting): changing them reuses the snapshot, changing any other setting rebuilds.
@@ -26,8 +26,8 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from typing import Any, Sequence
 
-from .backends.types import Completion
-from .types import Question, RetrievedItem, Unit
+from memharness.memsys.services.types import Completion
+from memharness.memsys.types import Question, RetrievedItem, Unit
 
 
 class MemorySystem(ABC):

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Iterator, Literal, Union
 
-from .settings import (ChoicesFrom, Check, EnvVarName, Instantiated, NonEmpty, PathExists, Placeholders, Range,
+from memharness.memsys.settings import (ChoicesFrom, Check, EnvVarName, Instantiated, NonEmpty, PathExists, Placeholders, Range,
                        declared_settings, looks_like_key, path_problem, unwrap)
 
 _UNION = (Union, types.UnionType)
@@ -223,7 +223,7 @@ def _marker_problem(value: Any, marker: Any, owner: Any) -> str | None:
 
 def _check_env_name(value: Any, base: Any, key: str) -> list[str]:
     """Never echo the value: it may be the key itself."""
-    from .backends.secrets import register_secret_env, register_secret_value
+    from memharness.memsys.services.secrets import register_secret_env, register_secret_value
 
     if value is None and typing.get_origin(base) in _UNION and type(None) in typing.get_args(base):
         return []

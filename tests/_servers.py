@@ -64,9 +64,9 @@ def serve(args: list[str], ready_path: str, port: int, log_path: Path, timeout_s
 
 @contextlib.contextmanager
 def fault_server(log_dir: Path, **options: float) -> Iterator[str]:
-    """``python -m memharness.memsys.backends.fault_server`` on a free port; yields its /v1 URL."""
+    """``python -m memharness.memsys.testing.fault_server`` on a free port; yields its /v1 URL."""
     port = free_port()
-    args = ["-m", "memharness.memsys.backends.fault_server", "--port", str(port)]
+    args = ["-m", "memharness.memsys.testing.fault_server", "--port", str(port)]
     for name, value in options.items():
         args += [f"--{name.replace('_', '-')}", str(value)]
     with serve(args, "/stats", port, log_dir / f"fault-{port}.log", 30) as url:
@@ -76,7 +76,7 @@ def fault_server(log_dir: Path, **options: float) -> Iterator[str]:
 @contextlib.contextmanager
 def llama_server(log_dir: Path, n_ctx: int = 2048) -> Iterator[str]:
     """``python -m llama_cpp.server`` with the bundled SmolLM2 GGUF; yields its /v1 URL."""
-    from memharness.memsys.backends.local import bundled_smollm2_path
+    from memharness.memsys.services.backends.local import bundled_smollm2_path
 
     port = free_port()
     args = ["-m", "llama_cpp.server", "--model", bundled_smollm2_path(), "--host", "127.0.0.1",

@@ -7,7 +7,7 @@ from typing import Callable
 
 import numpy as np
 
-from memharness.memsys.backends.types import ChatRequest, Completion
+from memharness.memsys.services.types import ChatRequest, Completion
 from memharness.memsys.cam import CAM
 from memharness.memsys.types import Unit, content_id
 

@@ -12,7 +12,7 @@ import threading
 import numpy as np
 
 from memharness.baselines.full_context import FullContext
-from memharness.memsys.backends.types import BackendError, ChatRequest, Completion
+from memharness.memsys.services.types import BackendError, ChatRequest, Completion
 
 
 class ScriptedChat:

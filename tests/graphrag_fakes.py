@@ -10,7 +10,7 @@ from typing import Callable
 import numpy as np
 
 from memharness.baselines.full_context import FullContext
-from memharness.memsys.backends.types import ChatRequest, Completion
+from memharness.memsys.services.types import ChatRequest, Completion
 from memharness.memsys.types import Unit, content_id
 
 

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from memharness.memsys.backends.types import Completion
+from memharness.memsys.services.types import Completion
 from memharness.memsys.hierarchy.memory import HierarchicalMemory
 from memharness.memsys.hierarchy.store import HierarchyStore
 from memharness.memsys.types import Unit

@@ -6,8 +6,8 @@ import re
 
 import numpy as np
 
-from memharness.memsys.backends.types import ChatRequest, Completion
-from memharness.memsys.memtree import MemTree
+from memharness.memsys.services.types import ChatRequest, Completion
+from memharness.memsys.memtree.memory import MemTree
 from memharness.memsys.types import Unit, content_id
 
 # Test prompt: "<n>|<current>|<new>" so the fake LLM can read its inputs back.

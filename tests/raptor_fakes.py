@@ -6,8 +6,8 @@ import re
 
 import numpy as np
 
-from memharness.memsys.backends.types import ChatRequest, Completion
-from memharness.memsys.raptor import Raptor
+from memharness.memsys.services.types import ChatRequest, Completion
+from memharness.memsys.raptor.memory import Raptor
 from memharness.memsys.types import Unit, content_id
 
 WORD = re.compile(r"[a-z]+\d*")

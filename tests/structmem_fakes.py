@@ -8,10 +8,10 @@ from typing import Callable
 import yaml
 
 from fakes import HashEmbed
-from memharness.memsys.backends.embed import Embedder
-from memharness.memsys.backends.types import ChatRequest, Completion
+from memharness.memsys.services.embed import Embedder
+from memharness.memsys.services.types import ChatRequest, Completion
 from memharness.memsys.structmem import StructuralMemory
-from memharness.memsys.tokens import get_tokenizer
+from memharness.memsys.services.tokens import get_tokenizer
 from memharness.memsys.types import Unit, content_id
 
 CONF = yaml.safe_load((Path(__file__).resolve().parent.parent / "conf" / "memory" / "structmem.yaml").read_text())

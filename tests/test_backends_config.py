@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from memharness.memsys.backends.factory import build_services
-from memharness.memsys.backends.fault_server import FaultConfig, FaultServer
-from memharness.memsys.backends.types import ChatRequest, ConfigError
+from memharness.memsys.services.factory import build_services
+from memharness.memsys.testing.fault_server import FaultConfig, FaultServer
+from memharness.memsys.services.types import ChatRequest, ConfigError
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 MINE = ["llm/openai.yaml", "llm/vllm.yaml", "embedder/openai.yaml", "embedder/vllm.yaml"]

@@ -5,9 +5,9 @@ import random
 import threading
 import time
 
-from memharness.memsys.backends.llm import LLM, RetryPolicy
-from memharness.memsys.backends.meter import Meter
-from memharness.memsys.backends.types import BackendError, ChatRequest, Completion
+from memharness.memsys.services.llm import LLM, RetryPolicy
+from memharness.memsys.services.meter import Meter
+from memharness.memsys.services.types import BackendError, ChatRequest, Completion
 
 
 class ScriptedBackend:

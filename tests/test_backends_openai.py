@@ -6,13 +6,13 @@ import json
 import numpy as np
 import pytest
 
-from memharness.memsys.backends.cache import CallCache
-from memharness.memsys.backends.embed import Embedder
-from memharness.memsys.backends.fault_server import FaultConfig, FaultServer
-from memharness.memsys.backends.llm import LLM, RetryPolicy
-from memharness.memsys.backends.meter import Meter
-from memharness.memsys.backends.openai_compat import OpenAIBackend, OpenAIEmbedBackend, parse_retry_after
-from memharness.memsys.backends.types import BackendError, ChatRequest, ConfigError
+from memharness.memsys.services.cache import CallCache
+from memharness.memsys.services.embed import Embedder
+from memharness.memsys.testing.fault_server import FaultConfig, FaultServer
+from memharness.memsys.services.llm import LLM, RetryPolicy
+from memharness.memsys.services.meter import Meter
+from memharness.memsys.services.backends.openai_compat import OpenAIBackend, OpenAIEmbedBackend, parse_retry_after
+from memharness.memsys.services.types import BackendError, ChatRequest, ConfigError
 
 from _servers import free_port
 

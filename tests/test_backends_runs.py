@@ -123,9 +123,9 @@ def test_sigkill_then_rerun_resumes_without_repeating_work(tmp_path):
 
 
 def test_openai_backend_against_real_llama_cpp_server(tmp_path):
-    from memharness.memsys.backends.llm import LLM, RetryPolicy
-    from memharness.memsys.backends.openai_compat import OpenAIBackend
-    from memharness.memsys.backends.types import ChatRequest
+    from memharness.memsys.services.llm import LLM, RetryPolicy
+    from memharness.memsys.services.backends.openai_compat import OpenAIBackend
+    from memharness.memsys.services.types import ChatRequest
 
     with llama_server(tmp_path) as url:
         backend = OpenAIBackend(model="smollm2", base_url=url, api_key_env=None, structured="grammar")

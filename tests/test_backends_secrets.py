@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 
-from memharness.memsys.backends.secrets import REDACTED, install_log_redaction, redact, redact_text
+from memharness.memsys.services.secrets import REDACTED, install_log_redaction, redact, redact_text
 
 
 def test_redact_masks_secret_fields_and_env_values(monkeypatch):
@@ -23,7 +23,7 @@ def test_log_records_are_redacted(monkeypatch, caplog):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-live-abcdefghijklmnop")
     logger = logging.getLogger("memharness.test_secrets")
     install_log_redaction(logging.getLogger())
-    caplog.handler.addFilter(__import__("memharness.memsys.backends.secrets", fromlist=["x"]).RedactingFilter())
+    caplog.handler.addFilter(__import__("memharness.memsys.services.secrets", fromlist=["x"]).RedactingFilter())
     logger.warning("calling with key %s", "sk-live-abcdefghijklmnop")
     assert "sk-live" not in caplog.text and REDACTED in caplog.text
     assert redact_text("nothing here") == "nothing here"

@@ -7,9 +7,9 @@ import types
 
 import pytest
 
-from memharness.memsys.backends.llm import LLM
-from memharness.memsys.backends.types import ChatRequest, ConfigError
-from memharness.memsys.backends.vllm_backend import VLLMBackend, VLLMEmbedBackend, require_vllm
+from memharness.memsys.services.llm import LLM
+from memharness.memsys.services.types import ChatRequest, ConfigError
+from memharness.memsys.services.backends.vllm_backend import VLLMBackend, VLLMEmbedBackend, require_vllm
 
 
 def test_missing_package_or_gpu_is_a_config_error():

@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 
 from browser import browser_page
-from memharness.eval.browse import main as browse_main
-from memharness.eval.runner import run
+from memharness.eval.report.browser import main as browse_main
+from memharness.eval.run.runner import run
 
 SCRIPT = '[["Which striker","Rosa Lind"],["| Predicted: ","1"]]'
 

@@ -7,10 +7,10 @@ import threading
 
 import pytest
 
-from memharness.memsys.backends.cache import CallCache
-from memharness.memsys.backends.llm import LLM
-from memharness.memsys.backends.meter import Meter
-from memharness.memsys.backends.types import ChatRequest, Completion
+from memharness.memsys.services.cache import CallCache
+from memharness.memsys.services.llm import LLM
+from memharness.memsys.services.meter import Meter
+from memharness.memsys.services.types import ChatRequest, Completion
 
 BASE = ChatRequest.user("q", system="s", max_tokens=8, temperature=0.0, seed=1, stop=("x",), choices=("a", "b"))
 CHANGED = {"messages": (("user", "q2"),), "max_tokens": 9, "temperature": 0.5, "seed": 2, "stop": ("y",),

@@ -1,8 +1,8 @@
 """Backends name their cache namespace by everything that changes their replies."""
 from __future__ import annotations
 
-from memharness.memsys.backends.meter import Meter
-from memharness.memsys.backends.openai_compat import OpenAIBackend, OpenAIEmbedBackend
+from memharness.memsys.services.meter import Meter
+from memharness.memsys.services.backends.openai_compat import OpenAIBackend, OpenAIEmbedBackend
 
 
 def _chat(**kw):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from memharness.data_prep.sample import load
-from memharness.memsys.backends.embed import Embedder
+from memharness.memsys.services.embed import Embedder
 from memharness.memsys.cam import CAM
-from memharness.memsys.tokens import get_tokenizer
+from memharness.memsys.services.tokens import get_tokenizer
 
 from cam_fakes import SELECT, SUMMARY, FakeLLM
 from fakes import HashEmbed

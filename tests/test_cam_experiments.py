@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from memharness.eval.runner import build_memory
-from memharness.eval.validate import config_problems
+from memharness.eval.run.runner import build_memory
+from memharness.eval.run.validate import config_problems
 
 CONF = Path(__file__).resolve().parent.parent / "conf"
 

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from memharness.memsys.backends.embed import Embedder
+from memharness.memsys.services.embed import Embedder
 from memharness.memsys.cam import CAM
 from memharness.memsys.cam.network import ego_components
 from memharness.memsys.types import Unit, content_id

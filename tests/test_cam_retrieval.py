@@ -83,7 +83,7 @@ def test_failed_selection_calls_are_counted_apart_from_parse_failures():
     cam = memory(tolerance=0)
 
     def failing(requests, desc=None):
-        from memharness.memsys.backends.types import Completion
+        from memharness.memsys.services.types import Completion
         return [Completion(text="", error="BackendError: down") for _ in requests]
     cam.llm.complete = failing
     cam.retrieve("a2", 1000)

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from memharness.data_prep.sample import load as load_sample
-from memharness.eval.runner import run, split_batches
-from memharness.memsys.backends.types import ConfigError
+from memharness.eval.run.runner import run, split_batches
+from memharness.memsys.services.types import ConfigError
 
 SCRIPT = '[["List of the helpful passage numbers","[1, 2]"],["Summary:","A short summary."],["| Predicted: ","1"]]'
 
@@ -91,7 +91,7 @@ def test_cam_answers_multiple_choice_through_the_shared_answer_path(make_cfg, tm
 
 
 def test_online_batches_figure_reads_per_batch_cost_and_accuracy_from_runs(make_cfg, tmp_path):
-    from memharness.eval.online_batches import main as figures
+    from memharness.eval.report.online_batches import main as figures
 
     for size in (3, 9):
         for memory in ("cam", "memtree"):

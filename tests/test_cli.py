@@ -90,7 +90,7 @@ def test_multirun_writes_one_folder_per_memory_and_a_table(tmp_path):
     assert {f.name for f in folders} == {"dataset.limit=2,embedder=fake,llm=fake"}
     summary = (tmp_path / "runs" / "summary.md").read_text()  # written by the sweep's end callback
     assert "| full_context |" in summary and "| memorystream |" in summary
-    tables = subprocess.run([sys.executable, "-m", "memharness.eval.report", str(tmp_path / "runs"), "--out",
+    tables = subprocess.run([sys.executable, "-m", "memharness.eval.report.comparison", str(tmp_path / "runs"), "--out",
                              str(tmp_path / "tables"), "--name", "t"], cwd=ROOT, capture_output=True, text=True)
     assert tables.returncode == 0, tables.stderr
     md = (tmp_path / "tables" / "t.md").read_text()

@@ -7,9 +7,9 @@ import pytest
 
 from memharness.data_prep.base import subset
 from memharness.data_prep.sample import load as load_sample
-from memharness.eval import closed_book
-from memharness.eval.answer import reference_text
-from memharness.eval.runner import run
+from memharness.eval.run import closed_book
+from memharness.eval.run.answer import reference_text
+from memharness.eval.run.runner import run
 
 
 def test_needs_memory_keeps_only_closed_book_failures():
@@ -42,7 +42,7 @@ def test_closed_book_run_filters_questions_the_model_knows(make_cfg, tmp_path):
     assert m["f1:needs_memory"]["n"] == 3 and m["judge"]["n"] == 4
     assert metrics["calls"]["closed_book"]["calls"] > 0  # its own stage, not the method's answer cost
     assert metrics["intrinsic"]["answer"]["calls"] == 4
-    from memharness.eval.report import build_report
+    from memharness.eval.report.comparison import build_report
 
     md = build_report([tmp_path / "r"], tmp_path / "t", "cb")["md"].read_text()
     section = md.split("## Memory-attributable accuracy")[1].split("##")[0]

@@ -5,10 +5,10 @@ import logging
 
 from hydra import compose, initialize_config_dir
 
-from memharness.eval import cache_merge
-from memharness.eval.runner import run
-from memharness.memsys.backends import factory
-from memharness.memsys.backends.cache import network_filesystem
+from memharness.eval.cli import cache_merge
+from memharness.eval.run.runner import run
+from memharness.memsys.services import factory
+from memharness.memsys.services.cache import network_filesystem
 
 from conftest import CONF
 

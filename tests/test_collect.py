@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import json
 
-from memharness.eval.collect import collect
-from memharness.eval.runner import run
+from memharness.eval.report.collect import collect
+from memharness.eval.run.runner import run
 
 
 def test_collect_is_one_row_per_run_and_metric_with_differing_settings_as_columns(make_cfg, tmp_path):

@@ -22,9 +22,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from memharness.eval.runner import run
-from memharness.eval.validate import config_leaves, config_problems, resolve
-from memharness.memsys.backends.types import ConfigError
+from memharness.eval.run.runner import run
+from memharness.eval.run.validate import config_leaves, config_problems, resolve
+from memharness.memsys.services.types import ConfigError
 from memharness.memsys.settings import Check, ChoicesFrom, Range, unwrap
 
 CONF = Path(__file__).resolve().parents[1] / "conf"

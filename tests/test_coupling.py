@@ -26,7 +26,7 @@ def test_coupling_sweep_builds_once_and_reports_every_traversal_beside_ss_theta(
                   for f in folders]
     assert structures[0] == structures[1] == structures[2]  # the same memory under three traversals
     assert sorted(m["calls"]["build"]["calls"] for m in configs)[:2] == [0, 0]  # later runs: the cache built it
-    out = subprocess.run([sys.executable, "-m", "memharness.eval.coupling", str(tmp_path / "runs"), "--out",
+    out = subprocess.run([sys.executable, "-m", "memharness.eval.report.coupling", str(tmp_path / "runs"), "--out",
                           str(tmp_path / "t"), "--name", "c"], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     rows = [r for r in json.loads((tmp_path / "t" / "c.json").read_text()) if r["memory"] == "memtree"]

@@ -79,7 +79,7 @@ def test_quality_merges_article_lines_and_uses_gold_text():
 
 def test_quality_chunks_are_512_tokens_without_overlap():
     ds = quality.load(str(FIX / "quality"))
-    from memharness.memsys.tokens import get_tokenizer
+    from memharness.memsys.services.tokens import get_tokenizer
 
     tok = get_tokenizer()
     counts = [tok.count(u.text) for u in ds.episodes[0].units]
@@ -92,7 +92,7 @@ def test_quality_multiple_choice_mode_keeps_options_and_zero_based_gold():
     ds = quality.load(str(FIX / "quality"), mode="multiple_choice")
     q = ds.episodes[0].questions[0]
     assert q.gold_option == 1 and q.answers == ()  # scored by letter; the reference is the gold option
-    from memharness.eval.answer import is_multiple_choice, reference_text
+    from memharness.eval.run.answer import is_multiple_choice, reference_text
 
     assert is_multiple_choice(q, "auto") and reference_text(q) == q.options[1]
     free = quality.load(str(FIX / "quality")).episodes[0].questions[0]

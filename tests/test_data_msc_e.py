@@ -43,7 +43,7 @@ class ScriptedLLM:
         self.replies, self.prompts = list(replies), []
 
     def complete_one(self, request):
-        from memharness.memsys.backends.types import Completion
+        from memharness.memsys.services.types import Completion
 
         self.prompts.append(request.messages[-1][1])
         return Completion(text=self.replies.pop(0))

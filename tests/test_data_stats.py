@@ -24,7 +24,7 @@ def test_multihop_counts_articles_and_types():
     s = stats.dataset_stats(ds)
     assert s["Articles"] == 4 and s["Total queries"] == 4
     assert s["categories"]["type"] == {"comparison": 1, "inference": 1, "null": 1, "temporal": 1}
-    from memharness.memsys.tokens import get_tokenizer
+    from memharness.memsys.services.tokens import get_tokenizer
 
     corpus = json.loads((FIX / "multihop" / "corpus.json").read_text())
     expected = [get_tokenizer().count(multihop.article_text(a)) for a in corpus]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from memharness.memsys.backends import embedded_models as em
-from memharness.memsys.backends.types import ConfigError
+from memharness.memsys.services.backends import embedded_models as em
+from memharness.memsys.services.types import ConfigError
 
 
 def fake_model(tmp_path: Path, n: int = 4, size: int = 3000) -> tuple[em.PartedModel, Path]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from memharness.memsys.backends import embedded_models as em
+from memharness.memsys.services.backends import embedded_models as em
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,9 +35,9 @@ def model_dir(tmp_path_factory) -> Path:
 def test_assembled_model_loads_and_judges_labelled_items(model_dir):
     from omegaconf import OmegaConf
 
-    from memharness.eval.judge_eval import load_items, judge_items, score
-    from memharness.memsys.backends.llm import LLM
-    from memharness.memsys.backends.local import LlamaCppBackend
+    from memharness.eval.judge.labelled_set import load_items, judge_items, score
+    from memharness.memsys.services.llm import LLM
+    from memharness.memsys.services.backends.local import LlamaCppBackend
 
     backend = LlamaCppBackend(embedded="qwen2.5-coder-1.5b", model_dir=str(model_dir), n_ctx=1024, n_threads=2)
     assert backend.model_id == "llama.cpp:qwen2.5-coder-1.5b-instruct-q4_k_m.gguf:ctx1024"

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from memharness.memsys.tokens import chunk_text, get_tokenizer
+from memharness.memsys.services.tokens import chunk_text, get_tokenizer
 from memharness.memsys.types import Episode, Evidence, Question, content_id, units_from_texts
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import json
 
-from memharness.eval import estimate
-from memharness.eval.runner import run
+from memharness.eval.run import estimate
+from memharness.eval.run.runner import run
 
 
 def test_dry_run_estimates_every_stage_without_a_backend_call_and_writes_only_the_estimate(make_cfg, tmp_path):

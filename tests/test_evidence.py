@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from memharness.eval.evidence import recall_scores, unit_index
-from memharness.eval.runner import run
+from memharness.eval.run.evidence import recall_scores, unit_index
+from memharness.eval.run.runner import run
 from memharness.memsys.types import Episode, Evidence, Question, RetrievedItem, Unit
 
 

@@ -10,7 +10,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from memharness.eval.validate import config_problems
+from memharness.eval.run.validate import config_problems
 
 from conftest import FAKES
 

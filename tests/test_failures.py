@@ -11,16 +11,15 @@ import pytest
 
 from memharness.data_prep.base import subset
 from memharness.data_prep.sample import load as load_sample
-from memharness.eval import io as run_io
-from memharness.eval.runner import run
-from memharness.memsys import fileio
-from memharness.memsys.backends.cache import CallCache
-from memharness.memsys.backends.deadline import Deadline
-from memharness.memsys.backends.embed import Embedder
-from memharness.memsys.backends.llm import LLM, RetryPolicy
-from memharness.memsys.backends.meter import Meter
-from memharness.memsys.backends.types import (AuthenticationFailed, BackendError, CacheUnavailable, ChatRequest,
-                                              Completion, ConfigError, DeadlineExceeded)
+from memharness.eval.record import folder as run_io
+from memharness.eval.run.runner import run
+from memharness.memsys.services import files as fileio
+from memharness.memsys.services.cache import CallCache
+from memharness.memsys.services.deadline import Deadline
+from memharness.memsys.services.embed import Embedder
+from memharness.memsys.services.llm import LLM, RetryPolicy
+from memharness.memsys.services.meter import Meter
+from memharness.memsys.services.types import AuthenticationFailed, BackendError, CacheUnavailable, ChatRequest, Completion, ConfigError, DeadlineExceeded
 
 
 class FlakyEmbed:
@@ -169,7 +168,7 @@ def test_atomic_writes_leave_no_partial_file(tmp_path):
 
 
 def test_secrets_are_masked_in_run_files_and_hydra_files(make_cfg, tmp_path, monkeypatch):
-    from memharness.memsys.backends.secrets import register_secret_env
+    from memharness.memsys.services.secrets import register_secret_env
 
     secret = "plain-looking-secret-value-42"
     monkeypatch.setenv("MY_SERVICE_CREDENTIAL", secret)  # a name that does not look secret

@@ -4,7 +4,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from memharness.memsys.backends.fault_server import FaultConfig, FaultServer, fault_for, prompt_key
+from memharness.memsys.testing.fault_server import FaultConfig, FaultServer, fault_for, prompt_key
 
 
 def _chat(url: str, content: str, **extra) -> httpx.Response:

@@ -1,5 +1,5 @@
 """The golden regression: MemTree Tables 4, 5 and A.2 regenerated from the committed call cache with
-zero backend calls, compared with the committed expected numbers (eval/golden/, docs/papers.md)."""
+zero backend calls, compared with the committed expected numbers (eval/papers/golden/, docs/papers.md)."""
 from __future__ import annotations
 
 import copy
@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-from memharness.eval import golden
-from memharness.memsys.backends.cache import CallCache
-from memharness.memsys.backends.embed import Embedder
-from memharness.memsys.backends.llm import LLM
-from memharness.memsys.backends.meter import Meter
-from memharness.memsys.backends.replay import ReplayChatBackend, ReplayEmbedBackend, ReplayMiss
-from memharness.memsys.backends.types import ChatRequest
+from memharness.eval.papers import golden_regression as golden
+from memharness.memsys.services.cache import CallCache
+from memharness.memsys.services.embed import Embedder
+from memharness.memsys.services.llm import LLM
+from memharness.memsys.services.meter import Meter
+from memharness.memsys.services.backends.replay import ReplayChatBackend, ReplayEmbedBackend, ReplayMiss
+from memharness.memsys.services.types import ChatRequest
 
 
 @pytest.fixture(scope="module")

@@ -241,7 +241,7 @@ def test_json_format_requests_json_output():
 
 
 def test_token_chunking_keeps_every_overlapped_unit():
-    from memharness.memsys.tokens import get_tokenizer
+    from memharness.memsys.services.tokens import get_tokenizer
 
     tok = get_tokenizer()
     units = [unit(" ".join(["alpha"] * 30), 0, "d1"), unit(" ".join(["beta"] * 30), 1, "d1"),

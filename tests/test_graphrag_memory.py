@@ -244,7 +244,7 @@ def test_save_and_load_give_the_same_answers_without_llm_calls(tmp_path):
 
 
 def test_bad_settings_are_refused_before_a_run_naming_the_setting(make_cfg):
-    from memharness.eval.validate import config_problems
+    from memharness.eval.run.validate import config_problems
 
     assert config_problems(make_cfg("memory=graphrag")) == [] and config_problems(make_cfg("memory=graphrag_global")) == []
     cases = {"memory.local_search.style=hybrid": "memory.local_search.style='hybrid': expected one of graphrag | nano",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memharness.eval.runner import run
+from memharness.eval.run.runner import run
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE = ["llm=fake_graphrag", "dataset.limit=4"]
@@ -152,11 +152,11 @@ def test_global_map_reduce_with_the_embedded_model_over_a_hand_built_graph():
     here the graph comes from hand-written replies and the embedded model does the map and reduce calls."""
     from graphrag_fakes import TEXTS, StepLLM, responder
 
-    from memharness.memsys.backends.embed import Embedder
-    from memharness.memsys.backends.llm import LLM
-    from memharness.memsys.backends.local import LlamaCppBackend, SentenceTransformerBackend
+    from memharness.memsys.services.embed import Embedder
+    from memharness.memsys.services.llm import LLM
+    from memharness.memsys.services.backends.local import LlamaCppBackend, SentenceTransformerBackend
     from memharness.memsys.graphrag import GraphRAG
-    from memharness.memsys.tokens import get_tokenizer
+    from memharness.memsys.services.tokens import get_tokenizer
     from memharness.memsys.types import Question, units_from_texts
 
     memory = GraphRAG(llm=StepLLM(responder()), embedder=Embedder(SentenceTransformerBackend()),

@@ -8,8 +8,8 @@ import pytest
 
 from hierarchy_fakes import (VECTORS, FakeLogprobBackend, PairMemory, TableEmbedder, WordTokenizer, build_dag,
                              unit_vec)
-from memharness.memsys.backends.cache import CallCache
-from memharness.memsys.backends.llm import LLM
+from memharness.memsys.services.cache import CallCache
+from memharness.memsys.services.llm import LLM
 from memharness.memsys.hierarchy import traverse
 from memharness.memsys.hierarchy.diagnostics import coherence, level_profile, structure_stats
 from memharness.memsys.hierarchy.memory import load_memory, restore_retrievals

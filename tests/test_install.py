@@ -35,7 +35,7 @@ def test_wheel_installs_one_import_name_with_configs_and_sample_data(wheel):
     assert "memharness/conf/config.yaml" in names and "memharness/conf/memory/memtree.yaml" in names
     assert "memharness/data_prep/sample_data.json" in names
     entry = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "memharness = memharness.eval.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
+    assert "memharness = memharness.eval.cli.hydra_main:main" in zipfile.ZipFile(wheel).read(entry).decode()
 
 
 @pytest.mark.slow

@@ -8,11 +8,11 @@ import pytest
 
 from memharness.data_prep.base import subset
 from memharness.data_prep.sample import load as load_sample
-from memharness.eval import judge_report
-from memharness.eval.answer import reference_text
-from memharness.eval.runner import run
-from memharness.eval.stats import cohen_kappa
-from memharness.memsys.backends.types import ConfigError
+from memharness.eval.judge import report as judge_report
+from memharness.eval.run.answer import reference_text
+from memharness.eval.run.runner import run
+from memharness.eval.metrics.stats import cohen_kappa
+from memharness.memsys.services.types import ConfigError
 
 
 def questions(limit: int = 4):
@@ -108,7 +108,7 @@ def test_no_judge_no_judge_identity(make_cfg, tmp_path):
                   tmp_path / "runs" / "r")
     assert metrics["judge"] is None and metrics["judge_reliability"] is None and "judge" not in metrics["metrics"]
     assert metrics["intrinsic"]["judge"]["calls"] == 0
-    from memharness.eval.report import build_report
+    from memharness.eval.report.comparison import build_report
 
     wide = build_report([tmp_path / "runs"], tmp_path / "t", "x")["csv"].read_text()
     assert ",-,-," in wide  # judge and judge2 columns say no judge

@@ -1,4 +1,4 @@
-"""The labelled judge set and `python -m memharness.eval.judge_eval` (scripted judge; the real one is in the slow tests)."""
+"""The labelled judge set and `python -m memharness.eval.judge.labelled_set` (scripted judge; the real one is in the slow tests)."""
 from __future__ import annotations
 
 import json
@@ -10,10 +10,10 @@ import pytest
 from omegaconf import OmegaConf
 
 from fakes import ScriptedChat
-from memharness.eval import judge_eval
-from memharness.eval.answer import judge_request
-from memharness.memsys.backends.llm import LLM
-from memharness.memsys.backends.types import ConfigError
+from memharness.eval.judge import labelled_set as judge_eval
+from memharness.eval.run.answer import judge_request
+from memharness.memsys.services.llm import LLM
+from memharness.memsys.services.types import ConfigError
 from memharness.memsys.types import Question
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,7 +22,7 @@ JUDGE_CFG = OmegaConf.load(ROOT / "conf" / "eval" / "default.yaml").judge
 
 
 def test_bundled_set_is_package_data_balanced_and_covers_our_question_kinds():
-    assert files("memharness.eval").joinpath("judge_items.jsonl").is_file()
+    assert files("memharness.eval.judge").joinpath("items.jsonl").is_file()
     items, digest = judge_eval.load_items()
     labels = Counter(it.label for it in items)
     assert len(items) >= 60 and labels[0] >= 25 and labels[1] >= 25 and len(digest) == 64

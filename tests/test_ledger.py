@@ -4,12 +4,12 @@ from __future__ import annotations
 import pytest
 
 from fakes import HashEmbed, ScriptedChat
-from memharness.eval.runner import run
-from memharness.memsys.backends.cache import CallCache
-from memharness.memsys.backends.embed import Embedder
-from memharness.memsys.backends.llm import LLM
-from memharness.memsys.backends.meter import Meter
-from memharness.memsys.backends.types import ChatRequest
+from memharness.eval.run.runner import run
+from memharness.memsys.services.cache import CallCache
+from memharness.memsys.services.embed import Embedder
+from memharness.memsys.services.llm import LLM
+from memharness.memsys.services.meter import Meter
+from memharness.memsys.services.types import ChatRequest
 
 PRICES = {"fake-chat": {"prompt": 1.0, "completion": 2.0}}
 

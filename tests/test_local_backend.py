@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from memharness.memsys.backends.types import ChatRequest
+from memharness.memsys.services.types import ChatRequest
 
 
 @pytest.mark.slow
 def test_long_prompt_is_cut_to_fit_and_the_cut_is_reported():
-    from memharness.memsys.backends.local import LlamaCppBackend
+    from memharness.memsys.services.backends.local import LlamaCppBackend
 
     backend = LlamaCppBackend(embedded="smollm2", n_ctx=512, n_threads=2)
     assert backend.model_id.endswith(":ctx512")  # a different context is a different cache namespace
@@ -26,9 +26,9 @@ def test_long_prompt_is_cut_to_fit_and_the_cut_is_reported():
 def test_prompt_logprobs_reward_a_relevant_representative_and_feed_ss_theta(tmp_path):
     """The real model scores a group's text higher after a summary of it than after an unrelated one."""
     from hierarchy_fakes import WordTokenizer
-    from memharness.memsys.backends.llm import LLM
-    from memharness.memsys.backends.local import LlamaCppBackend
-    from memharness.memsys.backends.types import LogprobRequest
+    from memharness.memsys.services.llm import LLM
+    from memharness.memsys.services.backends.local import LlamaCppBackend
+    from memharness.memsys.services.types import LogprobRequest
     from memharness.memsys.hierarchy.ss_theta import ss_theta
     from memharness.memsys.hierarchy.store import HierarchyStore
     import numpy as np

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from memharness.baselines.full_context import FullContext
 from memharness.memsys.base import MemorySystem, fill_budget
-from memharness.memsys.tokens import get_tokenizer
+from memharness.memsys.services.tokens import get_tokenizer
 from memharness.memsys.types import RetrievedItem, units_from_texts
 
 

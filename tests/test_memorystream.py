@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memharness.memsys.backends.embed import Embedder
-from memharness.memsys.backends.types import Completion
-from memharness.memsys.memorystream import MemoryStream, recency_scores
-from memharness.memsys.tokens import get_tokenizer
+from memharness.memsys.services.embed import Embedder
+from memharness.memsys.services.types import Completion
+from memharness.memsys.memorystream.memory import MemoryStream, recency_scores
+from memharness.memsys.services.tokens import get_tokenizer
 from memharness.memsys.types import units_from_texts
 
 from fakes import HashEmbed

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from memharness.eval import memtree_figures as mf
+from memharness.eval.report import memtree_figures as mf
 from memtree_fakes import make_tree, unit
 
 TABLE = {"a1": [1, 0, 0], "a2": [1, 0.2, 0], "b": [0, 1, 0], "c": [0.6, 0, 0.8]}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from memharness.memsys.memtree import MemTree
+from memharness.memsys.memtree.memory import MemTree
 from memharness.memsys.types import units_from_texts
 
 pytestmark = pytest.mark.slow
@@ -11,10 +11,10 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def services():
-    from memharness.memsys.backends.embed import Embedder
-    from memharness.memsys.backends.llm import LLM
-    from memharness.memsys.backends.local import LlamaCppBackend, SentenceTransformerBackend
-    from memharness.memsys.tokens import get_tokenizer
+    from memharness.memsys.services.embed import Embedder
+    from memharness.memsys.services.llm import LLM
+    from memharness.memsys.services.backends.local import LlamaCppBackend, SentenceTransformerBackend
+    from memharness.memsys.services.tokens import get_tokenizer
 
     llm = LLM(LlamaCppBackend(embedded="smollm2", n_ctx=1024), max_in_flight=1, progress=False)
     yield llm, Embedder(SentenceTransformerBackend()), get_tokenizer()

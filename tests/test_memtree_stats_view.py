@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memharness.memsys.memtree import MemTree
+from memharness.memsys.memtree.memory import MemTree
 from memharness.memsys.hierarchy.diagnostics import structure_stats
 from memharness.memsys.hierarchy.revenue import revenue_exact, revenue_sampled
 from memharness.memsys.hierarchy.view import render_html

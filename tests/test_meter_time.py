@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 import time
 
-from memharness.memsys.backends.meter import Ledger, Meter
+from memharness.memsys.services.meter import Ledger, Meter
 
 
 def _call(meter: Meter, seconds: float, start: threading.Event) -> None:

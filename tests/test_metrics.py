@@ -3,8 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memharness.eval.metrics import (MetricError, bootstrap_ci, exact_match, lexical_scores, normalize_answer, parse_choice,
-                          parse_judge, rouge, summarize, token_f1)
+from memharness.eval.metrics.lexical import MetricError, bootstrap_ci, exact_match, lexical_scores, normalize_answer, parse_choice, parse_judge, rouge, summarize, token_f1
 
 
 def test_squad_normalisation():

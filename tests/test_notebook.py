@@ -6,7 +6,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from memharness.eval.runner import run
+from memharness.eval.run.runner import run
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "compare_runs.ipynb"
 

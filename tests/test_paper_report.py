@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from memharness.eval.paper_report import build_report, latex_escape, main
-from memharness.eval.runner import run
+from memharness.eval.papers.report import build_report, latex_escape, main
+from memharness.eval.run.runner import run
 
 ROOT = Path(__file__).resolve().parent.parent
 GPT4O, TE3L = "openai:gpt-4o@1a2b3c4d", "openai:text-embedding-3-large"

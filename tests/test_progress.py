@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 import re
 
-from memharness.eval.runner import run
+from memharness.eval.run.runner import run
 
 
 def test_progress_lines_are_logged_for_the_episodes_and_the_audit(make_cfg, tmp_path):

@@ -7,10 +7,9 @@ import pytest
 import yaml
 
 from memharness.data_prep import multihop, novelqa, quality
-from memharness.eval.published import (FOLDER, Identity, PublishedError, load_all, load_paper,
-                                       normalize_model_id)
-from memharness.eval.published_check import check_paper, numbers_in, papers_candidates, papers_folder
-from memharness.eval.published_names import CATEGORY_LABELS, harness_problems, position_labels
+from memharness.eval.papers.store import FOLDER, Identity, PublishedError, load_all, load_paper, normalize_model_id
+from memharness.eval.papers.check import check_paper, numbers_in, papers_candidates, papers_folder
+from memharness.eval.papers.names import CATEGORY_LABELS, harness_problems, position_labels
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 FILES = sorted(FOLDER.glob("*.yaml"))

@@ -7,12 +7,12 @@ import pytest
 
 from raptor_fakes import EchoSummariser, PlainRaptor, WordTokenizer, make_raptor, two_blobs, unit, units
 
-from memharness.memsys import raptor_clustering as rc
+from memharness.memsys.raptor import clustering as rc
 from memharness.memsys.hierarchy.memory import load_memory
-from memharness.memsys.raptor import Raptor
-from memharness.memsys.raptor_chunker import make_chunks, sentence_chunks
-from memharness.memsys.raptor_clustering import ClusterLog, ClusterSettings
-from memharness.memsys.tokens import get_tokenizer
+from memharness.memsys.raptor.memory import Raptor
+from memharness.memsys.raptor.chunker import make_chunks, sentence_chunks
+from memharness.memsys.raptor.clustering import ClusterLog, ClusterSettings
+from memharness.memsys.services.tokens import get_tokenizer
 
 WT = WordTokenizer()
 
@@ -285,7 +285,7 @@ def test_a_point_between_two_clusters_gets_two_parents_and_each_layer_is_one_bat
 
 
 def test_layers_are_built_until_the_stop_rule_or_num_layers(monkeypatch):
-    import memharness.memsys.raptor as raptor_module
+    import memharness.memsys.raptor.memory as raptor_module
 
     def pairs(vectors, tokens, settings, seed, log, path, reduce):  # clusters of two consecutive nodes
         return [[i, i + 1] for i in range(0, len(vectors), 2)]

@@ -11,8 +11,8 @@ import yaml
 
 from test_cli import run_py
 
-from memharness.eval.runner import build_memory
-from memharness.memsys.raptor import Raptor
+from memharness.eval.run.runner import build_memory
+from memharness.memsys.raptor.memory import Raptor
 
 CONF = Path(__file__).resolve().parent.parent / "conf"
 EXPERIMENTS = {

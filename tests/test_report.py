@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from memharness.eval import plots
-from memharness.eval.metrics import summarize
-from memharness.eval.report import ReportError, build_report, find_runs, latest_per_config, load_run
-from memharness.eval.stats import mcnemar, paired_bootstrap
+from memharness.eval.report import plots
+from memharness.eval.metrics.lexical import summarize
+from memharness.eval.report.comparison import ReportError, build_report, find_runs, latest_per_config, load_run
+from memharness.eval.metrics.stats import mcnemar, paired_bootstrap
 
 
 def _summary(mean):

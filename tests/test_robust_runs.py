@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import pytest
 
-from memharness.memsys.backends.fault_server import FaultConfig, FaultServer
+from memharness.memsys.testing.fault_server import FaultConfig, FaultServer
 
 pytestmark = pytest.mark.slow  # each row is a whole run.py process (the same checks run in-process elsewhere)
 
@@ -322,7 +322,7 @@ def test_report_lists_incomplete_runs(tmp_path: Path):
                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
         assert proc.returncode == (3 if extra else 0), proc.stderr[-2000:]
     assert (cut / "INCOMPLETE.json").is_file() and (cut / "metrics.json").is_file()
-    report = subprocess.run([sys.executable, "-m", "memharness.eval.report", str(tmp_path / "runs"), "--out",
+    report = subprocess.run([sys.executable, "-m", "memharness.eval.report.comparison", str(tmp_path / "runs"), "--out",
                              str(tmp_path / "tables"), "--name", "t", "--all"], cwd=ROOT, env=env,
                             capture_output=True, text=True)
     assert report.returncode == 0, report.stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from memharness.data_prep.base import subset
 from memharness.data_prep.sample import load as load_sample
-from memharness.eval.runner import run
+from memharness.eval.run.runner import run
 
 JUDGE = "You are grading answers"  # a phrase only the judge prompt (conf/eval/default.yaml) contains
 SCRIPT = f'[["Which striker","perhaps"],["{JUDGE}","1"]]'
@@ -99,7 +99,7 @@ def test_warm_rerun_makes_no_backend_calls(make_cfg, tmp_path):
 
 def test_multiple_choice_mode_scores_letters(make_cfg, tmp_path):
     # The sample has no options; a question with options is exercised through the answer helpers.
-    from memharness.eval.answer import answer_request, is_multiple_choice, mc_correct
+    from memharness.eval.run.answer import answer_request, is_multiple_choice, mc_correct
     from memharness.memsys.types import Question
 
     q = Question(id="q", text="Which?", answers=(), position=0, options=("red", "blue", "green"), gold_option=1)
@@ -132,7 +132,7 @@ def test_judge_calibration_exposes_a_judge_that_always_says_one(make_cfg, tmp_pa
     # another model id, so the first run's cached replies do not apply;
     # a judge that says 1 only when the prediction repeats the reference word for word
     cfg = make_cfg("memory=full_context", "dataset.limit=4", "+llm.backend.model_id=fake-strict-judge")
-    from memharness.eval.answer import reference_text
+    from memharness.eval.run.answer import reference_text
 
     ref = reference_text(subset(load_sample(), 4, 0, "type").episodes[0].questions[0])  # one of the 4 references
     cfg.llm.backend.script = [[f"Reference: {ref} | Predicted: {ref} ->", "1"], [JUDGE, "0"]]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from memharness.data_prep.sample import load as load_sample
-from memharness.eval.runner import run
+from memharness.eval.run.runner import run
 
 SELF = ["memory=full_context", "memory._target_=graphrag_fakes.SelfAnsweringMemory"]
 

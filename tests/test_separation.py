@@ -1,7 +1,7 @@
 """The note under a table saying whether its judge column separates the systems, and why not."""
 from __future__ import annotations
 
-from memharness.eval.separation import judge_notes
+from memharness.eval.judge.separation import judge_notes
 
 
 def run(memory: str, mean: float, low: float, high: float, cal=(1.0, 1.0), n: int = 6, dataset: str = "sample"):

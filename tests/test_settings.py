@@ -6,7 +6,7 @@ from typing import Annotated, Any, Iterator, Literal
 
 import pytest
 
-from memharness.memsys.backends.secrets import install_log_redaction, redact_text
+from memharness.memsys.services.secrets import install_log_redaction, redact_text
 from memharness.memsys.base import MemorySystem
 from memharness.memsys.hierarchy.memory import HierarchicalMemory
 from memharness.memsys.settings import ChoicesFrom, Instantiated, Placeholders, Range, declared_settings
@@ -120,7 +120,7 @@ def test_hierarchical_base_declarations_reach_every_subclass():
 
 
 def test_missing_required_and_bad_targets_are_named():
-    assert check_target({"_target_": "memharness.memsys.backends.openai_compat.OpenAIBackend"}, "llm.backend") == [
+    assert check_target({"_target_": "memharness.memsys.services.backends.openai_compat.OpenAIBackend"}, "llm.backend") == [
         "llm.backend.model: missing (expected a non-empty string)"]
     problems = check_target({"_target_": "memharness.memsys.nope.Missing"}, "memory")
     assert len(problems) == 1 and problems[0].startswith("memory._target_='memharness.memsys.nope.Missing': cannot be")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from memharness.eval import io as run_io
-from memharness.eval.runner import run
+from memharness.eval.record import folder as run_io
+from memharness.eval.run.runner import run
 
 
 def _build_calls(metrics: dict) -> int:

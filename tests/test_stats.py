@@ -6,8 +6,7 @@ import itertools
 import numpy as np
 import pytest
 
-from memharness.eval.stats import (StatsError, cohen_kappa, is_binary, mcnemar, paired_bootstrap, paired_permutation,
-                                   paired_test)
+from memharness.eval.metrics.stats import StatsError, cohen_kappa, is_binary, mcnemar, paired_bootstrap, paired_permutation, paired_test
 
 
 def test_mcnemar_exact_binomial_by_hand():

@@ -7,7 +7,7 @@ from structmem_fakes import FACTS_REPLY, PROMPTS, TRIPLES_REPLY, FakeLLM, by_kin
 
 from memharness.memsys.structmem.extraction import (ExtractionCounts, extract, parse_atomic_facts, parse_summary,
                                                     parse_triples, source_chunks)
-from memharness.memsys.tokens import get_tokenizer
+from memharness.memsys.services.tokens import get_tokenizer
 
 MAX_TOKENS = {"triples": 64, "atomic_facts": 64, "summaries": 64}
 

@@ -9,9 +9,9 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 from structmem_fakes import PROMPTS, FakeLLM, by_kind, make_memory, unit
 
-from memharness.eval.answer import answer_request
-from memharness.eval.metrics import parse_choice
-from memharness.eval.runner import run
+from memharness.eval.run.answer import answer_request
+from memharness.eval.metrics.lexical import parse_choice
+from memharness.eval.run.runner import run
 from memharness.memsys.hierarchy import load_memory
 from memharness.memsys.types import Question, RetrievedItem
 

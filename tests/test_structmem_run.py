@@ -56,7 +56,7 @@ def test_a_sweep_over_structures_and_retrievals_writes_one_folder_per_cell_and_o
         overrides = dict(o.split("=", 1) for o in metrics["overrides"] if o.startswith("memory."))
         cells.add((overrides["memory.structure"], overrides["memory.retrieval"]))
     assert cells == {(s, r) for s in STRUCTURES for r in RETRIEVALS}
-    tables = subprocess.run([sys.executable, "-m", "memharness.eval.report", str(tmp_path / "runs"), "--out",
+    tables = subprocess.run([sys.executable, "-m", "memharness.eval.report.comparison", str(tmp_path / "runs"), "--out",
                              str(tmp_path / "tables"), "--name", "grid"], cwd=ROOT, capture_output=True, text=True)
     assert tables.returncode == 0, tables.stderr
     scores = (tmp_path / "tables" / "grid.md").read_text().split("## Scores")[1].split("\n## ")[0]

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..types import Unit
+from memharness.memsys.types import Unit
 
 CHUNKINGS = ("units", "pack")
 _SENTENCE_END = re.compile(r"(?<=[.?!])['\"]?\s+")

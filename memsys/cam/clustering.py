@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from .network import Adjacency, Replicas
+from memharness.memsys.cam.network import Adjacency, Replicas
 
 
 def greedy_colouring(nodes: Sequence[int], adj: Mapping[int, set[int]]) -> list[list[int]]:

@@ -30,9 +30,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..types import content_id
-from .clustering import Propagation, communities, plan_clusters, propagate_labels, super_edges
-from .network import Adjacency, Replicas, composite_similarity, ego_changes, expand_network
+from memharness.memsys.types import content_id
+from memharness.memsys.cam.clustering import Propagation, communities, plan_clusters, propagate_labels, super_edges
+from memharness.memsys.cam.network import Adjacency, Replicas, composite_similarity, ego_changes, expand_network
 
 Summariser = Callable[[list[list[str]]], list[tuple[str, bool]]]  # member texts -> (summary, failed)
 Embed = Callable[[list[str]], np.ndarray]

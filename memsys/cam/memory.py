@@ -26,16 +26,16 @@ from typing import Annotated, Any, Literal, Sequence
 
 import numpy as np
 
-from ..backends.types import ChatRequest
-from ..base import fill_budget
-from ..hierarchy import traverse
-from ..hierarchy.memory import HierarchicalMemory, retrieval_record
-from ..hierarchy.store import HierarchyStore
-from ..settings import Placeholders, Range
-from ..types import RetrievedItem, Unit, content_id
-from .chunking import chunks_of
-from .develop import Development, Node, Settings
-from .retrieval import Exploration, consecutive_runs, explore, numbered_passages
+from memharness.memsys.services.types import ChatRequest
+from memharness.memsys.base import fill_budget
+from memharness.memsys.hierarchy import traverse
+from memharness.memsys.hierarchy.memory import HierarchicalMemory, retrieval_record
+from memharness.memsys.hierarchy.store import HierarchyStore
+from memharness.memsys.settings import Placeholders, Range
+from memharness.memsys.types import RetrievedItem, Unit, content_id
+from memharness.memsys.cam.chunking import chunks_of
+from memharness.memsys.cam.develop import Development, Node, Settings
+from memharness.memsys.cam.retrieval import Exploration, consecutive_runs, explore, numbered_passages
 
 
 

@@ -25,9 +25,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..backends.types import ChatRequest
-from ..hierarchy import traverse
-from ..hierarchy.store import HierarchyStore
+from memharness.memsys.services.types import ChatRequest
+from memharness.memsys.hierarchy import traverse
+from memharness.memsys.hierarchy.store import HierarchyStore
 
 SELECTION_PARSES = ("strict", "lenient")
 _LIST = re.compile(r"\[[^\[\]]*\]")

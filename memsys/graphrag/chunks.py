@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..types import Unit, content_id
+from memharness.memsys.types import Unit, content_id
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ connected component. That algorithm, rebuilt on python-igraph (or leidenalg):
   igraph's C-core Leiden (``Graph.community_leiden``, by the algorithm's author), whose ``beta`` is
   graspologic's ``randomness`` (GraphRAG 0.001); ``backend: leidenalg`` is
   ``leidenalg.find_partition`` with ``RBConfigurationVertexPartition`` (no randomness parameter;
-  10-30x slower here, see bench/graphrag.py);
+  10-30x slower here, see eval/bench/graphrag.py);
 - every community with more than ``max_cluster_size`` members (graspologic's docstring says
   ">="; the issue and nano-graphrag say larger than) is re-partitioned on its induced
   subgraph as level + 1, until none is too big; a community whose partition does not split

@@ -30,9 +30,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..backends.types import ChatRequest
-from .chunks import TextUnit
-from .common import FailureLog, clean_str, fill, parse_json_object
+from memharness.memsys.services.types import ChatRequest
+from memharness.memsys.graphrag.chunks import TextUnit
+from memharness.memsys.graphrag.common import FailureLog, clean_str, fill, parse_json_object
 
 
 @dataclass(frozen=True)

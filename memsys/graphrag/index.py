@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..hierarchy.store import HierarchyStore
-from .chunks import TextUnit
+from memharness.memsys.hierarchy.store import HierarchyStore
+from memharness.memsys.graphrag.chunks import TextUnit
 
 
 @dataclass

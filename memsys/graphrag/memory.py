@@ -21,21 +21,21 @@ from typing import Annotated, Any, Iterator, Literal, Sequence
 
 import numpy as np
 
-from ..backends.types import Completion
-from ..hierarchy import traverse
-from ..hierarchy.memory import HierarchicalMemory, retrieval_record
-from ..hierarchy.store import HierarchyStore
-from ..settings import NonEmpty, Placeholders, Range
-from ..types import Question, RetrievedItem, Unit, content_id
-from .chunks import TextUnit, make_text_units
-from .common import FailureLog, build_provenance
-from .communities import Community, hierarchical_leiden
-from .extract import ExtractSettings, run_extraction
-from .index import GraphIndex
-from .merge import Graph, SummarySettings, merge_graph, summarize_descriptions
-from .reports import ContextBuilder, Report, ReportSettings, generate_reports
-from .search_global import GlobalSearch, GlobalSearchSettings, global_settings
-from .search_local import LocalSearch, LocalSearchSettings, local_settings, local_settings_problems
+from memharness.memsys.services.types import Completion
+from memharness.memsys.hierarchy import traverse
+from memharness.memsys.hierarchy.memory import HierarchicalMemory, retrieval_record
+from memharness.memsys.hierarchy.store import HierarchyStore
+from memharness.memsys.settings import NonEmpty, Placeholders, Range
+from memharness.memsys.types import Question, RetrievedItem, Unit, content_id
+from memharness.memsys.graphrag.chunks import TextUnit, make_text_units
+from memharness.memsys.graphrag.common import FailureLog, build_provenance
+from memharness.memsys.graphrag.communities import Community, hierarchical_leiden
+from memharness.memsys.graphrag.extract import ExtractSettings, run_extraction
+from memharness.memsys.graphrag.index import GraphIndex
+from memharness.memsys.graphrag.merge import Graph, SummarySettings, merge_graph, summarize_descriptions
+from memharness.memsys.graphrag.reports import ContextBuilder, Report, ReportSettings, generate_reports
+from memharness.memsys.graphrag.search_global import GlobalSearch, GlobalSearchSettings, global_settings
+from memharness.memsys.graphrag.search_local import LocalSearch, LocalSearchSettings, local_settings, local_settings_problems
 
 log = logging.getLogger(__name__)
 DELIMITERS = ("entity_types", "tuple_delimiter", "record_delimiter", "completion_delimiter")

@@ -27,10 +27,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..backends.types import ChatRequest
-from .chunks import TextUnit
-from .common import FailureLog, fill
-from .extract import EntityRecord, RelationRecord
+from memharness.memsys.services.types import ChatRequest
+from memharness.memsys.graphrag.chunks import TextUnit
+from memharness.memsys.graphrag.common import FailureLog, fill
+from memharness.memsys.graphrag.extract import EntityRecord, RelationRecord
 
 
 @dataclass

@@ -28,10 +28,10 @@ import io
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..backends.types import ChatRequest
-from .common import FailureLog, clean_str, fill, parse_json_object
-from .communities import Community
-from .merge import Graph
+from memharness.memsys.services.types import ChatRequest
+from memharness.memsys.graphrag.common import FailureLog, clean_str, fill, parse_json_object
+from memharness.memsys.graphrag.communities import Community
+from memharness.memsys.graphrag.merge import Graph
 
 
 @dataclass

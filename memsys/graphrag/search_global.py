@@ -30,11 +30,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Sequence, TypedDict
 
-from ..backends.types import ChatRequest
-from ..settings import NonEmpty, Range
-from ..types import RetrievedItem, content_id, option_letters
-from .common import FailureLog, fill, parse_json_object
-from .index import GraphIndex
+from memharness.memsys.services.types import ChatRequest
+from memharness.memsys.settings import NonEmpty, Range
+from memharness.memsys.types import RetrievedItem, content_id, option_letters
+from memharness.memsys.graphrag.common import FailureLog, fill, parse_json_object
+from memharness.memsys.graphrag.index import GraphIndex
 
 GLOBAL_DEFAULTS = {"community_level": 2, "map_batch_tokens": 12000, "map_max_words": 1000, "map_max_tokens": 1500,
                    "reduce_max_words": 2000, "reduce_max_tokens": 64, "response_type": "a short answer of a few words",

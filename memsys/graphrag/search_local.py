@@ -32,10 +32,10 @@ from typing import Annotated, Any, Literal, Sequence, TypedDict
 
 import numpy as np
 
-from ..hierarchy.traverse import top_k_positions
-from ..settings import Range
-from ..types import RetrievedItem
-from .index import GraphIndex, Rel
+from memharness.memsys.hierarchy.traverse import top_k_positions
+from memharness.memsys.settings import Range
+from memharness.memsys.types import RetrievedItem
+from memharness.memsys.graphrag.index import GraphIndex, Rel
 
 LOCAL_DEFAULTS = {"style": "graphrag", "top_k_entities": 10, "oversample": 2, "entity_threshold": -1.0,
                   "top_k_relationships": 10, "community_prop": 0.15, "text_unit_prop": 0.5, "community_level": 2,

@@ -1,6 +1,6 @@
 """The hierarchy core: one store, one set of traversals, diagnostics and one HTML view for every
 hierarchical memory (extraction α → coarsening C = (π, ρ) level by level → traversal τ)."""
-from .memory import HierarchicalMemory, load_memory
-from .store import HierarchyStore
+from memharness.memsys.hierarchy.memory import HierarchicalMemory, load_memory
+from memharness.memsys.hierarchy.store import HierarchyStore
 
 __all__ = ["HierarchicalMemory", "HierarchyStore", "load_memory"]

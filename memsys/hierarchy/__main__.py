@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..tokens import get_tokenizer
-from .memory import load_memory
-from .view import render_html
+from memharness.memsys.services.tokens import get_tokenizer
+from memharness.memsys.hierarchy.memory import load_memory
+from memharness.memsys.hierarchy.view import render_html
 
 
 def main(argv: list[str] | None = None, embedder=None) -> None:
@@ -24,8 +24,8 @@ def main(argv: list[str] | None = None, embedder=None) -> None:
     ap.add_argument("--budget", type=int, default=1000, help="token budget of each retrieval")
     args = ap.parse_args(argv)
     if args.ask and embedder is None:
-        from ..backends.embed import Embedder
-        from ..backends.local import SentenceTransformerBackend
+        from memharness.memsys.services.embed import Embedder
+        from memharness.memsys.services.backends.local import SentenceTransformerBackend
 
         embedder = Embedder(SentenceTransformerBackend())
     memory = load_memory(args.folder, embedder=embedder, tokenizer=get_tokenizer())

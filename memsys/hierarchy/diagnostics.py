@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .store import HierarchyStore
+from memharness.memsys.hierarchy.store import HierarchyStore
 
 
 def structure_stats(store: HierarchyStore) -> dict[str, Any]:
@@ -130,8 +130,8 @@ def hierarchy_stats(store: HierarchyStore, tokenizer: Any, llm: Any = None, *, s
                     coherence_exact_max_members: int = 2000, coherence_samples: int = 20000,
                     ss_theta_groups: int = 0, ss_theta_max_tokens: int = 256) -> dict[str, Any]:
     """Everything a hierarchical memory reports in ``memory_stats.json``, JSON-ready."""
-    from .revenue import revenue
-    from .ss_theta import ss_theta
+    from memharness.memsys.hierarchy.revenue import revenue
+    from memharness.memsys.hierarchy.ss_theta import ss_theta
 
     return {"structure": structure_stats(store), "depth_profile": depth_profile(store, tokenizer),
             "levels": level_profile(store, tokenizer),

@@ -18,13 +18,13 @@ from typing import Annotated, Any, Literal, TypedDict
 
 import numpy as np
 
-from .. import fileio
-from ..base import MemorySystem, fill_budget
-from ..settings import ChoicesFrom, Range
-from ..types import RetrievedItem
-from . import traverse
-from .diagnostics import hierarchy_stats
-from .store import HierarchyStore
+from memharness.memsys.services import files as fileio
+from memharness.memsys.base import MemorySystem, fill_budget
+from memharness.memsys.settings import ChoicesFrom, Range
+from memharness.memsys.types import RetrievedItem
+from memharness.memsys.hierarchy import traverse
+from memharness.memsys.hierarchy.diagnostics import hierarchy_stats
+from memharness.memsys.hierarchy.store import HierarchyStore
 
 DIAGNOSTICS = {"revenue_exact_max_leaves": 1500, "revenue_samples": 20000, "coherence_exact_max_members": 2000,
                "coherence_samples": 20000, "ss_theta_groups": 0, "ss_theta_max_tokens": 256}
@@ -117,7 +117,7 @@ class HierarchicalMemory(MemorySystem):
 
     def save(self, out_dir: str | Path, view: bool = True) -> None:
         """Write hierarchy.json, embeddings.npy and (with ``view``) view.html into ``out_dir``."""
-        from .view import render_html
+        from memharness.memsys.hierarchy.view import render_html
 
         system = f"{type(self).__module__}.{type(self).__qualname__}"
         self.store.save(out_dir, extra={"system": system, "hyperparameters": self.hyperparameters(),

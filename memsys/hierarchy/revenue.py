@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .store import HierarchyStore
+from memharness.memsys.hierarchy.store import HierarchyStore
 
 
 def _leaf_sets(store: HierarchyStore) -> tuple[list[int], dict[int, int]]:

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.types import LogprobRequest
-from .store import HierarchyStore
+from memharness.memsys.services.types import LogprobRequest
+from memharness.memsys.hierarchy.store import HierarchyStore
 
 # {representative} is the group's representative; the scored text follows the prefix.
 TEMPLATE = "Summary of the passages below:\n{representative}\n\nPassages:\n"

@@ -17,8 +17,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .. import fileio
-from ..types import RetrievedItem
+from memharness.memsys.services import files as fileio
+from memharness.memsys.types import RetrievedItem
 
 FORMAT = "memharness.hierarchy/1"
 

@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .store import HierarchyStore
+from memharness.memsys.hierarchy.store import HierarchyStore
 
 Ranked = list[tuple[int, float]]
 TRAVERSALS = ("collapsed", "collapsed_expand", "top_down")

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from .store import HierarchyStore
+from memharness.memsys.hierarchy.store import HierarchyStore
 
 _STYLE = """
 body{font-family:sans-serif;font-size:14px;margin:1em}

@@ -23,9 +23,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..backends.types import ChatRequest
-from ..tokens import chunk_text
-from ..types import Unit
+from memharness.memsys.services.types import ChatRequest
+from memharness.memsys.services.tokens import chunk_text
+from memharness.memsys.types import Unit
 
 KINDS = ("chunks", "triples", "atomic_facts", "summaries")
 STRUCTURES = (*KINDS, "mixed")

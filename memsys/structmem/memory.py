@@ -25,13 +25,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Annotated, Any, Literal, Sequence
 
-from ..base import fill_budget
-from ..hierarchy.memory import HierarchicalMemory, retrieval_record
-from ..settings import NonEmpty, Range
-from ..types import RetrievedItem, Unit, content_id
-from . import extraction
-from .retrieval import iterative, rerank
-from .scoring import Retriever
+from memharness.memsys.base import fill_budget
+from memharness.memsys.hierarchy.memory import HierarchicalMemory, retrieval_record
+from memharness.memsys.settings import NonEmpty, Range
+from memharness.memsys.types import RetrievedItem, Unit, content_id
+from memharness.memsys.structmem import extraction
+from memharness.memsys.structmem.retrieval import iterative, rerank
+from memharness.memsys.structmem.scoring import Retriever
 
 _PREFIX = {"chunks": "c-", "triples": "t-", "atomic_facts": "a-", "summaries": "s-"}
 

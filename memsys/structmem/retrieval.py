@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ..backends.types import ChatRequest
+from memharness.memsys.services.types import ChatRequest
 
 Ranked = list[tuple[int, float]]
 FINALS = ("best_score", "final_query")

@@ -23,8 +23,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..hierarchy import traverse
-from ..hierarchy.store import HierarchyStore
+from memharness.memsys.hierarchy import traverse
+from memharness.memsys.hierarchy.store import HierarchyStore
 
 Ranked = list[tuple[int, float]]
 SCORERS = ("dense", "bm25", "hybrid")

@@ -1,0 +1,29 @@
+"""Run every benchmark module in ``eval/bench/`` and write the figures to results/bench/."""
+from __future__ import annotations
+
+import importlib
+import json
+import pkgutil
+import sys
+import time
+from pathlib import Path
+
+from memharness.eval import bench
+
+
+def main(names: list[str]) -> None:
+    modules = names or sorted(m.name for m in pkgutil.iter_modules(bench.__path__) if not m.name.startswith("_"))
+    figures = {}
+    for name in modules:
+        print(f"== bench {name}", flush=True)
+        start = time.perf_counter()
+        figures[name] = importlib.import_module(f"memharness.eval.bench.{name}").main()
+        print(f"   ({time.perf_counter() - start:.1f} s)", flush=True)
+    out = Path("results/bench")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "figures.json").write_text(json.dumps(figures, indent=1, default=str))
+    print(f"figures: {out / 'figures.json'}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

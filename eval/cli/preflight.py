@@ -1,0 +1,90 @@
+"""A Hydra callback that checks a run before Hydra creates its folder or writes ``.hydra/``.
+
+Configured in ``conf/config.yaml`` (``hydra.callbacks.preflight``). Before a single run it checks
+every setting (``eval.validate``) and that the run folder can be created and written; before a
+multirun, that the sweep folder can be written. A key pasted where a variable *name* is expected
+(``*.api_key_env=<the key>``) stops the command here, so it never reaches Hydra's own files. Any
+problem is printed as ``error: <one line>`` and the command exits with status 2.
+"""
+from __future__ import annotations
+
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+
+from memharness.memsys.services.secrets import install_log_redaction, register_secret_value
+from memharness.memsys.services.types import ConfigError
+from memharness.memsys.settings import looks_like_key
+
+from memharness.eval.run import failures
+from memharness.eval.cli.run_command import key_env_overrides, print_error
+
+
+class Preflight(Callback):
+    """Checks settings and output folders before anything is written or loaded."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from memharness.eval.run.validate import config_problems
+
+        problems = _key_problems(config)
+        if not problems:
+            HydraConfig.instance().set_config(config)  # so ${hydra:...} interpolations resolve
+            task = OmegaConf.create(OmegaConf.to_container(config, resolve=False))
+            with read_write(task), open_dict(task):
+                del task["hydra"]
+            try:
+                problems = config_problems(task)
+            except ConfigError as err:
+                problems = str(err).splitlines()
+        if not problems:
+            problems = writable_problems(str(config.hydra.run.dir), "hydra.run.dir")
+        _stop_on(problems)
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        problems = _key_problems(config)
+        if not problems:
+            HydraConfig.instance().set_config(config)
+            problems = writable_problems(str(config.hydra.sweep.dir), "hydra.sweep.dir")
+        _stop_on(problems)
+
+
+def _key_problems(config: DictConfig) -> list[str]:
+    """Overrides that put something other than a variable name into ``*.api_key_env`` (not echoed)."""
+    install_log_redaction()
+    problems = []
+    for key, values in key_env_overrides(list(config.hydra.overrides.task)):
+        bad = [v for v in values if v and v.lower() != "null" and looks_like_key(v)]
+        for value in bad:
+            register_secret_value(value)
+        if bad:
+            problems.append(f"{key}: expected the NAME of an environment variable that holds the key (such as "
+                            "OPENAI_API_KEY); the value given is not a variable name and may be the key itself, so "
+                            "it is not shown. Export the key in a variable and pass that variable's name")
+    return problems
+
+
+def writable_problems(folder: str, setting: str) -> list[str]:
+    """Create ``folder`` and write a probe file in it; a problem line naming the setting if that fails."""
+    path = Path(folder)
+    probe = path / f".write-probe-{uuid.uuid4().hex[:8]}"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as err:
+        blocker = next((p for p in [path, *path.parents] if p.exists() and not p.is_dir()), None)
+        reason = f"{blocker} is a file, not a folder" if blocker else (err.strerror or str(err))
+        return [f"{setting}={folder!r}: cannot create or write the output folder ({reason}); "
+                f"choose a writable folder with {setting}=<path>"]
+    return []
+
+
+def _stop_on(problems: list[str]) -> None:
+    if problems:
+        print_error("\n".join(problems))
+        sys.exit(failures.EXIT_USER_ERROR)

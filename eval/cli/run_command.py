@@ -1,0 +1,144 @@
+"""What the ``memharness`` command does around one run: secrets, errors as one line, exit codes.
+
+The Hydra task function (``eval.cli``) calls ``run_command`` once per run (once per job of a
+multirun); ``exit_status`` is the worst exit code of them all (``eval.failures`` lists the codes).
+A user's mistake never shows a traceback: it is printed as ``error: <one line>`` on stderr, with
+the setting or file to change, and every secret is masked.
+"""
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from memharness.data_prep.base import DatasetError
+from memharness.memsys.services.secrets import install_log_redaction, redact_text, register_secret_value
+from memharness.memsys.services.types import ConfigError, RunAborted
+from memharness.memsys.settings import looks_like_key
+
+from memharness.eval.run import failures
+from memharness.eval.record import folder as run_io
+
+log = logging.getLogger("memharness")
+_exit_codes: list[int] = []
+
+
+def print_error(message: str) -> None:
+    """One ``error:`` line per line of the message, secrets masked."""
+    for line in redact_text(str(message)).splitlines() or [""]:
+        print(f"error: {line}", file=sys.stderr, flush=True)
+
+
+def guard_argv(argv: list[str]) -> None:
+    """Before Hydra parses anything: a key pasted into an ``*api_key_env=`` override is registered as a
+    secret (masked in every log line and file) and every log record is redacted from now on."""
+    install_log_redaction()
+    for key, values in key_env_overrides(argv):
+        for value in values:
+            if value and value.lower() != "null" and looks_like_key(value):
+                register_secret_value(value)
+
+
+def key_env_overrides(overrides: list[str]) -> list[tuple[str, list[str]]]:
+    """(key, values) of the ``...api_key_env=...`` overrides (a sweep's values split on commas)."""
+    out = []
+    for item in overrides:
+        key, sep, value = str(item).partition("=")
+        if sep and key.lstrip("+~").endswith("api_key_env"):
+            out.append((key.lstrip("+~"), [v.strip().strip("'\"") for v in value.split(",")]))
+    return out
+
+
+def run_command(cfg: DictConfig, out_dir: Path, overrides: list[str], sweep_dir: Path | None = None) -> float | None:
+    """Run one evaluation; print errors as single lines; record the exit code; return judge accuracy."""
+    from memharness.eval.run.loggers import log_run
+    from memharness.eval.run.runner import run
+    from memharness.eval.run.validate import config_problems
+
+    install_log_redaction()
+    try:
+        problems = config_problems(cfg)  # also registers the key variables, so the redaction below masks them
+    except ConfigError as err:
+        problems = str(err).splitlines()
+    run_io.redact_files(out_dir / ".hydra")
+    if sweep_dir is not None:
+        run_io.redact_files(sweep_dir)
+    if problems:
+        return _fail(failures.EXIT_USER_ERROR, "\n".join(problems), out_dir)
+    if cfg.get("dry_run", False):
+        return _dry_run(cfg, out_dir, overrides)
+    try:
+        metrics = run(cfg, out_dir, overrides=overrides)
+        log_run(OmegaConf.to_container(cfg, resolve=True), metrics, out_dir)
+    except (ConfigError, DatasetError) as err:
+        return _fail(failures.EXIT_USER_ERROR, str(err), out_dir)
+    except RunAborted as err:
+        return _fail(failures.EXIT_ABORTED, f"{err}\nthe run stopped; {out_dir} is marked incomplete", out_dir)
+    except KeyboardInterrupt:
+        _mark(out_dir, "interrupted (Ctrl-C)")
+        raise
+    except BaseException as err:  # a bug: keep the traceback, but say which folder is incomplete
+        _mark(out_dir, f"crashed: {type(err).__name__}: {err}")
+        raise
+    return _report(cfg, metrics, out_dir)
+
+
+def _dry_run(cfg: DictConfig, out_dir: Path, overrides: list[str]) -> None:
+    """``dry_run=true``: write ``estimate.json`` (no backend call, no run files)."""
+    from memharness.eval.run.estimate import dry_run
+
+    try:
+        est = dry_run(cfg, out_dir, overrides)
+    except (ConfigError, DatasetError) as err:
+        return _fail(failures.EXIT_USER_ERROR, str(err), out_dir)
+    t = est["total"]
+    log.info("dry run (%s): %.0f LLM calls, %.0f prompt + %.0f completion tokens, %.0f embedding requests, "
+             "$%.4f estimated -> %s", est["label"], t["calls"], t["prompt_tokens"], t["completion_tokens"],
+             t["embed_requests"], t["cost_usd"], out_dir / "estimate.json")
+    _exit_codes.append(failures.EXIT_OK)
+    return None
+
+
+def _report(cfg: DictConfig, metrics: dict[str, Any], out_dir: Path) -> float | None:
+    counts, result = metrics["counts"], metrics["outcome"]
+    for line in failures.stage_warnings(metrics):
+        log.warning(line)
+    judge = metrics["metrics"].get("judge", {}).get("mean")
+    log.info("%s on %s: judge=%s scored=%d/%d failed=%d judge_unparsed=%d -> %s", cfg.memory.name, cfg.dataset.name,
+             "n/a" if judge is None else f"{judge:.3f}", counts["scored"], counts["questions"], result["failed"],
+             counts["judge_unparsed"], out_dir)
+    if result["exit_code"]:
+        print_error("\n".join(result["problems"]) + f"\nthe run's files are in {out_dir}")
+    _exit_codes.append(result["exit_code"])
+    return judge
+
+
+def refuse(message: str) -> None:
+    """A mistake found before the run starts (nothing was written): one error line, exit status 2."""
+    print_error(message)
+    _exit_codes.append(failures.EXIT_USER_ERROR)
+    return None
+
+
+def _fail(code: int, message: str, out_dir: Path) -> None:
+    print_error(message)
+    _mark(out_dir, message.splitlines()[0])
+    _exit_codes.append(code)
+    return None
+
+
+def _mark(out_dir: Path, reason: str) -> None:
+    """Update the INCOMPLETE marker of a run that had started (a folder without one is left alone)."""
+    if (out_dir / run_io.MARKER).is_file():
+        try:
+            run_io.mark_incomplete(out_dir, reason)
+        except ConfigError:
+            pass  # the folder became unwritable: the marker keeps its earlier reason
+
+
+def exit_status() -> int:
+    """The worst exit code of the runs of this process (0 when all went well)."""
+    return max(_exit_codes, default=0)

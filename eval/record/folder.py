@@ -1,0 +1,108 @@
+"""Run-folder writes: atomic files, secrets redacted, the INCOMPLETE marker, and clear errors.
+
+Every file of a run folder is written atomically (``memsys.fileio``): a crash, a full disk or a
+kill never leaves a half-written ``metrics.json`` or ``samples.jsonl`` that looks complete.
+``INCOMPLETE.json`` sits in the folder from the start of a run until every file is written; a run
+that stops early (an error, an authentication failure, the deadline) keeps it, with the reason.
+``python -m memharness.eval.report.comparison`` lists such folders as incomplete.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from memharness.memsys.services import files as fileio
+from memharness.memsys.services.secrets import redact_text, secret_values
+from memharness.memsys.services.types import ConfigError
+
+MARKER = "INCOMPLETE.json"
+RUN_DIR_SETTING = "hydra.run.dir"
+
+
+class OutputError(ConfigError):
+    """A run-folder or table file could not be written; the message names the path and the setting."""
+
+
+def output_error(err: OSError, setting: str = RUN_DIR_SETTING, folder: str | Path | None = None) -> OutputError:
+    """An OutputError for a failed write, naming the file, the cause and the setting to change."""
+    path = err.filename or folder or "?"
+    where = f"{setting}={str(folder)!r}" if folder is not None else setting
+    return OutputError(f"cannot write {path} ({err.strerror or err}); results go to {where}: choose a writable "
+                       "folder with free space")
+
+
+def write_text(out_dir: Path, name: str, text: str) -> Path:
+    """Atomically write ``out_dir/name`` with secrets redacted."""
+    try:
+        return fileio.write_text(out_dir / name, redact_text(text))
+    except OSError as err:
+        raise output_error(err, folder=out_dir) from None
+
+
+def write_json(out_dir: Path, name: str, obj: Any, **dump_args: Any) -> Path:
+    """Secret *values* are masked (field names are not: a package called tiktoken is no token)."""
+    return write_text(out_dir, name, json.dumps(obj, **dump_args))
+
+
+def write_jsonl(out_dir: Path, name: str, records: Iterable[dict[str, Any]]) -> Path:
+    secrets = secret_values()
+    lines = (redact_text(json.dumps(r, ensure_ascii=False), secrets) for r in records)
+    try:
+        return fileio.write_lines(out_dir / name, lines)
+    except OSError as err:
+        raise output_error(err, folder=out_dir) from None
+
+
+def begin_run(out_dir: Path) -> None:
+    """Create the run folder and mark it incomplete until ``end_run``."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise output_error(err, folder=out_dir) from None
+    mark_incomplete(out_dir, "running (or stopped without a reason: killed, out of memory)")
+
+
+def mark_incomplete(out_dir: Path, reason: str, **details: Any) -> None:
+    """Write or update the marker; never raises for an unwritable folder when only updating."""
+    doc = {"reason": redact_text(reason), "updated": time.strftime("%Y-%m-%dT%H:%M:%S"), "pid": os.getpid(),
+           **details}
+    try:
+        fileio.write_text(out_dir / MARKER, json.dumps(doc, indent=1) + "\n")
+    except OSError as err:
+        raise output_error(err, folder=out_dir) from None
+
+
+def end_run(out_dir: Path, metrics: dict[str, Any]) -> None:
+    """Every file is written: drop the marker, unless the run stopped early (e.g. its deadline)."""
+    incomplete = (metrics.get("outcome") or {}).get("incomplete")
+    if incomplete:
+        mark_incomplete(out_dir, incomplete)
+    else:
+        (out_dir / MARKER).unlink(missing_ok=True)
+
+
+def read_marker(folder: Path) -> dict[str, Any] | None:
+    """The marker of an incomplete run folder, or None."""
+    path = Path(folder) / MARKER
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"reason": "marker unreadable"}
+
+
+def redact_files(folder: Path, pattern: str = "*.yaml") -> None:
+    """Mask secrets in files written by others (Hydra's .hydra/*.yaml, multirun.yaml), in place."""
+    secrets = secret_values()
+    for path in sorted(Path(folder).glob(pattern)):
+        try:
+            text = path.read_text(encoding="utf-8")
+            clean = redact_text(text, secrets)
+            if clean != text:
+                fileio.write_text(path, clean)
+        except OSError:
+            continue

@@ -1,0 +1,73 @@
+"""Answer generation from retrieved items only, and the LLM judge (MemTree App. A.2.2)."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from memharness.memsys.services.types import ChatRequest
+from memharness.memsys.types import OPTION_LETTERS, Question, RetrievedItem, option_letters
+
+from memharness.eval.metrics.lexical import parse_choice
+
+LETTERS = OPTION_LETTERS
+
+
+def format_context(items: Sequence[RetrievedItem]) -> str:
+    """Number the retrieved items; an empty retrieval says so explicitly."""
+    if not items:
+        return "(no search results)"
+    return "\n\n".join(f"[{i + 1}] {item.text}" for i, item in enumerate(items))
+
+
+def format_options(options: Sequence[str], question_id: str = "?") -> str:
+    """``(A) first`` ... one line per option; more than 10 options is refused (``option_letters``)."""
+    letters = option_letters(len(options), question_id)
+    return "\n".join(f"({letters[i]}) {opt}" for i, opt in enumerate(options))
+
+
+def is_multiple_choice(question: Question, mode: str) -> bool:
+    if mode not in ("auto", "generative", "multiple_choice"):
+        raise ValueError(f"eval.answer.mode must be auto | generative | multiple_choice, got {mode!r}")
+    if mode == "multiple_choice" and not question.options:
+        raise ValueError(f"eval.answer.mode=multiple_choice but question {question.id} has no options")
+    chosen = bool(question.options) and (mode == "multiple_choice" or (mode == "auto" and question.gold_option is not None
+                                                                         and not question.answers))
+    if chosen:
+        option_letters(len(question.options), question.id)  # refuses more options than letters, clearly
+    return chosen
+
+
+def answer_request(question: Question, items: Sequence[RetrievedItem], cfg: Any) -> ChatRequest:
+    """The prompt sees only the question (and options) and the retrieved items."""
+    context = format_context(items)
+    if is_multiple_choice(question, cfg.mode):
+        prompt = cfg.mc_prompt.format(question=question.text, options=format_options(question.options, question.id),
+                                      context=context)
+        if not cfg.get("mc_constrained", True):  # a free reply in the prompt's own format, parsed by parse_choice
+            return ChatRequest.user(prompt, max_tokens=int(cfg.get("mc_max_tokens", 32)))
+        letters = tuple(option_letters(len(question.options), question.id))
+        return ChatRequest.user(prompt, max_tokens=2, choices=letters)
+    prompt = cfg.prompt.format(question=question.text, context=context)
+    return ChatRequest.user(prompt, max_tokens=int(cfg.max_tokens))
+
+
+def judge_request(question: Question, reference: str, prediction: str, cfg: Any) -> ChatRequest:
+    prompt = cfg.prompt.format(question=question.text, reference=reference, prediction=prediction)
+    return ChatRequest.user(prompt, max_tokens=int(cfg.max_tokens), choices=("0", "1"))
+
+
+def reference_text(question: Question) -> str:
+    """The reference the judge compares with: the gold answer, or the gold option's text."""
+    if question.answers:
+        return " / ".join(question.answers)
+    if question.options and question.gold_option is not None:
+        return question.options[question.gold_option]
+    raise ValueError(f"question {question.id} has neither answers nor a gold option")
+
+
+def mc_correct(question: Question, reply: str) -> tuple[int | None, float | None]:
+    """Parsed option index and 0/1 correctness. A reply naming no single option is wrong (0), as
+    in multiple-choice convention; the runner also counts it as ``mc_unparsed``."""
+    choice = parse_choice(reply, len(question.options or ()))
+    if question.gold_option is None:
+        return choice, None
+    return choice, float(choice is not None and choice == question.gold_option)

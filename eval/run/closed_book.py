@@ -1,0 +1,86 @@
+"""Memory-attributable accuracy: what the model gets right only because of the memory.
+
+With ``eval.closed_book.enabled``, every scored question is also answered with no memory in the
+prompt (``eval.closed_book.prompt`` / ``mc_prompt``) and scored: multiple-choice questions by the
+chosen option, generative ones by the primary judge with the strict prompt (by exact match when the
+judge is off). A question the model answers correctly closed-book does not test the memory; the
+tables then report every metric also on the others (``<metric>:needs_memory``) and the share
+answered closed-book (``closed_book_accuracy``). Calls go to the ``closed_book`` stage.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from omegaconf import DictConfig, OmegaConf
+
+from memharness.eval.metrics.aggregate import summarize_all
+from memharness.eval.run.answer import answer_request, is_multiple_choice, judge_request, mc_correct, reference_text
+from memharness.eval.judge.judges import Judges
+from memharness.eval.metrics.lexical import exact_match, parse_judge
+
+SUFFIX = ":needs_memory"
+
+
+def _answer_cfg(cfg: DictConfig) -> DictConfig:
+    """The answer settings with the closed-book prompts (no {context} in them)."""
+    cb = cfg.eval.closed_book
+    return OmegaConf.create({**OmegaConf.to_container(cfg.eval.answer, resolve=True),
+                             "prompt": cb.prompt, "mc_prompt": cb.mc_prompt, "max_tokens": int(cb.max_tokens)})
+
+
+def closed_book_pass(pending: Sequence[tuple[Any, Any, dict]], cfg: DictConfig, services: Any,
+                     judges: Judges) -> int:
+    """Answer and score the scored questions without memory; sets ``record["closed_book"]``.
+
+    Returns the number of questions answered closed-book."""
+    todo = [(q, r) for q, _, r in pending if r["status"] == "scored"]
+    if not todo:
+        return 0
+    answer_cfg = _answer_cfg(cfg)
+    requests = [answer_request(q, [], answer_cfg) for q, _ in todo]
+    use_judge = bool(cfg.eval.judge.enabled)
+    with services.meter.stage("closed_book"):
+        completions = services.llm.complete(requests, desc="closed book")
+        to_judge = []
+        for (q, record), comp in zip(todo, completions):
+            entry: dict[str, Any] = {"prediction": comp.text.strip(), "correct": None}
+            if not comp.ok:
+                entry.update(status="answer_failed", error=comp.error)
+            elif not entry["prediction"]:  # an empty answer is wrong; it is never judged
+                entry.update(status="answer_empty", correct=0.0)
+            elif is_multiple_choice(q, cfg.eval.answer.mode):
+                entry.update(status="scored", criterion="mc_accuracy", correct=mc_correct(q, comp.text)[1])
+            elif use_judge:
+                entry.update(status="scored", criterion="judge")
+                to_judge.append((q, entry))
+            else:
+                entry.update(status="scored", criterion="exact_match",
+                             correct=max(exact_match(entry["prediction"], ref) for ref in (q.answers or
+                                                                                            [reference_text(q)])))
+            record["closed_book"] = entry
+        judged = judges.primary.complete([judge_request(q, reference_text(q), e["prediction"], cfg.eval.judge)
+                                          for q, e in to_judge], desc="closed-book judge") if to_judge else []
+        for (_, entry), comp in zip(to_judge, judged):
+            verdict = parse_judge(comp.text) if comp.ok else None
+            entry["judge_status"] = "judge_failed" if not comp.ok else ("parsed" if verdict is not None
+                                                                        else "judge_unparsed")
+            entry["correct"] = None if verdict is None else float(verdict)
+    return len(todo)
+
+
+def needs_memory(samples: Sequence[dict]) -> list[dict]:
+    """Samples the model could not answer closed-book (a closed-book verdict of 0)."""
+    return [s for s in samples if (s.get("closed_book") or {}).get("correct") == 0]
+
+
+def summarize(samples: Sequence[dict], metrics: Sequence[str], resamples: int, confidence: float,
+              seed: int) -> dict[str, dict[str, float]]:
+    """``<metric>:needs_memory`` summaries and ``closed_book_accuracy``; empty without a closed-book pass."""
+    graded = [s for s in samples if (s.get("closed_book") or {}).get("correct") is not None]
+    if not graded:
+        return {}
+    closed = [{"metrics": {"closed_book_accuracy": s["closed_book"]["correct"]}} for s in graded]
+    out = summarize_all(closed, ["closed_book_accuracy"], resamples, confidence, seed)
+    for metric, summary in summarize_all(needs_memory(samples), metrics, resamples, confidence, seed).items():
+        out[metric + SUFFIX] = summary
+    return out

@@ -1,0 +1,123 @@
+"""Failures made visible: degraded memories, empty answers, the deadline, stage warnings, exit codes.
+
+Exit codes of the ``memharness`` command (also recorded in ``metrics.json["outcome"]``):
+
+- 0: the run finished and failures stayed within ``eval.max_failed_fraction``;
+- 2: a user mistake found before the run (a setting, a dataset file, an unwritable path);
+- 3: the run was aborted (authentication rejected, call cache unwritable, ``eval.deadline_s``
+  reached, ``budget.*`` spent); its folder keeps ``INCOMPLETE.json`` with the reason;
+- 4: the run finished but no question was scored, or more than ``eval.max_failed_fraction`` of the
+  questions failed; every file is written.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from memharness.memsys.services.types import BackendError
+
+EXIT_OK, EXIT_USER_ERROR, EXIT_ABORTED, EXIT_FAILURES = 0, 2, 3, 4
+DEFAULT_MAX_FAILED_FRACTION = 0.1
+_UNSCORED = ("build_failed", "retrieve_failed", "answer_failed", "deadline_exceeded", "budget_exceeded")
+
+
+def degradation_fields(memory: Any) -> dict[str, Any]:
+    """``{"degraded": {kind: count}}`` when the memory answering a question was built without some
+    LLM outputs it needed (``MemorySystem.degrade``); empty otherwise."""
+    degraded = getattr(memory, "degraded", None)
+    return {"degraded": dict(degraded)} if degraded else {}
+
+
+def log_step_failure(log: logging.Logger, what: str, err: BaseException) -> None:
+    """A failed backend call is one warning line; anything else (a bug) keeps its traceback."""
+    if isinstance(err, BackendError):
+        log.warning("%s: %s: %s", what, type(err).__name__, err)
+    else:
+        log.error("%s", what, exc_info=err)
+
+
+def flag_empty_answer(record: dict[str, Any]) -> None:
+    """An answer call that succeeded with no text is recorded as ``answer_empty``: lexical metrics
+    score it as the empty string (wrong), and it is never sent to the judge."""
+    if record.get("status") == "scored" and not record.get("prediction"):
+        record["answer_empty"] = True
+
+
+def skip_empty_answers(todo: list[tuple[Any, dict[str, Any]]]) -> list[tuple[Any, dict[str, Any]]]:
+    """Judge only real answers: an empty one scores judge 0.0 with ``judge_status: answer_empty``."""
+    keep = []
+    for question, record in todo:
+        if record.get("answer_empty"):
+            record["judge_status"] = "answer_empty"
+            record["metrics"]["judge"] = 0.0
+        else:
+            keep.append((question, record))
+    return keep
+
+
+def finalize(samples: list[dict[str, Any]]) -> None:
+    """Samples that failed only because the run's deadline had passed get ``deadline_exceeded``; only
+    because its budget was spent, ``budget_exceeded``."""
+    for s in samples:
+        error = str(s.get("error", ""))
+        if s.get("status") in _UNSCORED and error.startswith("DeadlineExceeded"):
+            s["status"] = "deadline_exceeded"
+        elif s.get("status") in _UNSCORED and error.startswith("BudgetExceeded"):
+            s["status"] = "budget_exceeded"
+
+
+def failed_count(counts: dict[str, int]) -> int:
+    """Questions without a score: not scored at all, or scored but their judge call failed."""
+    return counts["questions"] - counts["scored"] + counts.get("judge_failed", 0)
+
+
+def outcome(metrics: dict[str, Any], cfg: Any, services: Any) -> dict[str, Any]:
+    """The run's verdict for ``metrics.json`` and the exit code."""
+    counts = metrics["counts"]
+    limit = float((cfg.get("eval") or {}).get("max_failed_fraction", DEFAULT_MAX_FAILED_FRACTION))
+    failed = failed_count(counts)
+    fraction = failed / counts["questions"] if counts["questions"] else 1.0
+    deadline = getattr(services, "deadline", None)
+    out: dict[str, Any] = {"exit_code": EXIT_OK, "failed": failed, "failed_fraction": round(fraction, 4),
+                           "max_failed_fraction": limit, "incomplete": None, "problems": []}
+    if deadline is not None and deadline.hit:
+        out["incomplete"] = (f"{deadline.describe()}; {counts.get('deadline_exceeded', 0)} questions were not "
+                             "run to the end")
+        out["problems"].append(out["incomplete"])
+        out["exit_code"] = EXIT_ABORTED
+    budget = getattr(services, "budget", None)
+    if budget is not None and budget.hit:
+        out["incomplete"] = (f"{budget.describe()}; {counts.get('budget_exceeded', 0)} questions were not "
+                             "run to the end")
+        out["problems"].append(out["incomplete"])
+        out["exit_code"] = EXIT_ABORTED
+    if counts["scored"] == 0:
+        out["problems"].append(f"no question was scored ({counts['questions']} questions)")
+    elif fraction > limit:
+        out["problems"].append(f"{failed} of {counts['questions']} questions failed ({fraction:.1%}), more than "
+                               f"eval.max_failed_fraction={limit:g}")
+    if out["exit_code"] == EXIT_OK and out["problems"]:
+        out["exit_code"] = EXIT_FAILURES
+    return out
+
+
+def stage_warnings(metrics: dict[str, Any]) -> list[str]:
+    """One line per stage with failed, retried or skipped backend calls, plus degraded/empty answers."""
+    lines = []
+    for stage, c in metrics.get("calls", {}).items():
+        if stage == "total":
+            continue
+        parts = [f"{c.get(k, 0)} {label}" for k, label in
+                 (("failures", "LLM calls failed"), ("retries", "LLM retries"),
+                  ("embed_failures", "embedding calls failed"), ("embed_retries", "embedding retries"),
+                  ("deadline_skipped", "calls skipped after the deadline"),
+                  ("budget_skipped", "calls skipped once the budget was spent")) if c.get(k)]
+        if parts:
+            lines.append(f"stage {stage}: " + ", ".join(parts))
+    counts = metrics.get("counts", {})
+    for key, label in (("degraded", "questions answered from a degraded memory"),
+                       ("partial", "questions answered without some of their own retrieval calls"),
+                       ("answer_empty", "empty answers (scored wrong, not judged)")):
+        if counts.get(key):
+            lines.append(f"{counts[key]} {label}")
+    return lines

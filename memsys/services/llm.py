@@ -1,0 +1,247 @@
+"""The one chat-completion interface used everywhere in the harness.
+
+``LLM`` wraps a backend (local llama.cpp, OpenAI-compatible HTTP, vLLM) with the
+persistent call cache, a bounded number of requests in flight, retries with
+exponential backoff and jitter, and per-stage accounting. A call that still
+fails after its retry budget comes back as a ``Completion`` with ``error`` set;
+callers record it as a failure for their sample and go on.
+
+Concurrency: ``max_in_flight`` bounds the backend calls in flight *over every thread* that uses
+the facade (a semaphore around the backend call), so episodes built concurrently share one limit;
+batches go to a thread pool, single requests run in the caller's thread, and neither ever waits
+on the other (no deadlock). An identical cacheable request already in flight is not sent again:
+the second caller waits for the first reply and gets it as a cache hit, as it would have after
+the first call had finished.
+"""
+from __future__ import annotations
+
+import contextvars
+import random
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Annotated, Protocol, Sequence
+
+from tqdm.auto import tqdm
+
+from memharness.memsys.settings import Range
+from memharness.memsys.services.budget import Budget
+from memharness.memsys.services.cache import CallCache
+from memharness.memsys.services.deadline import Deadline
+from memharness.memsys.services.meter import Meter, current_stage
+from memharness.memsys.services.types import AUTH_STATUS, AuthenticationFailed, BackendError, BudgetExceeded, ChatRequest, Completion, DeadlineExceeded, Logprob, LogprobRequest
+
+
+class ChatBackend(Protocol):
+    """What a backend implements: one request in, one completion out, or raise."""
+
+    model_id: str
+    max_concurrency: int | None  # a hard cap of the backend itself (None = no cap)
+
+    def chat(self, request: ChatRequest) -> Completion: ...
+
+
+@dataclass
+class RetryPolicy:
+    """``llm.retry``: retries after the first attempt, with exponential backoff and full jitter."""
+
+    max_retries: Annotated[int, Range(0)] = 5
+    base_delay_s: Annotated[float, Range(0)] = 0.5
+    max_delay_s: Annotated[float, Range(0)] = 30.0
+    timeout_s: Annotated[float, Range(0, lo_open=True)] = 120.0
+
+    def delay(self, attempt: int, rng: random.Random, retry_after: float | None) -> float:
+        """Exponential backoff with full jitter; a server's Retry-After is a floor."""
+        backoff = min(self.max_delay_s, self.base_delay_s * (2 ** attempt))
+        wait = rng.uniform(0, backoff)
+        if retry_after is not None:
+            wait = max(wait, min(retry_after, self.max_delay_s))
+        return wait
+
+
+class LLM:
+    """Cached, concurrent, retrying, metered access to a chat backend."""
+
+    def __init__(self, backend: ChatBackend, meter: Meter | None = None, cache: CallCache | None = None,
+                 max_in_flight: int = 8, retry: RetryPolicy | None = None, progress: bool = True,
+                 progress_min_batch: int = 8, deadline: Deadline | None = None,
+                 budget: Budget | None = None) -> None:
+        self.backend = backend
+        self.deadline = deadline
+        self.budget = budget
+        self.meter = meter or Meter()
+        self.cache = cache
+        cap = backend.max_concurrency
+        self.max_in_flight = max(1, min(max_in_flight, cap) if cap else max_in_flight)
+        self.retry = retry or RetryPolicy()
+        self.progress = progress
+        self.progress_min_batch = progress_min_batch
+        self._rng = random.Random(0)
+        self._rng_lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=self.max_in_flight, thread_name_prefix="llm")
+        self._slots = threading.BoundedSemaphore(self.max_in_flight)  # backend calls in flight, all threads
+        self._pending: dict[str, Future] = {}  # cache key -> the reply of an identical request in flight
+        self._pending_lock = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        return self.backend.model_id
+
+    def complete(self, requests: Sequence[ChatRequest], desc: str | None = None) -> list[Completion]:
+        """Answer a batch of requests, at most ``max_in_flight`` at a time, in order."""
+        stage = current_stage()
+        if len(requests) == 1:
+            return [self._one(requests[0], stage)]
+        bar = None
+        if self.progress and len(requests) >= self.progress_min_batch:
+            bar = tqdm(total=len(requests), desc=desc or stage, leave=False, disable=None)  # None: off when not a TTY
+        # each request runs in a copy of the caller's context: the meter's per-episode scope follows it
+        futures = [self._pool.submit(contextvars.copy_context().run, self._one, r, stage) for r in requests]
+        results = []
+        for fut in futures:
+            results.append(fut.result())
+            if bar is not None:
+                bar.update(1)
+                t = self.meter.stages[stage]
+                bar.set_postfix(calls=t.calls, hits=t.cache_hits, failed=t.failures, refresh=False)
+        if bar is not None:
+            bar.close()
+        return results
+
+    def complete_one(self, request: ChatRequest) -> Completion:
+        return self._one(request, current_stage())
+
+    def _one(self, request: ChatRequest, stage: str) -> Completion:
+        key = request.cache_key(self.model_id) if self.cache is not None and request.cacheable else None
+        if key is None:
+            return self._call_and_keep(request, stage, None)
+        hit = self.cache.get_chat(key)
+        if hit is not None:
+            return self._served(Completion(text=hit["text"], prompt_tokens=hit.get("prompt_tokens", 0),
+                                           completion_tokens=hit.get("completion_tokens", 0), cached=True,
+                                           extra=hit.get("extra", {})), hit.get("latency_s"), stage)
+        with self._pending_lock:
+            first = self._pending.get(key)
+            if first is None:
+                mine: Future = Future()
+                self._pending[key] = mine
+        if first is not None:  # the same request is in flight: its reply, once, as a cache hit
+            reply = first.result()
+            if reply.ok:
+                return self._served(Completion(text=reply.text, prompt_tokens=reply.prompt_tokens,
+                                               completion_tokens=reply.completion_tokens, cached=True,
+                                               extra=dict(reply.extra)), reply.latency_s, stage)
+            return self._call_and_keep(request, stage, key)  # failures are not shared: try again
+        try:
+            completion = self._call_and_keep(request, stage, key)
+            mine.set_result(completion)
+            return completion
+        except BaseException as err:
+            mine.set_result(Completion(text="", error=f"{type(err).__name__}: {err}"))
+            raise
+        finally:
+            with self._pending_lock:
+                self._pending.pop(key, None)
+
+    def _served(self, completion: Completion, latency_s: float | None, stage: str) -> Completion:
+        """A reply the method used without a backend call (the cache, or an identical call in flight)."""
+        self.meter.add(stage, cache_hits=1)
+        self.meter.record_reply(self.model_id, completion.prompt_tokens, completion.completion_tokens, True,
+                                latency_s, stage)
+        return completion
+
+    def _call_and_keep(self, request: ChatRequest, stage: str, key: str | None) -> Completion:
+        completion = self._call_with_retries(request, stage)
+        if completion.ok:  # the intrinsic ledger: what the method used, cached or not
+            self.meter.record_reply(self.model_id, completion.prompt_tokens, completion.completion_tokens,
+                                    False, completion.latency_s, stage)
+        if completion.ok and key is not None:
+            self.cache.put_chat(key, self.model_id, {"text": completion.text,
+                                                     "prompt_tokens": completion.prompt_tokens,
+                                                     "completion_tokens": completion.completion_tokens,
+                                                     "latency_s": completion.latency_s,
+                                                     "extra": completion.extra})
+        return completion
+
+    def _call_with_retries(self, request: ChatRequest, stage: str) -> Completion:
+        """Call the backend, retrying transient errors; a 401/403 aborts the run (``AuthenticationFailed``),
+        a passed deadline fails the call at once."""
+        attempt = 0
+        while True:
+            start = time.perf_counter()
+            try:
+                if self.deadline is not None:
+                    self.deadline.check("chat call")
+                if self.budget is not None:
+                    self.budget.check("chat call")
+                with self._slots, self.meter.in_flight():
+                    start = time.perf_counter()  # time in flight, not waiting for a slot
+                    completion = self.backend.chat(request)
+                elapsed = time.perf_counter() - start
+                completion.attempts = attempt + 1
+                completion.latency_s = elapsed
+                self.meter.add(stage, calls=1, backend_s=elapsed, prompt_tokens=completion.prompt_tokens,
+                               completion_tokens=completion.completion_tokens)
+                self.meter.add_llm_cost(self.model_id, completion.prompt_tokens, completion.completion_tokens, stage)
+                return completion
+            except BackendError as err:
+                self.meter.add(stage, backend_s=time.perf_counter() - start)
+                if err.status in AUTH_STATUS:
+                    self.meter.add(stage, failures=1)
+                    raise AuthenticationFailed(f"authentication failed: {err}") from None
+                if not err.retryable or attempt >= self.retry.max_retries:
+                    self.meter.add(stage, failures=1, deadline_skipped=int(isinstance(err, DeadlineExceeded)),
+                                   budget_skipped=int(isinstance(err, BudgetExceeded)))
+                    return Completion(text="", error=f"{type(err).__name__}: {err}", attempts=attempt + 1)
+                with self._rng_lock:
+                    wait = self.retry.delay(attempt, self._rng, err.retry_after)
+                if self.deadline is not None and self.deadline.remaining() is not None:
+                    wait = min(wait, max(0.0, self.deadline.remaining()))
+                self.meter.add(stage, retries=1)
+                time.sleep(wait)
+                attempt += 1
+
+    @property
+    def supports_logprobs(self) -> bool:
+        """True when the backend can score prompt tokens (``backend.logprob``)."""
+        return callable(getattr(self.backend, "logprob", None))
+
+    def logprobs(self, requests: Sequence[LogprobRequest]) -> list[Logprob]:
+        """Score each request's text after its prefix, through the cache; failures come back with ``error``."""
+        if not self.supports_logprobs:
+            raise BackendError(f"backend {self.model_id} does not expose prompt log-probabilities")
+        stage = current_stage()
+        futures = [self._pool.submit(contextvars.copy_context().run, self._logprob_one, r, stage) for r in requests]
+        return [f.result() for f in futures]
+
+    def _logprob_one(self, request: LogprobRequest, stage: str) -> Logprob:
+        key = request.cache_key(self.model_id) if self.cache is not None else None
+        if key is not None:
+            hit = self.cache.get_chat(key)
+            if hit is not None:
+                self.meter.add(stage, cache_hits=1)
+                self.meter.record_reply(self.model_id, hit["tokens"], 0, True, hit.get("latency_s"), stage)
+                return Logprob(logprob=hit["logprob"], tokens=hit["tokens"], cached=True)
+        start = time.perf_counter()
+        try:
+            if self.deadline is not None:
+                self.deadline.check("log-probability call")
+            if self.budget is not None:
+                self.budget.check("log-probability call")
+            with self._slots, self.meter.in_flight():
+                total, tokens = self.backend.logprob(request)
+        except BackendError as err:
+            self.meter.add(stage, failures=1, backend_s=time.perf_counter() - start)
+            if err.status in AUTH_STATUS:
+                raise AuthenticationFailed(f"authentication failed: {err}") from None
+            return Logprob(error=f"{type(err).__name__}: {err}")
+        elapsed = time.perf_counter() - start
+        self.meter.add(stage, calls=1, backend_s=elapsed, prompt_tokens=tokens)
+        self.meter.record_reply(self.model_id, tokens, 0, False, elapsed, stage)
+        if key is not None:
+            self.cache.put_chat(key, self.model_id, {"logprob": total, "tokens": tokens, "latency_s": elapsed})
+        return Logprob(logprob=total, tokens=tokens)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
