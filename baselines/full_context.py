@@ -4,9 +4,11 @@ MemTree's "naive" baseline (Sec. 4): the whole history goes into the prompt.
 When the history exceeds the token budget, the oldest units are dropped first
 (MemTree: models with full chat history are given the longest context that fits).
 """
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from memharness.memsys.base import MemorySystem
 from memharness.memsys.types import RetrievedItem, Unit
@@ -27,11 +29,19 @@ class FullContext(MemorySystem):
     def search(self, question: str, budget_tokens: int) -> list[RetrievedItem]:
         kept: list[RetrievedItem] = []
         used = 0
-        for unit, n in zip(reversed(self.units), reversed(self._tokens)):
+        for unit, n in zip(reversed(self.units), reversed(self._tokens), strict=False):
             if used + n > budget_tokens:
                 break
-            kept.append(RetrievedItem(text=unit.text, score=1.0, node_id=unit.id, level=0,
-                                      source_unit_ids=(unit.id,), tokens=n))
+            kept.append(
+                RetrievedItem(
+                    text=unit.text,
+                    score=1.0,
+                    node_id=unit.id,
+                    level=0,
+                    source_unit_ids=(unit.id,),
+                    tokens=n,
+                )
+            )
             used += n
         kept.reverse()
         return kept

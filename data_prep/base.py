@@ -1,13 +1,15 @@
 """What every dataset loader returns, plus subsetting and checksums."""
+
 from __future__ import annotations
 
 import hashlib
 import json
 import random
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from memharness.memsys.types import Episode, Question
 
@@ -39,7 +41,11 @@ class Dataset:
                 h.update(u.id.encode())
                 h.update(u.text.encode())
             for q in ep.questions:
-                h.update(json.dumps([q.id, q.text, list(q.answers), q.position], ensure_ascii=False).encode())
+                h.update(
+                    json.dumps(
+                        [q.id, q.text, list(q.answers), q.position], ensure_ascii=False
+                    ).encode()
+                )
         return h.hexdigest()
 
 
@@ -66,16 +72,26 @@ def proportional_allocation(sizes: dict[str, int], limit: int) -> dict[str, int]
     if limit >= len(names):
         alloc = {s: max(1, a) for s, a in alloc.items()}
     while sum(alloc.values()) < limit:  # hand out the rest by largest remainder
-        s = max((s for s in names if alloc[s] < sizes[s]), key=lambda s: (exact[s] - alloc[s], -names.index(s)))
+        s = max(
+            (s for s in names if alloc[s] < sizes[s]),
+            key=lambda s: (exact[s] - alloc[s], -names.index(s)),
+        )
         alloc[s] += 1
-    while sum(alloc.values()) > limit:  # the minimum of one overshot: take from the most over-served
+    while (
+        sum(alloc.values()) > limit
+    ):  # the minimum of one overshot: take from the most over-served
         floor = 1 if limit >= len(names) else 0
-        s = max((s for s in names if alloc[s] > floor), key=lambda s: (alloc[s] - exact[s], -names.index(s)))
+        s = max(
+            (s for s in names if alloc[s] > floor),
+            key=lambda s: (alloc[s] - exact[s], -names.index(s)),
+        )
         alloc[s] -= 1
     return alloc
 
 
-def subset(dataset: Dataset, limit: int | None, seed: int = 0, stratify_by: str | None = None) -> Dataset:
+def subset(
+    dataset: Dataset, limit: int | None, seed: int = 0, stratify_by: str | None = None
+) -> Dataset:
     """Keep at most ``limit`` questions, a proportional stratified sample, deterministically.
 
     Each stratum (value of the category label ``stratify_by``) keeps its share of the questions
@@ -103,15 +119,30 @@ def subset(dataset: Dataset, limit: int | None, seed: int = 0, stratify_by: str 
         if keep:
             episodes.append(replace(ep, questions=keep))
             kept_ids += [q.id for q in keep]
-    strata_counts = {name: {"total": len(strata[name]), "kept": alloc[name]} for name in sorted(strata)}
-    return replace(dataset, episodes=episodes,
-                   metadata={**dataset.metadata, "limit": limit, "subset_seed": seed, "stratify_by": stratify_by,
-                             "strata": strata_counts, "question_ids": kept_ids})
+    strata_counts = {
+        name: {"total": len(strata[name]), "kept": alloc[name]} for name in sorted(strata)
+    }
+    return replace(
+        dataset,
+        episodes=episodes,
+        metadata={
+            **dataset.metadata,
+            "limit": limit,
+            "subset_seed": seed,
+            "stratify_by": stratify_by,
+            "strata": strata_counts,
+            "question_ids": kept_ids,
+        },
+    )
 
 
 def check_integrity(dataset: Dataset) -> dict[str, list[str]]:
     """Report duplicate ids, empty texts and evidence pointing at unknown sources."""
-    problems: dict[str, list[str]] = {"duplicate_ids": [], "empty_texts": [], "dangling_evidence": []}
+    problems: dict[str, list[str]] = {
+        "duplicate_ids": [],
+        "empty_texts": [],
+        "dangling_evidence": [],
+    }
     seen: set[str] = set()
     for ep in dataset.episodes:
         sources = {u.source_id for u in ep.units}
@@ -123,7 +154,8 @@ def check_integrity(dataset: Dataset) -> dict[str, list[str]]:
                 problems["empty_texts"].append(item.id)
         for q in ep.questions:
             problems["dangling_evidence"].extend(
-                f"{q.id}->{e.source_id}" for e in q.evidence if e.source_id not in sources)
+                f"{q.id}->{e.source_id}" for e in q.evidence if e.source_id not in sources
+            )
     return problems
 
 

@@ -6,22 +6,25 @@ timeout and neither ``HF_HUB_OFFLINE`` nor ``HF_DATASETS_OFFLINE`` is set).
 With none available the loader fails at once with a message naming the
 dataset id, the cache directory and the ``dataset.loader.path`` setting.
 """
+
 from __future__ import annotations
 
 import json
 import logging
 import os
 import socket
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Iterator, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlparse
 
+from memharness.data_prep.base import Dataset, DatasetError, check_integrity, sha256_file
 from memharness.memsys.settings import PathExists, Range
 
-from memharness.data_prep.base import Dataset, DatasetError, check_integrity, sha256_file
-
 # Setting types shared by the loaders' signatures (checked before a run starts).
-LocalPath = Annotated[str, PathExists()] | None  # a file or folder that must exist; null = cache or Hub
+LocalPath = (
+    Annotated[str, PathExists()] | None
+)  # a file or folder that must exist; null = cache or Hub
 Integrity = Literal["warn", "raise"]
 ChunkSize = Annotated[int, Range(1)]
 
@@ -37,7 +40,10 @@ def hub_offline_reason() -> str | None:
             return f"{var} is set"
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
     parsed = urlparse(endpoint)
-    host, port = parsed.hostname or "huggingface.co", parsed.port or (443 if parsed.scheme != "http" else 80)
+    host, port = (
+        parsed.hostname or "huggingface.co",
+        parsed.port or (443 if parsed.scheme != "http" else 80),
+    )
     try:
         with socket.create_connection((host, port), timeout=HUB_TIMEOUT_S):
             return None
@@ -56,7 +62,8 @@ def unavailable(name: str, hub_id: str, cache: Path, reason: str, how: str) -> D
     return DatasetError(
         f"dataset {name!r} (Hugging Face id {hub_id!r}) is not available: no local copy in the cache "
         f"directory {cache} and the Hub cannot be used ({reason}). {how} Then pass it with "
-        f"`dataset.loader.path=<file or folder>` (or place it in {cache}).")
+        f"`dataset.loader.path=<file or folder>` (or place it in {cache})."
+    )
 
 
 def local_path(path: str | Path | None, field: str = "dataset.loader.path") -> Path | None:
@@ -74,19 +81,24 @@ def hub_download(hub_id: str, filename: str, cache: Path, revision: str | None) 
     from huggingface_hub import HfApi, hf_hub_download
 
     sha = HfApi().dataset_info(hub_id, revision=revision or "main").sha
-    path = hf_hub_download(hub_id, filename, repo_type="dataset", revision=sha, local_dir=str(cache))
+    path = hf_hub_download(
+        hub_id, filename, repo_type="dataset", revision=sha, local_dir=str(cache)
+    )
     (cache / "REVISION").write_text(f"{hub_id}@{sha}\n")
     return Path(path), str(sha)
 
 
-def hub_rows(hub_id: str, config: str | None, split: str, cache: Path,
-             revision: str | None) -> tuple[list[dict[str, Any]], dict[str, str], str]:
+def hub_rows(
+    hub_id: str, config: str | None, split: str, cache: Path, revision: str | None
+) -> tuple[list[dict[str, Any]], dict[str, str], str]:
     """Rows of a Hub dataset via ``datasets.load_dataset``; return (rows, files->sha256, commit sha)."""
     import datasets
     from huggingface_hub import HfApi
 
     sha = str(HfApi().dataset_info(hub_id, revision=revision or "main").sha)
-    ds = datasets.load_dataset(hub_id, config, split=split, revision=sha, cache_dir=str(cache / "hf"))
+    ds = datasets.load_dataset(
+        hub_id, config, split=split, revision=sha, cache_dir=str(cache / "hf")
+    )
     cache.mkdir(parents=True, exist_ok=True)
     (cache / "REVISION").write_text(f"{hub_id}@{sha}\n")
     files = {f["filename"]: sha256_file(f["filename"]) for f in ds.cache_files}
@@ -116,8 +128,10 @@ def read_text(path: Path, what: str = "file") -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise DatasetError(f"{path}:{_where(data, err.start)}: not valid UTF-8 "
-                           f"(byte 0x{data[err.start]:02x}); re-save the {what} as UTF-8") from None
+        raise DatasetError(
+            f"{path}:{_where(data, err.start)}: not valid UTF-8 "
+            f"(byte 0x{data[err.start]:02x}); re-save the {what} as UTF-8"
+        ) from None
 
 
 def _where(data: bytes, offset: int) -> str:
@@ -135,9 +149,11 @@ def read_json(path: Path) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
-        truncated = "\n" not in text[err.pos:].rstrip()  # the error is on the last line
-        raise DatasetError(f"{path}:{err.lineno}:{err.colno}: not valid JSON ({err.msg}"
-                           f"{'; the file may be truncated' if truncated else ''})") from None
+        truncated = "\n" not in text[err.pos :].rstrip()  # the error is on the last line
+        raise DatasetError(
+            f"{path}:{err.lineno}:{err.colno}: not valid JSON ({err.msg}"
+            f"{'; the file may be truncated' if truncated else ''})"
+        ) from None
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -150,7 +166,9 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             obj = json.loads(line)
         except json.JSONDecodeError as err:
             last = "; the file may be truncated" if lineno == len(lines) else ""
-            raise DatasetError(f"{path}:{lineno}:{err.colno}: not valid JSON ({err.msg}{last})") from None
+            raise DatasetError(
+                f"{path}:{lineno}:{err.colno}: not valid JSON ({err.msg}{last})"
+            ) from None
         if not isinstance(obj, dict):
             raise DatasetError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
         yield lineno, obj
@@ -161,7 +179,9 @@ def need(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: st
     if not isinstance(obj, dict):
         raise DatasetError(f"{where}: expected an object, got {type(obj).__name__}")
     if key not in obj:
-        raise DatasetError(f"{where}: missing field {key!r} (found keys {sorted(map(str, obj))[:20]})")
+        raise DatasetError(
+            f"{where}: missing field {key!r} (found keys {sorted(map(str, obj))[:20]})"
+        )
     if obj[key] is None:
         raise DatasetError(f"{where}: field {key!r} is null")
     value = obj[key]
@@ -179,7 +199,9 @@ def file_hashes(paths: Iterable[Path]) -> dict[str, str]:
 def finish(dataset: Dataset, on_problems: str = "warn") -> Dataset:
     """Run the integrity check, record it in the metadata, and warn or raise on problems."""
     if on_problems not in {"warn", "raise"}:
-        raise DatasetError(f"dataset.loader.integrity must be 'warn' or 'raise', got {on_problems!r}")
+        raise DatasetError(
+            f"dataset.loader.integrity must be 'warn' or 'raise', got {on_problems!r}"
+        )
     problems = {k: v for k, v in check_integrity(dataset).items() if v}
     dataset.metadata["integrity"] = {k: len(v) for k, v in problems.items()}
     if problems:

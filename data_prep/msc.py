@@ -6,16 +6,17 @@ its speaker labels and session index. The question is ``self_instruct.B`` and
 the reference answer ``self_instruct.A``; both are asked after the last round.
 Personas and summaries are never read: the answer is often written there verbatim.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Literal
-
-from memharness.memsys.types import Episode, Question, content_id, units_from_texts
+from typing import Any, Literal
 
 from memharness.data_prep import hub
 from memharness.data_prep.base import Dataset, DatasetError
+from memharness.memsys.types import Episode, Question, content_id, units_from_texts
 
 HUB_ID = "MemGPT/MSC-Self-Instruct"
 FILENAME = "msc_self_instruct.jsonl"
@@ -44,7 +45,9 @@ def row_turns(row: dict[str, Any], where: str) -> list[Turn]:
         text = hub.need(turn, "text", str, f"{where}: dialog[{t}]")
         speaker = turn.get("id") or SPEAKERS[t % 2]
         if not isinstance(speaker, str):
-            raise DatasetError(f"{where}: dialog[{t}].id should be str, got {type(speaker).__name__}")
+            raise DatasetError(
+                f"{where}: dialog[{t}].id should be str, got {type(speaker).__name__}"
+            )
         turns.append(Turn(last, speaker, text))
     return turns
 
@@ -78,15 +81,30 @@ def row_episode(row: dict[str, Any], index: int, where: str, unit: str = "round"
     rounds = group_rounds(row_turns(row, where), 2 if unit == "round" else 1)
     units = []
     for r in rounds:
-        units += units_from_texts([round_text(r)], source_id=f"{ep_id}/session-{r[0].session}",
-                                  start=len(units), session=r[0].session)
-    q = Question(id=content_id(ep_id, question, prefix="msc-q-"), text=question, answers=(answer,),
-                 position=len(units), categories={"type": "msc"})
-    return Episode(id=ep_id, units=units, questions=[q],
-                   metadata={"initial_data_id": data_id, "sessions": rounds[-1][0].session if rounds else 0})
+        units += units_from_texts(
+            [round_text(r)],
+            source_id=f"{ep_id}/session-{r[0].session}",
+            start=len(units),
+            session=r[0].session,
+        )
+    q = Question(
+        id=content_id(ep_id, question, prefix="msc-q-"),
+        text=question,
+        answers=(answer,),
+        position=len(units),
+        categories={"type": "msc"},
+    )
+    return Episode(
+        id=ep_id,
+        units=units,
+        questions=[q],
+        metadata={"initial_data_id": data_id, "sessions": rounds[-1][0].session if rounds else 0},
+    )
 
 
-def episodes_from_rows(rows: Iterable[tuple[str, dict[str, Any]]], unit: str = "round") -> list[Episode]:
+def episodes_from_rows(
+    rows: Iterable[tuple[str, dict[str, Any]]], unit: str = "round"
+) -> list[Episode]:
     """Episodes from (location, row) pairs: file lines or ``datasets`` rows."""
     return [row_episode(row, i, where, unit) for i, (where, row) in enumerate(rows)]
 
@@ -99,8 +117,13 @@ def _find_file(path: Path) -> Path:
     return path
 
 
-def load(path: hub.LocalPath = None, data_dir: str | None = None, revision: str | None = None,
-         unit: Literal["round", "turn"] = "round", integrity: hub.Integrity = "warn") -> Dataset:
+def load(
+    path: hub.LocalPath = None,
+    data_dir: str | None = None,
+    revision: str | None = None,
+    unit: Literal["round", "turn"] = "round",
+    integrity: hub.Integrity = "warn",
+) -> Dataset:
     """Load MSC-Self-Instruct from ``path`` (the jsonl or its folder), the data-dir cache or the Hub."""
     cache = hub.cache_dir(data_dir, "msc")
     local = hub.local_path(path)
@@ -110,8 +133,13 @@ def load(path: hub.LocalPath = None, data_dir: str | None = None, revision: str 
     if local is None:
         reason = hub.hub_offline_reason()
         if reason:
-            raise hub.unavailable("msc", HUB_ID, cache, reason,
-                                  f"Download {FILENAME} from https://huggingface.co/datasets/{HUB_ID}.")
+            raise hub.unavailable(
+                "msc",
+                HUB_ID,
+                cache,
+                reason,
+                f"Download {FILENAME} from https://huggingface.co/datasets/{HUB_ID}.",
+            )
         local, sha = hub.hub_download(HUB_ID, FILENAME, cache, revision)
         rev = f"{HUB_ID}@{sha}"
     file = _find_file(local)
@@ -119,6 +147,11 @@ def load(path: hub.LocalPath = None, data_dir: str | None = None, revision: str 
     episodes = episodes_from_rows(rows, unit)
     if not episodes:
         raise DatasetError(f"{file}: no rows (the file is empty)")
-    ds = Dataset(name="msc", episodes=episodes, files=hub.file_hashes([file]), revision=rev,
-                 metadata={"hub_id": HUB_ID, "unit": unit})
+    ds = Dataset(
+        name="msc",
+        episodes=episodes,
+        files=hub.file_hashes([file]),
+        revision=rev,
+        metadata={"hub_id": HUB_ID, "unit": unit},
+    )
     return hub.finish(ds, integrity)

@@ -5,6 +5,7 @@
 
 Never downloads: the Hub is switched off for this command.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,9 +17,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from memharness.memsys.services.tokens import get_tokenizer
-
 from memharness.data_prep.base import Dataset, DatasetError
+from memharness.memsys.services.tokens import get_tokenizer
 
 CONF = Path(__file__).resolve().parent.parent / "conf" / "dataset"
 # name -> (what an episode is, what a unit is, which text the token count is over)
@@ -35,7 +35,10 @@ def mean_std(values: list[float]) -> dict[str, float]:
     """Mean and population standard deviation (0 for fewer than two values)."""
     if not values:
         return {"mean": 0.0, "std": 0.0}
-    return {"mean": statistics.fmean(values), "std": statistics.pstdev(values) if len(values) > 1 else 0.0}
+    return {
+        "mean": statistics.fmean(values),
+        "std": statistics.pstdev(values) if len(values) > 1 else 0.0,
+    }
 
 
 def _token_groups(ds: Dataset, by: str) -> tuple[list[int], list[int]]:
@@ -53,8 +56,9 @@ def _token_groups(ds: Dataset, by: str) -> tuple[list[int], list[int]]:
 
 def dataset_stats(ds: Dataset) -> dict[str, Any]:
     """The Table A.1 statistics of one loaded dataset."""
-    label_ep, label_units, label_tokens, by = KINDS.get(ds.name, ("Episodes", "Units per episode",
-                                                                  "Tokens per unit", "unit"))
+    label_ep, label_units, label_tokens, by = KINDS.get(
+        ds.name, ("Episodes", "Units per episode", "Tokens per unit", "unit")
+    )
     tokens, units = _token_groups(ds, by)
     categories: dict[str, Counter[str]] = defaultdict(Counter)
     for ep in ds.episodes:
@@ -62,10 +66,15 @@ def dataset_stats(ds: Dataset) -> dict[str, Any]:
             for key, value in q.categories.items():
                 categories[key][value] += 1
     groups = len(units) if by == "source" else len(ds.episodes)
-    return {"dataset": ds.name, label_ep: groups, label_units: mean_std(units), label_tokens: mean_std(tokens),
-            "Queries per episode": mean_std([len(e.questions) for e in ds.episodes]),
-            "Total queries": ds.num_questions,
-            "categories": {k: dict(sorted(v.items())) for k, v in sorted(categories.items())}}
+    return {
+        "dataset": ds.name,
+        label_ep: groups,
+        label_units: mean_std(units),
+        label_tokens: mean_std(tokens),
+        "Queries per episode": mean_std([len(e.questions) for e in ds.episodes]),
+        "Total queries": ds.num_questions,
+        "categories": {k: dict(sorted(v.items())) for k, v in sorted(categories.items())},
+    }
 
 
 def format_stats(stats: dict[str, Any]) -> str:
@@ -73,7 +82,9 @@ def format_stats(stats: dict[str, Any]) -> str:
     for key, value in stats.items():
         if key in ("dataset", "categories"):
             continue
-        text = f"{value['mean']:.1f} ± {value['std']:.1f}" if isinstance(value, dict) else str(value)
+        text = (
+            f"{value['mean']:.1f} ± {value['std']:.1f}" if isinstance(value, dict) else str(value)
+        )
         lines.append(f"  {key:<24} {text}")
     for key, counts in stats["categories"].items():
         for value, n in counts.items():
@@ -106,10 +117,19 @@ def load_local(name: str, data_dir: str, path: str | None) -> Dataset:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m memharness.data_prep.stats", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", default=os.environ.get("MEMHARNESS_DATA", str(Path.cwd() / "data")))
-    parser.add_argument("--path", action="append", default=[], metavar="NAME=PATH",
-                        help="a local file or folder for one dataset (repeatable)")
+    parser = argparse.ArgumentParser(
+        prog="python -m memharness.data_prep.stats", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--data-dir", default=os.environ.get("MEMHARNESS_DATA", str(Path.cwd() / "data"))
+    )
+    parser.add_argument(
+        "--path",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="a local file or folder for one dataset (repeatable)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
     paths = dict(p.split("=", 1) for p in args.path)
@@ -125,8 +145,11 @@ def main(argv: list[str] | None = None) -> int:
     for name, stats in report.items():
         if args.json:
             continue
-        print(format_stats(stats) if "unavailable" not in stats else f"== {name}: not available locally "
-              f"({stats['unavailable']})")
+        print(
+            format_stats(stats)
+            if "unavailable" not in stats
+            else f"== {name}: not available locally ({stats['unavailable']})"
+        )
     if args.json:
         print(json.dumps(report, indent=2))
     return 0

@@ -19,12 +19,14 @@ Hierarchical memories are saved with ``save``/``load``; a flat memory takes part
 ``state()`` / ``load_state()`` (everything ``add``/``build`` produced; numpy arrays allowed as
 top-level values).
 """
+
 from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from memharness.memsys.services.types import Completion
 from memharness.memsys.types import Question, RetrievedItem, Unit
@@ -100,23 +102,33 @@ class MemorySystem(ABC):
 
     def build(self, units: Sequence[Unit]) -> None:
         """Offline systems: build the structure from all units inserted so far."""
-        raise NotImplementedError(f"{type(self).__name__} is offline but does not implement build()")
+        raise NotImplementedError(
+            f"{type(self).__name__} is offline but does not implement build()"
+        )
 
     @abstractmethod
     def search(self, question: str, budget_tokens: int) -> list[RetrievedItem]:
         """Rank memory for ``question`` and fill ``budget_tokens``."""
 
-    def answer(self, question: Question, items: Sequence[RetrievedItem], multiple_choice: bool = False) -> Completion:
+    def answer(
+        self, question: Question, items: Sequence[RetrievedItem], multiple_choice: bool = False
+    ) -> Completion:
         """Self-answering systems only: answer ``question`` from the ``items`` their retrieval returned
         (an option letter when ``multiple_choice``). A failed call comes back with ``error`` set; put the
         prompt sent in ``extra["prompt"]`` so the run folder records it, and anything the question's
         record should carry in ``extra["sample_fields"]`` (e.g. ``{"partial": {...}}`` when the answer
         stands on only some of the LLM outputs its retrieval asked for; the runner counts ``partial``)."""
-        raise NotImplementedError(f"{type(self).__name__} sets answers_itself but does not implement answer()")
+        raise NotImplementedError(
+            f"{type(self).__name__} sets answers_itself but does not implement answer()"
+        )
 
     def stats(self) -> dict[str, Any]:
         """Structure diagnostics for ``memory_stats.json``."""
-        return {"units": len(self.units), "rebuilds": list(self.rebuilds), "degradation": self.degraded}
+        return {
+            "units": len(self.units),
+            "rebuilds": list(self.rebuilds),
+            "degradation": self.degraded,
+        }
 
     def state(self) -> dict[str, Any]:
         """What ``add``/``build`` produced beyond ``units`` (a flat memory implements it to be snapshotted)."""
@@ -124,10 +136,15 @@ class MemorySystem(ABC):
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Restore what ``state()`` returned."""
+        return None
 
 
-def fill_budget(items: Sequence[RetrievedItem], budget_tokens: int, tokenizer: Any,
-                stop_at_first_overflow: bool = False) -> list[RetrievedItem]:
+def fill_budget(
+    items: Sequence[RetrievedItem],
+    budget_tokens: int,
+    tokenizer: Any,
+    stop_at_first_overflow: bool = False,
+) -> list[RetrievedItem]:
     """Keep items in the given order while their token total stays within the budget.
 
     By default an item that would overflow is skipped and later, shorter items

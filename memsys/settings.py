@@ -25,6 +25,7 @@ Nested sections are ``TypedDict`` classes or dataclasses; ``dict[str, T]`` and `
 too. An unannotated parameter with a plain default (int, float, bool, str) is checked against the
 default's type. The checker is ``memsys.settings_check``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -35,13 +36,15 @@ import os
 import re
 import string
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 SERVICES = ("llm", "embedder", "tokenizer")  # handed to memories by the runner, never configured
 
 
 # ----------------------------------------------------------------------------- markers (Annotated[..., marker])
+
 
 @dataclass(frozen=True)
 class Range:
@@ -57,7 +60,9 @@ class Range:
             return False
         if self.lo is not None and (value < self.lo or (self.lo_open and value == self.lo)):
             return False
-        return not (self.hi is not None and (value > self.hi or (self.hi_open and value == self.hi)))
+        return not (
+            self.hi is not None and (value > self.hi or (self.hi_open and value == self.hi))
+        )
 
     def describe(self) -> str:
         if self.lo is not None and self.hi is not None:
@@ -101,8 +106,10 @@ class Placeholders:
         unknown = sorted(n for n in names if n not in allowed)
         missing = [n for n in self.required if n not in names]
         if unknown:
-            return (f"unknown placeholder(s) {', '.join('{' + n + '}' for n in unknown)}; allowed: "
-                    f"{', '.join('{' + n + '}' for n in sorted(allowed)) or 'none'}")
+            return (
+                f"unknown placeholder(s) {', '.join('{' + n + '}' for n in unknown)}; allowed: "
+                f"{', '.join('{' + n + '}' for n in sorted(allowed)) or 'none'}"
+            )
         if missing:
             return f"must contain the placeholder(s) {', '.join('{' + n + '}' for n in missing)}"
         return None
@@ -146,6 +153,7 @@ class Instantiated:
 
 # ----------------------------------------------------------------------------- declarations of a target
 
+
 @dataclass(frozen=True)
 class Setting:
     name: str
@@ -165,7 +173,7 @@ class Declarations:
     open: bool = False
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def declared_settings(target: Any, services: tuple[str, ...] = ()) -> Declarations:
     """The settings a class (constructor along the MRO) or a function declares."""
     if inspect.isclass(target):
@@ -198,15 +206,20 @@ def _class_settings(cls: type, services: tuple[str, ...]) -> Declarations:
         if not forwards:
             open_ = False
             break
-    for name, setting in list(by_name.items()):  # inherit what a subclass left out or re-declared plainly
-        inherited = _inherited_hint(inits[inits.index(setting.owner) + 1:], name)
+    for name, setting in list(
+        by_name.items()
+    ):  # inherit what a subclass left out or re-declared plainly
+        inherited = _inherited_hint(inits[inits.index(setting.owner) + 1 :], name)
         if inherited is not None and _refines(setting, inherited):
             by_name[name] = dataclasses.replace(setting, hint=inherited, inferred=False)
     for klass in reversed(cls.__mro__):  # settings_schema: base first, subclasses override
         for name, hint in (klass.__dict__.get("settings_schema") or {}).items():
             old = by_name.get(name)
-            by_name[name] = (dataclasses.replace(old, hint=hint, inferred=False) if old
-                             else Setting(name, hint, None, False, klass))
+            by_name[name] = (
+                dataclasses.replace(old, hint=hint, inferred=False)
+                if old
+                else Setting(name, hint, None, False, klass)
+            )
     return Declarations(cls, by_name, open_ and bool(inits))
 
 
@@ -250,7 +263,7 @@ def _setting(p: inspect.Parameter, hint: Any, owner: Any) -> Setting:
     return Setting(p.name, plain, default, required, owner, inferred=True)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _hints(func: Any) -> dict[str, Any]:
     """Resolved annotations (with Annotated extras); an unresolvable one is left out, not fatal."""
     try:
@@ -268,13 +281,21 @@ def _hints(func: Any) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- helpers for the checker
 
+
 def looks_like_key(value: str) -> bool:
     """True for a string that is not an environment variable name or looks like an API key."""
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
         return True
-    if re.match(r"(sk|pk|hf|ghp|gho|xox[abp]|AIza)[-_A-Za-z0-9]{8,}", value) and not value.isupper():
+    if (
+        re.match(r"(sk|pk|hf|ghp|gho|xox[abp]|AIza)[-_A-Za-z0-9]{8,}", value)
+        and not value.isupper()
+    ):
         return True
-    mixed = any(c.islower() for c in value) and any(c.isupper() for c in value) and any(c.isdigit() for c in value)
+    mixed = (
+        any(c.islower() for c in value)
+        and any(c.isupper() for c in value)
+        and any(c.isdigit() for c in value)
+    )
     return len(value) >= 20 and mixed
 
 

@@ -11,6 +11,7 @@ the full key, the bad value and what is allowed::
 ``leaves(value, hint, key)`` lists every scalar or list setting with its hint (for the fuzz test
 and for documentation).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -18,12 +19,24 @@ import functools
 import json
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Literal, Union
+from typing import Any, Literal, Union
 
-from memharness.memsys.settings import (ChoicesFrom, Check, EnvVarName, Instantiated, NonEmpty, PathExists, Placeholders, Range,
-                       declared_settings, looks_like_key, path_problem, unwrap)
+from memharness.memsys.settings import (
+    Check,
+    ChoicesFrom,
+    EnvVarName,
+    Instantiated,
+    NonEmpty,
+    PathExists,
+    Placeholders,
+    Range,
+    declared_settings,
+    looks_like_key,
+    path_problem,
+    unwrap,
+)
 
 _UNION = (Union, types.UnionType)
 
@@ -35,7 +48,11 @@ def show(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
-        text = value if len(value) <= 60 and "\n" not in value else value.split("\n", 1)[0][:57] + "..."
+        text = (
+            value
+            if len(value) <= 60 and "\n" not in value
+            else value.split("\n", 1)[0][:57] + "..."
+        )
         return repr(text)
     try:
         text = json.dumps(value, default=str)
@@ -53,7 +70,7 @@ def is_schema(hint: Any) -> bool:
     return typing.is_typeddict(hint) or (isinstance(hint, type) and dataclasses.is_dataclass(hint))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def schema_fields(hint: Any) -> dict[str, tuple[Any, bool]]:
     """name -> (hint, required) of a TypedDict or dataclass section."""
     if typing.is_typeddict(hint):
@@ -66,11 +83,17 @@ def schema_fields(hint: Any) -> dict[str, tuple[Any, bool]]:
             out[name] = (h, required)
         return out
     hints = typing.get_type_hints(hint, include_extras=True)
-    return {f.name: (hints.get(f.name, Any), f.default is dataclasses.MISSING
-                     and f.default_factory is dataclasses.MISSING) for f in dataclasses.fields(hint)}
+    return {
+        f.name: (
+            hints.get(f.name, Any),
+            f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+        )
+        for f in dataclasses.fields(hint)
+    }
 
 
 # ----------------------------------------------------------------------------- describing what is allowed
+
 
 def describe(hint: Any, owner: Any = None) -> str:
     base, markers = unwrap(hint)
@@ -99,13 +122,17 @@ def describe(hint: Any, owner: Any = None) -> str:
         return f"{noun} {rng.describe()}".strip() if rng else noun
     path = next((m for m in markers if isinstance(m, PathExists)), None)
     if base is str and path is not None:
-        return {"file": "the path of an existing file", "dir": "the path of an existing folder"}.get(
-            path.kind, "an existing path")
+        return {
+            "file": "the path of an existing file",
+            "dir": "the path of an existing folder",
+        }.get(path.kind, "an existing path")
     if base is str:
         template = next((m for m in markers if isinstance(m, Placeholders)), None)
         if template is not None:
             fields = [*template.required, *(f"optionally {o}" for o in template.optional)]
-            return "a template string" + (f" with {{placeholders}}: {', '.join(fields)}" if fields else "")
+            return "a template string" + (
+                f" with {{placeholders}}: {', '.join(fields)}" if fields else ""
+            )
         return "a non-empty string" if any(isinstance(m, NonEmpty) for m in markers) else "a string"
     if base is type(None):
         return "null"
@@ -114,13 +141,16 @@ def describe(hint: Any, owner: Any = None) -> str:
         return f"a list (each {describe(inner, owner)})" if inner is not Any else "a list"
     if origin in (dict, Mapping) or base is dict:
         inner = args[1] if len(args) == 2 else Any
-        return f"a mapping (each value {describe(inner, owner)})" if inner is not Any else "a mapping"
+        return (
+            f"a mapping (each value {describe(inner, owner)})" if inner is not Any else "a mapping"
+        )
     if is_schema(base):
         return "a mapping with keys " + ", ".join(schema_fields(base))
     return "any value" if base is Any else getattr(base, "__name__", str(base))
 
 
 # ----------------------------------------------------------------------------- checking
+
 
 def check_value(value: Any, hint: Any, key: str, owner: Any = None) -> list[str]:
     """Problems of ``value`` against ``hint`` (empty when it is allowed)."""
@@ -140,19 +170,36 @@ def check_value(value: Any, hint: Any, key: str, owner: Any = None) -> list[str]
         if message and isinstance(marker, Placeholders):
             return [f"{key}: {message}"]  # the template itself is not echoed
         if message:
-            allowed = describe(hint, owner) if isinstance(marker, (Range, ChoicesFrom, Check)) else message
-            return [f"{key}={show(value)}: " + (f"expected {allowed}" if allowed != message else message)]
+            allowed = (
+                describe(hint, owner)
+                if isinstance(marker, (Range, ChoicesFrom, Check))
+                else message
+            )
+            return [
+                f"{key}={show(value)}: "
+                + (f"expected {allowed}" if allowed != message else message)
+            ]
     return []
 
 
-def _check_union(value: Any, hint: Any, base: Any, markers: tuple, key: str, owner: Any) -> list[str]:
+def _check_union(
+    value: Any, hint: Any, base: Any, markers: tuple, key: str, owner: Any
+) -> list[str]:
     members = typing.get_args(base)
     if any(isinstance(m, EnvVarName) for member in members for m in unwrap(member)[1]):
-        return _check_env_name(value, base, key)  # never falls through to a message showing the value
+        return _check_env_name(
+            value, base, key
+        )  # never falls through to a message showing the value
     for member in members:
-        if not check_value(value, typing.Annotated[member, *markers] if markers else member, key, owner):
+        if not check_value(
+            value, typing.Annotated[member, *markers] if markers else member, key, owner
+        ):
             return []
-    nested = [m for m in members if _structural(unwrap(m)[0]) and isinstance(value, (Mapping, list, tuple))]
+    nested = [
+        m
+        for m in members
+        if _structural(unwrap(m)[0]) and isinstance(value, (Mapping, list, tuple))
+    ]
     if len(nested) == 1:  # a mapping or list given: report the precise nested problem
         return check_value(value, nested[0], key, owner)
     return [f"{key}={show(value)}: expected {describe(hint, owner)}"]
@@ -160,7 +207,11 @@ def _check_union(value: Any, hint: Any, base: Any, markers: tuple, key: str, own
 
 def _structural(base: Any) -> bool:
     origin = typing.get_origin(base)
-    return is_schema(base) or origin in (list, tuple, dict, Mapping, Sequence) or base in (list, tuple, dict)
+    return (
+        is_schema(base)
+        or origin in (list, tuple, dict, Mapping, Sequence)
+        or base in (list, tuple, dict)
+    )
 
 
 _MISMATCH = "\0mismatch"  # the value is not of the declared type (check_value words the message)
@@ -232,22 +283,38 @@ def _check_env_name(value: Any, base: Any, key: str) -> list[str]:
         return []
     if isinstance(value, str) and value:
         register_secret_value(value)
-    return [f"{key}: expected the NAME of an environment variable that holds the key (such as OPENAI_API_KEY); "
-            "the value given is not a variable name and may be the key itself, so it is not shown. "
-            "Export the key in a variable and pass that variable's name"
-            + (", or null for a server without authentication" if typing.get_origin(base) in _UNION else "")]
+    return [
+        f"{key}: expected the NAME of an environment variable that holds the key (such as OPENAI_API_KEY); "
+        "the value given is not a variable name and may be the key itself, so it is not shown. "
+        "Export the key in a variable and pass that variable's name"
+        + (
+            ", or null for a server without authentication"
+            if typing.get_origin(base) in _UNION
+            else ""
+        )
+    ]
 
 
-def check_mapping(value: Any, fields: dict[str, tuple[Any, bool]], key: str, owner: Any = None,
-                  open_: bool = False, what: str = "") -> list[str]:
+def check_mapping(
+    value: Any,
+    fields: dict[str, tuple[Any, bool]],
+    key: str,
+    owner: Any = None,
+    open_: bool = False,
+    what: str = "",
+) -> list[str]:
     """A section with named keys: unknown keys, missing required keys, then every value."""
     if not isinstance(value, Mapping):
-        return [f"{key or 'config'}={show(value)}: expected a mapping with keys {', '.join(fields)}"]
+        return [
+            f"{key or 'config'}={show(value)}: expected a mapping with keys {', '.join(fields)}"
+        ]
     problems = []
     if not open_:
         for name in value:
             if name not in fields and not str(name).startswith("_"):
-                problems.append(f"{join(key, name)}: unknown setting{what}; known: {', '.join(sorted(fields)) or 'none'}")
+                problems.append(
+                    f"{join(key, name)}: unknown setting{what}; known: {', '.join(sorted(fields)) or 'none'}"
+                )
     for name, (hint, required) in fields.items():
         if name not in value:
             if required:
@@ -274,7 +341,7 @@ def locate(path: str) -> Any:
     return get_object(path)
 
 
-def check_target(section: Any, key: str, spec: Instantiated = Instantiated()) -> list[str]:
+def check_target(section: Any, key: str, spec: Instantiated | None = None) -> list[str]:
     """Check a ``_target_`` section against the target's declared settings."""
     if not isinstance(section, Mapping):
         return [f"{key}={show(section)}: expected a section with a _target_"]
@@ -286,6 +353,7 @@ def check_target(section: Any, key: str, spec: Instantiated = Instantiated()) ->
     except Exception as err:  # noqa: BLE001 (any import problem is the user's to fix)
         reason = str(err).splitlines()[0][:160] if str(err) else type(err).__name__
         return [f"{key}._target_={target!r}: cannot be imported ({reason})"]
+    spec = spec or Instantiated()
     decl = declared_settings(obj, spec.services)
     fields = {name: (hint, required) for name, hint, required in spec.extra}
     fields.update({n: (s.hint, s.required) for n, s in decl.settings.items()})
@@ -299,6 +367,7 @@ def check_target(section: Any, key: str, spec: Instantiated = Instantiated()) ->
 
 
 # ----------------------------------------------------------------------------- discovery (fuzz test, docs)
+
 
 @dataclass(frozen=True)
 class Leaf:
@@ -316,12 +385,20 @@ def leaves(value: Any, hint: Any, path: tuple[Any, ...] = (), owner: Any = None)
     if inst is not None and isinstance(value, Mapping) and isinstance(value.get("_target_"), str):
         obj = locate(value["_target_"])
         fields = {name: (h, req) for name, h, req in inst.extra}
-        fields.update({n: (s.hint, s.required) for n, s in declared_settings(obj, inst.services).settings.items()})
+        fields.update(
+            {
+                n: (s.hint, s.required)
+                for n, s in declared_settings(obj, inst.services).settings.items()
+            }
+        )
         yield from leaves_of(value, fields, path, obj)
         return
     if typing.get_origin(base) in _UNION and isinstance(value, Mapping):
-        nested = [m for m in typing.get_args(base)
-                  if is_schema(unwrap(m)[0]) or typing.get_origin(unwrap(m)[0]) in (dict, Mapping)]
+        nested = [
+            m
+            for m in typing.get_args(base)
+            if is_schema(unwrap(m)[0]) or typing.get_origin(unwrap(m)[0]) in (dict, Mapping)
+        ]
         if len(nested) == 1:
             yield from leaves(value, nested[0], path, owner)
             return
@@ -335,8 +412,12 @@ def leaves(value: Any, hint: Any, path: tuple[Any, ...] = (), owner: Any = None)
         yield Leaf(".".join(map(str, path)), path, hint, value, owner)
 
 
-def leaves_of(value: Mapping, fields: dict[str, tuple[Any, bool]], path: tuple[Any, ...] = (),
-              owner: Any = None) -> Iterator[Leaf]:
+def leaves_of(
+    value: Mapping,
+    fields: dict[str, tuple[Any, bool]],
+    path: tuple[Any, ...] = (),
+    owner: Any = None,
+) -> Iterator[Leaf]:
     """The leaves of a section with named keys (only the keys present in ``value``)."""
     for name, (hint, _) in fields.items():
         if name in value:

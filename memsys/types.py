@@ -6,12 +6,14 @@ questions asked about them; each question carries the stream position at which
 it is asked (offline datasets ask everything after the last insert, online ones
 such as MSC-E interleave questions with inserts).
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterator, Literal, Sequence
+from typing import Any, Literal
 
 
 def content_id(*parts: Any, prefix: str = "", length: int = 16) -> str:
@@ -37,7 +39,7 @@ class Unit:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Unit":
+    def from_json(cls, data: dict[str, Any]) -> Unit:
         return cls(**data)
 
 
@@ -60,8 +62,10 @@ OPTION_LETTERS = "ABCDEFGHIJ"  # multiple-choice options are lettered A..J
 def option_letters(n_options: int, question_id: str = "?") -> str:
     """The letters of ``n_options`` options; more options than letters is refused, naming the question."""
     if n_options > len(OPTION_LETTERS):
-        raise ValueError(f"question {question_id} has {n_options} options; multiple-choice answers are letters "
-                         f"{OPTION_LETTERS[0]}-{OPTION_LETTERS[-1]}, so at most {len(OPTION_LETTERS)} options are supported")
+        raise ValueError(
+            f"question {question_id} has {n_options} options; multiple-choice answers are letters "
+            f"{OPTION_LETTERS[0]}-{OPTION_LETTERS[-1]}, so at most {len(OPTION_LETTERS)} options are supported"
+        )
     return OPTION_LETTERS[:n_options]
 
 
@@ -97,13 +101,19 @@ class Episode:
     def __post_init__(self) -> None:
         for i, unit in enumerate(self.units):
             if unit.position != i:
-                raise ValueError(f"episode {self.id}: unit {unit.id} has position {unit.position}, expected {i}")
+                raise ValueError(
+                    f"episode {self.id}: unit {unit.id} has position {unit.position}, expected {i}"
+                )
         for q in self.questions:
             if not 0 <= q.position <= len(self.units):
-                raise ValueError(f"episode {self.id}: question {q.id} asked at {q.position}, "
-                                 f"outside 0..{len(self.units)}")
+                raise ValueError(
+                    f"episode {self.id}: question {q.id} asked at {q.position}, "
+                    f"outside 0..{len(self.units)}"
+                )
 
-    def events(self) -> Iterator[tuple[Literal["insert"], list[Unit]] | tuple[Literal["ask"], Question]]:
+    def events(
+        self,
+    ) -> Iterator[tuple[Literal["insert"], list[Unit]] | tuple[Literal["ask"], Question]]:
         """Yield ("insert", batch) and ("ask", question) in stream order.
 
         Units between two question positions form one batch; questions asked at
@@ -113,7 +123,7 @@ class Episode:
         cursor = 0
         for _, q in asks:
             if q.position > cursor:
-                yield "insert", self.units[cursor:q.position]
+                yield "insert", self.units[cursor : q.position]
                 cursor = q.position
             yield "ask", q
         if cursor < len(self.units):
@@ -142,11 +152,22 @@ class RetrievedItem:
         return d
 
 
-def units_from_texts(texts: Sequence[str], source_id: str, start: int = 0,
-                     timestamp: str | None = None, **metadata: Any) -> list[Unit]:
+def units_from_texts(
+    texts: Sequence[str],
+    source_id: str,
+    start: int = 0,
+    timestamp: str | None = None,
+    **metadata: Any,
+) -> list[Unit]:
     """Make units with content-addressed ids from consecutive texts of one source."""
     return [
-        Unit(id=content_id(source_id, start + i, t, prefix="u-"), text=t, source_id=source_id,
-             position=start + i, timestamp=timestamp, metadata=dict(metadata))
+        Unit(
+            id=content_id(source_id, start + i, t, prefix="u-"),
+            text=t,
+            source_id=source_id,
+            position=start + i,
+            timestamp=timestamp,
+            metadata=dict(metadata),
+        )
         for i, t in enumerate(texts)
     ]

@@ -1,4 +1,5 @@
 """Start/stop local OpenAI-compatible servers for tests: the fault server and llama.cpp's."""
+
 from __future__ import annotations
 
 import contextlib
@@ -8,8 +9,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 
@@ -51,10 +52,17 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 @contextlib.contextmanager
-def serve(args: list[str], ready_path: str, port: int, log_path: Path, timeout_s: float) -> Iterator[str]:
+def serve(
+    args: list[str], ready_path: str, port: int, log_path: Path, timeout_s: float
+) -> Iterator[str]:
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, *args], cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, *args],
+            cwd=REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         wait_ready(f"http://127.0.0.1:{port}{ready_path}", proc, timeout_s)
         yield f"http://127.0.0.1:{port}/v1"
@@ -79,8 +87,20 @@ def llama_server(log_dir: Path, n_ctx: int = 2048) -> Iterator[str]:
     from memharness.memsys.services.backends.local import bundled_smollm2_path
 
     port = free_port()
-    args = ["-m", "llama_cpp.server", "--model", bundled_smollm2_path(), "--host", "127.0.0.1",
-            "--port", str(port), "--n_ctx", str(n_ctx), "--model_alias", "smollm2"]
+    args = [
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        bundled_smollm2_path(),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(n_ctx),
+        "--model_alias",
+        "smollm2",
+    ]
     with serve(args, "/v1/models", port, log_dir / f"llama-{port}.log", 180) as url:
         yield url
 

@@ -1,16 +1,15 @@
 """Seeded test doubles for the CAM unit tests: hand-made word vectors, an LLM that writes a
 traceable summary of its passages and answers selection prompts from a script."""
+
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
-
-from memharness.memsys.services.types import ChatRequest, Completion
 from memharness.memsys.cam import CAM
+from memharness.memsys.services.types import ChatRequest, Completion
 from memharness.memsys.types import Unit, content_id
-
 from memtree_fakes import WordEmbedder
 
 SUMMARY = "SUMMARISE\n{passages}"
@@ -19,7 +18,12 @@ _PASSAGE = re.compile(r"^Passage (\d+): (.*)$", re.M)
 
 
 def unit(text: str, position: int = 0, source: str = "doc") -> Unit:
-    return Unit(id=content_id("t", position, text, prefix="u-"), text=text, source_id=source, position=position)
+    return Unit(
+        id=content_id("t", position, text, prefix="u-"),
+        text=text,
+        source_id=source,
+        position=position,
+    )
 
 
 def units(texts: list[str], source: str = "doc", start: int = 0) -> list[Unit]:
@@ -38,8 +42,11 @@ class FakeLLM:
     Every batch is recorded in ``batches``.
     """
 
-    def __init__(self, select: Callable[[str, list[str]], str] | None = None,
-                 fail_summary_when: str | None = None) -> None:
+    def __init__(
+        self,
+        select: Callable[[str, list[str]], str] | None = None,
+        fail_summary_when: str | None = None,
+    ) -> None:
         self.select = select or (lambda q, p: "[]")
         self.fail_summary_when = fail_summary_when
         self.batches: list[list[ChatRequest]] = []
@@ -56,14 +63,18 @@ class FakeLLM:
                 else:
                     out.append(Completion(text="(" + " ".join(texts) + ")"))
             else:
-                question = prompt.split("\n", 1)[0][len("SELECT "):]
+                question = prompt.split("\n", 1)[0][len("SELECT ") :]
                 out.append(Completion(text=self.select(question, texts)))
         return out
 
     def summary_requests(self) -> list[list[str]]:
         """The passages of every summary request so far, in order."""
-        return [passages(r.messages[-1][1]) for b in self.batches for r in b
-                if r.messages[-1][1].startswith("SUMMARISE")]
+        return [
+            passages(r.messages[-1][1])
+            for b in self.batches
+            for r in b
+            if r.messages[-1][1].startswith("SUMMARISE")
+        ]
 
     def selection_requests(self) -> list[ChatRequest]:
         return [r for b in self.batches for r in b if r.messages[-1][1].startswith("SELECT")]
@@ -89,10 +100,14 @@ def basis(dim: int, i: int, scale: float = 1.0) -> np.ndarray:
     return v
 
 
-def make_cam(table: dict[str, list[float]] | dict[str, np.ndarray], llm: FakeLLM | None = None, **kw) -> CAM:
+def make_cam(
+    table: dict[str, list[float]] | dict[str, np.ndarray], llm: FakeLLM | None = None, **kw
+) -> CAM:
     kw.setdefault("summary_prompt", SUMMARY)
     kw.setdefault("selection_prompt", SELECT)
-    kw.setdefault("alpha", 0.6)  # the hand-made tables were computed with the released code's alpha and theta
+    kw.setdefault(
+        "alpha", 0.6
+    )  # the hand-made tables were computed with the released code's alpha and theta
     kw.setdefault("theta", 0.6)
     table = {w: list(map(float, v)) for w, v in table.items()}
     return CAM(llm=llm or FakeLLM(), embedder=WordEmbedder(table), tokenizer=WordTokenizer(), **kw)

@@ -3,6 +3,7 @@
 They stand in for the real backends in unit tests of the runner's logic; the
 real embedded models are exercised by the ``slow`` tests.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -10,7 +11,6 @@ import re
 import threading
 
 import numpy as np
-
 from memharness.baselines.full_context import FullContext
 from memharness.memsys.services.types import BackendError, ChatRequest, Completion
 
@@ -24,8 +24,13 @@ class ScriptedChat:
 
     max_concurrency = None
 
-    def __init__(self, script: list[list[str]] | None = None, default: str = "I do not know",
-                 fail_on: str | None = None, model_id: str = "fake-chat") -> None:
+    def __init__(
+        self,
+        script: list[list[str]] | None = None,
+        default: str = "I do not know",
+        fail_on: str | None = None,
+        model_id: str = "fake-chat",
+    ) -> None:
         self.script = [tuple(p) for p in (script or [])]
         self.default = default
         self.fail_on = fail_on
@@ -40,7 +45,9 @@ class ScriptedChat:
         if self.fail_on and self.fail_on in prompt:
             raise BackendError("scripted failure", retryable=False, status=500)
         text = next((reply for pattern, reply in self.script if pattern in prompt), self.default)
-        return Completion(text=text, prompt_tokens=len(prompt.split()), completion_tokens=len(text.split()))
+        return Completion(
+            text=text, prompt_tokens=len(prompt.split()), completion_tokens=len(text.split())
+        )
 
 
 class HashEmbed:
@@ -67,8 +74,13 @@ def dataset_with_problems(path: str | None = None, parts: object = None):
     from memharness.memsys.types import Episode, Evidence, Question, units_from_texts
 
     units = units_from_texts(["The tram line opens in March.", ""], source_id="doc")
-    question = Question(id="q", text="When does the tram open?", answers=("March",), position=2,
-                        evidence=(Evidence(source_id="missing-doc"),))
+    question = Question(
+        id="q",
+        text="When does the tram open?",
+        answers=("March",),
+        position=2,
+        evidence=(Evidence(source_id="missing-doc"),),
+    )
     return Dataset(name="problems", episodes=[Episode(id="ep", units=units, questions=[question])])
 
 

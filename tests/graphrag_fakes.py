@@ -1,21 +1,26 @@
 """Test doubles for GraphRAG-lite: an LLM that answers each GraphRAG step from hand-written replies,
 a chat backend that does the same for whole runs, and a memory that answers its own questions."""
+
 from __future__ import annotations
 
 import json
 import re
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
-
 from memharness.baselines.full_context import FullContext
 from memharness.memsys.services.types import ChatRequest, Completion
 from memharness.memsys.types import Unit, content_id
 
 
 def unit(text: str, position: int, source: str = "doc") -> Unit:
-    return Unit(id=content_id("t", position, text, prefix="u-"), text=text, source_id=source, position=position)
+    return Unit(
+        id=content_id("t", position, text, prefix="u-"),
+        text=text,
+        source_id=source,
+        position=position,
+    )
 
 
 def step_of(request: ChatRequest) -> str:
@@ -40,7 +45,12 @@ def step_of(request: ChatRequest) -> str:
 
 def input_text(request: ChatRequest) -> str:
     """The text unit an extraction conversation is about."""
-    return request.messages[0][1].rsplit("Text:\n", 1)[1].rsplit("\nOutput:", 1)[0].rsplit("\nJSON:", 1)[0]
+    return (
+        request.messages[0][1]
+        .rsplit("Text:\n", 1)[1]
+        .rsplit("\nOutput:", 1)[0]
+        .rsplit("\nJSON:", 1)[0]
+    )
 
 
 class StepLLM:
@@ -57,7 +67,11 @@ class StepLLM:
         out = []
         for step, r in batch:
             reply = self.respond(step, r)
-            out.append(Completion(text="", error="BackendError: boom") if reply is None else Completion(text=reply))
+            out.append(
+                Completion(text="", error="BackendError: boom")
+                if reply is None
+                else Completion(text=reply)
+            )
         return out
 
     def steps(self) -> list[str]:
@@ -97,48 +111,66 @@ class WordTokenizer:
 
 
 def report_json(title: str, rating: float = 5.0) -> str:
-    return json.dumps({"title": title, "summary": f"About {title}.", "rating": rating,
-                       "rating_explanation": "test", "findings": [{"summary": f"{title} finding",
-                                                                   "explanation": "because"}]})
+    return json.dumps(
+        {
+            "title": title,
+            "summary": f"About {title}.",
+            "rating": rating,
+            "rating_explanation": "test",
+            "findings": [{"summary": f"{title} finding", "explanation": "because"}],
+        }
+    )
 
 
 def capitalised_records(text: str) -> str:
     """Rule-based extraction reply: capitalised words are entities, neighbours are related."""
     names = list(dict.fromkeys(w.upper() for w in re.findall(r"\b[A-Z][a-z]{2,}\b", text)))
     records = [f'("entity"<|>{n}<|>PERSON<|>{n} appears in the text)' for n in names]
-    records += [f'("relationship"<|>{a}<|>{b}<|>{a} and {b} appear together<|>2)' for a, b in zip(names, names[1:])]
+    records += [
+        f'("relationship"<|>{a}<|>{b}<|>{a} and {b} appear together<|>2)'
+        for a, b in zip(names, names[1:], strict=False)
+    ]
     return "\n##\n".join(records) + "\n<|COMPLETE|>"
 
 
 # A small corpus with two clusters of named things (and one unit without names) and its step replies.
-TEXTS = ["Ana Ruiz leads Velox Rail in Port Elden.",
-         "Velox Rail builds the Elden tram with Ana Ruiz and Mira Chen.",
-         "Mira Chen audits Velox Rail for the Elden council.",
-         "Tomas Berg coaches the Harbor Hawks in Ridgeway.",
-         "The Harbor Hawks beat the Ridge Foxes while Tomas Berg watched.",
-         "Ridge Foxes fans met Tomas Berg in Ridgeway.",
-         "nothing capitalised here at all."]
+TEXTS = [
+    "Ana Ruiz leads Velox Rail in Port Elden.",
+    "Velox Rail builds the Elden tram with Ana Ruiz and Mira Chen.",
+    "Mira Chen audits Velox Rail for the Elden council.",
+    "Tomas Berg coaches the Harbor Hawks in Ridgeway.",
+    "The Harbor Hawks beat the Ridge Foxes while Tomas Berg watched.",
+    "Ridge Foxes fans met Tomas Berg in Ridgeway.",
+    "nothing capitalised here at all.",
+]
 
 
 def responder(map_reply=None):
     """Hand-written replies for every GraphRAG step over TEXTS (map replies from ``map_reply``)."""
+
     def respond(step, request):
         if step == "extract":
             return capitalised_records(input_text(request))
         if step == "glean":
-            return "I found nothing." if input_text(request).startswith("nothing") else "<|COMPLETE|>"
+            return (
+                "I found nothing." if input_text(request).startswith("nothing") else "<|COMPLETE|>"
+            )
         if step == "summarize":
             return "SUMMARY"
         if step == "report":
             data = request.messages[-1][1].split("Data:\n", 1)[1]
-            names = [line.split(",")[1] for line in data.split("-----Entities-----\n")[-1].splitlines()[1:3]
-                     if "," in line]
+            names = [
+                line.split(",")[1]
+                for line in data.split("-----Entities-----\n")[-1].splitlines()[1:3]
+                if "," in line
+            ]
             return report_json(" and ".join(names) or "sub-communities", rating=len(data) % 10)
         if step == "map":
             return map_reply(request) if map_reply else json.dumps({"points": []})
         if step == "reduce":
             return "REDUCED"
         raise AssertionError(step)
+
     return respond
 
 
@@ -149,15 +181,25 @@ class GraphChat:
 
     max_concurrency = None
 
-    def __init__(self, map_score: int = 60, model_id: str = "fake-graphrag", map_broken: str = "none") -> None:
+    def __init__(
+        self, map_score: int = 60, model_id: str = "fake-graphrag", map_broken: str = "none"
+    ) -> None:
         self.map_score, self.model_id, self.map_broken = int(map_score), model_id, map_broken
         self.steps: list[str] = []
         self._lock = threading.Lock()
 
     def chat(self, request: ChatRequest) -> Completion:
-        if not any("-Your data-" in c or "---" in c or "Descriptions:" in c or "Report:" in c
-                   or "missed" in c for _, c in request.messages):
-            return Completion(text="1" if request.choices == ("0", "1") else "an answer")  # answer / judge prompts
+        if not any(
+            "-Your data-" in c
+            or "---" in c
+            or "Descriptions:" in c
+            or "Report:" in c
+            or "missed" in c
+            for _, c in request.messages
+        ):
+            return Completion(
+                text="1" if request.choices == ("0", "1") else "an answer"
+            )  # answer / judge prompts
         step = step_of(request)
         with self._lock:
             self.steps.append(step)
@@ -175,7 +217,13 @@ class GraphChat:
         elif step == "map" and self._broken(request):
             text = "not json"
         elif step == "map":
-            text = json.dumps({"points": [{"description": "A point [Data: Reports (0)]", "score": self.map_score}]})
+            text = json.dumps(
+                {
+                    "points": [
+                        {"description": "A point [Data: Reports (0)]", "score": self.map_score}
+                    ]
+                }
+            )
         else:
             text = "reduced answer"
         return Completion(text=text, prompt_tokens=10, completion_tokens=5)

@@ -4,15 +4,16 @@ Level 0: atoms a, b, c, d. Level 1: P = {a, b}, Q = {b, c} (b has two parents, a
 or an overlapping community would give), R = {d}. Level 2: T = {P, Q}. R has no parent, so the
 top level is {T} and top-down search from the top never reaches R (RAPTOR's behaviour).
 """
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
-
-from memharness.memsys.services.types import Completion
 from memharness.memsys.hierarchy.memory import HierarchicalMemory
 from memharness.memsys.hierarchy.store import HierarchyStore
+from memharness.memsys.services.types import Completion
 from memharness.memsys.types import Unit
 
 
@@ -21,10 +22,26 @@ def unit_vec(*xs: float) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-VECTORS = {"a": unit_vec(1, 0, 0), "b": unit_vec(1, 1, 0), "c": unit_vec(0, 1, 0), "d": unit_vec(0, 0, 1),
-           "P": unit_vec(2, 1, 0), "Q": unit_vec(1, 2, 0), "R": unit_vec(0, 0.2, 1), "T": unit_vec(1, 1, 0.1)}
-TEXTS = {"a": "alpha apples", "b": "beta bananas bread", "c": "gamma cherries", "d": "delta dates dunes",
-         "P": "fruit a b", "Q": "fruit b c", "R": "dates", "T": "all fruit summary"}
+VECTORS = {
+    "a": unit_vec(1, 0, 0),
+    "b": unit_vec(1, 1, 0),
+    "c": unit_vec(0, 1, 0),
+    "d": unit_vec(0, 0, 1),
+    "P": unit_vec(2, 1, 0),
+    "Q": unit_vec(1, 2, 0),
+    "R": unit_vec(0, 0.2, 1),
+    "T": unit_vec(1, 1, 0.1),
+}
+TEXTS = {
+    "a": "alpha apples",
+    "b": "beta bananas bread",
+    "c": "gamma cherries",
+    "d": "delta dates dunes",
+    "P": "fruit a b",
+    "Q": "fruit b c",
+    "R": "dates",
+    "T": "all fruit summary",
+}
 
 
 def build_dag() -> tuple[HierarchyStore, dict[str, int]]:
@@ -50,7 +67,9 @@ class TableEmbedder:
         self.calls += 1
         out = []
         for t in texts:
-            key = next((k for k, v in TEXTS.items() if v == t), None) or next((k for k in VECTORS if k == t), None)
+            key = next((k for k, v in TEXTS.items() if v == t), None) or next(
+                (k for k in VECTORS if k == t), None
+            )
             out.append(VECTORS[key] if key else np.zeros(3, np.float32))
         return np.stack(out)
 
@@ -69,8 +88,15 @@ class PairMemory(HierarchicalMemory):
     online = False
     name = "pairs"
 
-    def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None, *, label: str = "pair",
-                 **core: Any) -> None:
+    def __init__(
+        self,
+        llm: Any = None,
+        embedder: Any = None,
+        tokenizer: Any = None,
+        *,
+        label: str = "pair",
+        **core: Any,
+    ) -> None:
         super().__init__(llm=llm, embedder=embedder, tokenizer=tokenizer, **core)
         self.label = label
 
@@ -79,13 +105,23 @@ class PairMemory(HierarchicalMemory):
 
         self.store = HierarchyStore()
         vectors = self.embedder.embed([u.text for u in units])
-        atoms = self.store.add_nodes([u.id for u in units], [u.text for u in units], vectors, 0,
-                                     units=[(u.id,) for u in units])
+        atoms = self.store.add_nodes(
+            [u.id for u in units],
+            [u.text for u in units],
+            vectors,
+            0,
+            units=[(u.id,) for u in units],
+        )
         for i in range(0, len(atoms) - 1, 2):
-            pair = atoms[i:i + 2]
+            pair = atoms[i : i + 2]
             vec = vectors[i] + vectors[i + 1]
-            self.store.add_node(f"{self.label}-{i}", " + ".join(self.store.texts[a] for a in pair),
-                                vec / max(np.linalg.norm(vec), 1e-9), 1, children=pair)
+            self.store.add_node(
+                f"{self.label}-{i}",
+                " + ".join(self.store.texts[a] for a in pair),
+                vec / max(np.linalg.norm(vec), 1e-9),
+                1,
+                children=pair,
+            )
 
 
 class FakeLogprobBackend:

@@ -1,13 +1,13 @@
 """Seeded test doubles for the MemTree unit tests: a bag-of-words embedder over hand-made
 word vectors and an LLM that writes a traceable merge of its two inputs."""
+
 from __future__ import annotations
 
 import re
 
 import numpy as np
-
-from memharness.memsys.services.types import ChatRequest, Completion
 from memharness.memsys.memtree.memory import MemTree
+from memharness.memsys.services.types import ChatRequest, Completion
 from memharness.memsys.types import Unit, content_id
 
 # Test prompt: "<n>|<current>|<new>" so the fake LLM can read its inputs back.
@@ -15,7 +15,9 @@ PROMPT = "{n_children}|{current_content}|{new_content}"
 
 
 def unit(text: str, position: int = 0) -> Unit:
-    return Unit(id=content_id("t", position, text, prefix="u-"), text=text, source_id="s", position=position)
+    return Unit(
+        id=content_id("t", position, text, prefix="u-"), text=text, source_id="s", position=position
+    )
 
 
 class WordEmbedder:
@@ -30,8 +32,10 @@ class WordEmbedder:
         self.calls.append(list(texts))
         out = []
         for t in texts:
-            v = sum((self.table[w] for w in re.findall(r"[a-z]+\d*", t) if w in self.table),
-                    np.zeros(self.dim, np.float32))
+            v = sum(
+                (self.table[w] for w in re.findall(r"[a-z]+\d*", t) if w in self.table),
+                np.zeros(self.dim, np.float32),
+            )
             norm = np.linalg.norm(v)
             out.append(v / norm if norm > 0 else v)
         return np.stack(out).astype(np.float32)
@@ -67,4 +71,6 @@ class WordTokenizer:
 
 def make_tree(table: dict[str, list[float]], llm: MergeLLM | None = None, **kw) -> MemTree:
     kw.setdefault("aggregate_prompt", PROMPT)
-    return MemTree(llm=llm or MergeLLM(), embedder=WordEmbedder(table), tokenizer=WordTokenizer(), **kw)
+    return MemTree(
+        llm=llm or MergeLLM(), embedder=WordEmbedder(table), tokenizer=WordTokenizer(), **kw
+    )

@@ -1,13 +1,13 @@
 """Test doubles for the RAPTOR tests: planted embeddings, a summariser that echoes its inputs,
 a word tokenizer and an identity stand-in for UMAP (so mixtures see the planted geometry)."""
+
 from __future__ import annotations
 
 import re
 
 import numpy as np
-
-from memharness.memsys.services.types import ChatRequest, Completion
 from memharness.memsys.raptor.memory import Raptor
+from memharness.memsys.services.types import ChatRequest, Completion
 from memharness.memsys.types import Unit, content_id
 
 WORD = re.compile(r"[a-z]+\d*")
@@ -15,8 +15,12 @@ PROMPT = "SUM<{context}>"
 
 
 def unit(text: str, position: int = 0, source: str = "s") -> Unit:
-    return Unit(id=content_id("t", source, position, text, prefix="u-"), text=text, source_id=source,
-                position=position)
+    return Unit(
+        id=content_id("t", source, position, text, prefix="u-"),
+        text=text,
+        source_id=source,
+        position=position,
+    )
 
 
 def units(texts: list[str], source: str = "s") -> list[Unit]:
@@ -78,7 +82,9 @@ class WordTokenizer:
         return " ".join(text.split()[:max_tokens])
 
 
-def identity_reduce(vectors: np.ndarray, n_components: int, n_neighbors: int, metric: str, seed: int) -> np.ndarray:
+def identity_reduce(
+    vectors: np.ndarray, n_components: int, n_neighbors: int, metric: str, seed: int
+) -> np.ndarray:
     """Stands in for UMAP: the mixtures see the planted vectors themselves."""
     return np.asarray(vectors, dtype=np.float64)
 
@@ -99,8 +105,14 @@ def two_blobs(n: int = 60, sep: float = 3.0, seed: int = 0) -> dict[str, np.ndar
     return table
 
 
-def make_raptor(table: dict[str, np.ndarray], llm: EchoSummariser | None = None, cls: type = PlainRaptor,
-                **kw) -> Raptor:
+def make_raptor(
+    table: dict[str, np.ndarray], llm: EchoSummariser | None = None, cls: type = PlainRaptor, **kw
+) -> Raptor:
     kw.setdefault("summary_prompt", PROMPT)
     kw.setdefault("chunker", "units")
-    return cls(llm=llm or EchoSummariser(), embedder=PlantedEmbedder(table), tokenizer=WordTokenizer(), **kw)
+    return cls(
+        llm=llm or EchoSummariser(),
+        embedder=PlantedEmbedder(table),
+        tokenizer=WordTokenizer(),
+        **kw,
+    )

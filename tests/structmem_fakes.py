@@ -1,20 +1,22 @@
 """Test doubles for the structural-memory tests: an LLM that answers each prompt with a function
 of its text (recording every batch), hand-written extraction replies, and a memory factory."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import yaml
-
 from fakes import HashEmbed
 from memharness.memsys.services.embed import Embedder
+from memharness.memsys.services.tokens import get_tokenizer
 from memharness.memsys.services.types import ChatRequest, Completion
 from memharness.memsys.structmem import StructuralMemory
-from memharness.memsys.services.tokens import get_tokenizer
 from memharness.memsys.types import Unit, content_id
 
-CONF = yaml.safe_load((Path(__file__).resolve().parent.parent / "conf" / "memory" / "structmem.yaml").read_text())
+CONF = yaml.safe_load(
+    (Path(__file__).resolve().parent.parent / "conf" / "memory" / "structmem.yaml").read_text()
+)
 PROMPTS, FORMATS = CONF["prompts"], CONF["rerank_formats"]
 
 # Hand-written extraction replies, malformed lines included (marked).
@@ -33,7 +35,12 @@ FACTS_REPLY = """1. Nora adopted a grey cat on Monday. | Nora | grey cat | Monda
 
 
 def unit(text: str, position: int, source: str = "doc-a") -> Unit:
-    return Unit(id=content_id(source, position, text, prefix="u-"), text=text, source_id=source, position=position)
+    return Unit(
+        id=content_id(source, position, text, prefix="u-"),
+        text=text,
+        source_id=source,
+        position=position,
+    )
 
 
 class FakeLLM:
@@ -50,7 +57,11 @@ class FakeLLM:
         out = []
         for r in requests:
             text = self.reply(r.messages[-1][1])
-            out.append(Completion(text="", error="BackendError: scripted") if text is None else Completion(text=text))
+            out.append(
+                Completion(text="", error="BackendError: scripted")
+                if text is None
+                else Completion(text=text)
+            )
         return out
 
     @property
@@ -58,9 +69,14 @@ class FakeLLM:
         return [r for b in self.batches for r in b]
 
 
-def by_kind(triples: str = TRIPLES_REPLY, facts: str = FACTS_REPLY, summary: str = "Nora adopted Pepper.",
-            other: str = "") -> Callable[[str], str | None]:
+def by_kind(
+    triples: str = TRIPLES_REPLY,
+    facts: str = FACTS_REPLY,
+    summary: str = "Nora adopted Pepper.",
+    other: str = "",
+) -> Callable[[str], str | None]:
     """Reply to the extraction prompts of conf/memory/structmem.yaml by kind."""
+
     def reply(prompt: str) -> str | None:
         if prompt.startswith(PROMPTS["triples"].split("\n")[0]):
             return triples
@@ -69,6 +85,7 @@ def by_kind(triples: str = TRIPLES_REPLY, facts: str = FACTS_REPLY, summary: str
         if prompt.startswith(PROMPTS["summaries"].split("\n")[0]):
             return summary
         return other
+
     return reply
 
 
@@ -76,4 +93,6 @@ def make_memory(llm: FakeLLM, **params) -> StructuralMemory:
     """A StructuralMemory with the shipped prompts, a hashed bag-of-words embedder and cl100k tokens."""
     config = {k: v for k, v in CONF.items() if k not in ("_target_", "name", "seed")}
     config.update(params)
-    return StructuralMemory(llm=llm, embedder=Embedder(HashEmbed(dim=128)), tokenizer=get_tokenizer(), **config)
+    return StructuralMemory(
+        llm=llm, embedder=Embedder(HashEmbed(dim=128)), tokenizer=get_tokenizer(), **config
+    )

@@ -1,4 +1,5 @@
 """The LLM facade: bounded concurrency, backoff with jitter, Retry-After, failures recorded, accounting."""
+
 from __future__ import annotations
 
 import random
@@ -16,7 +17,9 @@ class ScriptedBackend:
     model_id = "fake:scripted"
     max_concurrency = None
 
-    def __init__(self, script: dict[str, list[BackendError]] | None = None, sleep_s: float = 0.0) -> None:
+    def __init__(
+        self, script: dict[str, list[BackendError]] | None = None, sleep_s: float = 0.0
+    ) -> None:
         self.script = {k: list(v) for k, v in (script or {}).items()}
         self.sleep_s = sleep_s
         self.active = self.peak = self.calls = 0
@@ -53,7 +56,9 @@ def test_max_in_flight_bounds_concurrency():
 def test_backend_cap_wins_over_config():
     backend = ScriptedBackend(sleep_s=0.02)
     backend.max_concurrency = 1
-    LLM(backend, max_in_flight=8, progress=False).complete([ChatRequest.user(f"p{i}") for i in range(4)])
+    LLM(backend, max_in_flight=8, progress=False).complete(
+        [ChatRequest.user(f"p{i}") for i in range(4)]
+    )
     assert backend.peak == 1
 
 
@@ -68,10 +73,14 @@ def test_backoff_is_exponential_with_full_jitter_and_honours_retry_after():
 
 
 def test_retries_then_success_and_retry_after_is_waited():
-    errors = [BackendError("429", retryable=True, retry_after=0.3, status=429),
-              BackendError("503", retryable=True, status=503)]
+    errors = [
+        BackendError("429", retryable=True, retry_after=0.3, status=429),
+        BackendError("503", retryable=True, status=503),
+    ]
     backend = ScriptedBackend({"x": errors})
-    llm = LLM(backend, meter=Meter(), progress=False, retry=RetryPolicy(max_retries=3, base_delay_s=0.01))
+    llm = LLM(
+        backend, meter=Meter(), progress=False, retry=RetryPolicy(max_retries=3, base_delay_s=0.01)
+    )
     with llm.meter.stage("answer"):
         out = llm.complete_one(ChatRequest.user("x"))
     assert out.ok and out.attempts == 3 and backend.calls == 3
@@ -80,9 +89,15 @@ def test_retries_then_success_and_retry_after_is_waited():
 
 
 def test_failure_after_budget_is_a_recorded_completion_and_the_batch_goes_on():
-    backend = ScriptedBackend({"bad": [BackendError("boom", retryable=True)] * 5,
-                               "fatal": [BackendError("400", retryable=False, status=400)]})
-    llm = LLM(backend, meter=Meter(), progress=False, retry=RetryPolicy(max_retries=2, base_delay_s=0.001))
+    backend = ScriptedBackend(
+        {
+            "bad": [BackendError("boom", retryable=True)] * 5,
+            "fatal": [BackendError("400", retryable=False, status=400)],
+        }
+    )
+    llm = LLM(
+        backend, meter=Meter(), progress=False, retry=RetryPolicy(max_retries=2, base_delay_s=0.001)
+    )
     with llm.meter.stage("judge"):
         out = llm.complete([ChatRequest.user(p) for p in ("ok", "bad", "fatal", "ok2")])
     assert [c.ok for c in out] == [True, False, False, True]

@@ -1,27 +1,32 @@
 """OpenAIBackend / OpenAIEmbedBackend against the in-repo fault server, and through the LLM facade."""
+
 from __future__ import annotations
 
 import json
 
 import numpy as np
 import pytest
-
+from _servers import free_port
+from memharness.memsys.services.backends.openai_compat import (
+    OpenAIBackend,
+    OpenAIEmbedBackend,
+    parse_retry_after,
+)
 from memharness.memsys.services.cache import CallCache
 from memharness.memsys.services.embed import Embedder
-from memharness.memsys.testing.fault_server import FaultConfig, FaultServer
 from memharness.memsys.services.llm import LLM, RetryPolicy
 from memharness.memsys.services.meter import Meter
-from memharness.memsys.services.backends.openai_compat import OpenAIBackend, OpenAIEmbedBackend, parse_retry_after
 from memharness.memsys.services.types import BackendError, ChatRequest, ConfigError
-
-from _servers import free_port
+from memharness.memsys.testing.fault_server import FaultConfig, FaultServer
 
 
 def backend(url: str, **kw) -> OpenAIBackend:
     return OpenAIBackend(model="fault-model", base_url=url, api_key_env=None, **kw)
 
 
-@pytest.mark.parametrize("fault,status", [("rate_429", 429), ("rate_500", 500), ("rate_malformed", 200)])
+@pytest.mark.parametrize(
+    "fault,status", [("rate_429", 429), ("rate_500", 500), ("rate_malformed", 200)]
+)
 def test_faults_map_to_retryable_backend_errors(fault, status):
     with FaultServer(FaultConfig(**{fault: 1.0}, retry_after_s=7)) as srv:
         with pytest.raises(BackendError) as info:
@@ -46,7 +51,9 @@ def test_completion_carries_text_and_usage():
 def test_missing_key_names_the_env_var(monkeypatch):
     monkeypatch.delenv("MEMHARNESS_TEST_KEY", raising=False)
     with pytest.raises(ConfigError, match="MEMHARNESS_TEST_KEY"):
-        OpenAIBackend(model="m", base_url="http://127.0.0.1:9/v1", api_key_env="MEMHARNESS_TEST_KEY")
+        OpenAIBackend(
+            model="m", base_url="http://127.0.0.1:9/v1", api_key_env="MEMHARNESS_TEST_KEY"
+        )
 
 
 def test_unreachable_server_names_base_url():
@@ -71,17 +78,30 @@ def test_key_is_sent_but_never_shown(monkeypatch):
 def test_structured_modes_build_the_right_fields():
     with FaultServer() as srv:
         req = ChatRequest.user("judge", max_tokens=5, choices=("0", "1"))
-        assert backend(srv.url, structured="grammar").payload(req)["grammar"] == 'root ::= "0" | "1"'
-        assert backend(srv.url, structured="guided_choice").payload(req)["guided_choice"] == ["0", "1"]
+        assert (
+            backend(srv.url, structured="grammar").payload(req)["grammar"] == 'root ::= "0" | "1"'
+        )
+        assert backend(srv.url, structured="guided_choice").payload(req)["guided_choice"] == [
+            "0",
+            "1",
+        ]
         lb = backend(srv.url, structured="logit_bias").payload(req)
-        assert lb["max_tokens"] == 1 and len(lb["logit_bias"]) == 2 and set(lb["logit_bias"].values()) == {100}
+        assert (
+            lb["max_tokens"] == 1
+            and len(lb["logit_bias"]) == 2
+            and set(lb["logit_bias"].values()) == {100}
+        )
         js = backend(srv.url, structured="json_schema")
-        assert js.payload(req)["response_format"]["json_schema"]["schema"]["properties"]["answer"]["enum"] == ["0", "1"]
+        assert js.payload(req)["response_format"]["json_schema"]["schema"]["properties"]["answer"][
+            "enum"
+        ] == ["0", "1"]
         assert js.chat(req).text in ("0", "1")  # unwrapped from {"answer": ...}
         assert "grammar" not in backend(srv.url, structured="none").payload(req)
         jreq = ChatRequest.user("extract", json_output=True)
         assert backend(srv.url).payload(jreq)["response_format"] == {"type": "json_object"}
-        seeded = backend(srv.url).payload(ChatRequest.user("s", temperature=0.7, seed=11, stop=("\n",)))
+        seeded = backend(srv.url).payload(
+            ChatRequest.user("s", temperature=0.7, seed=11, stop=("\n",))
+        )
         assert seeded["seed"] == 11 and seeded["stop"] == ["\n"] and seeded["temperature"] == 0.7
     with pytest.raises(ConfigError, match="structured"):
         OpenAIBackend(model="m", structured="magic", api_key_env=None, check_connection=False)
@@ -96,8 +116,13 @@ def test_retry_after_parsing():
 def test_transient_faults_recover_through_retries(tmp_path):
     cfg = FaultConfig(rate_429=0.3, rate_500=0.3, rate_malformed=0.2, transient=1, seed=5)
     with FaultServer(cfg) as srv:
-        llm = LLM(backend(srv.url), meter=Meter(), max_in_flight=4, progress=False,
-                  retry=RetryPolicy(max_retries=2, base_delay_s=0.001, max_delay_s=0.01))
+        llm = LLM(
+            backend(srv.url),
+            meter=Meter(),
+            max_in_flight=4,
+            progress=False,
+            retry=RetryPolicy(max_retries=2, base_delay_s=0.001, max_delay_s=0.01),
+        )
         with llm.meter.stage("answer"):
             out = llm.complete([ChatRequest.user(f"q{i}") for i in range(30)])
         stats = srv.stats()
@@ -111,8 +136,14 @@ def test_transient_faults_recover_through_retries(tmp_path):
 def test_permanent_faults_fail_exactly_the_faulted_prompts(tmp_path):
     cfg = FaultConfig(rate_429=0.2, rate_500=0.2, rate_hang=0.1, hang_s=2, seed=2)
     with FaultServer(cfg) as srv:
-        llm = LLM(backend(srv.url, timeout_s=0.5), meter=Meter(), cache=CallCache(tmp_path / "c.sqlite"),
-                  max_in_flight=8, progress=False, retry=RetryPolicy(max_retries=1, base_delay_s=0.001))
+        llm = LLM(
+            backend(srv.url, timeout_s=0.5),
+            meter=Meter(),
+            cache=CallCache(tmp_path / "c.sqlite"),
+            max_in_flight=8,
+            progress=False,
+            retry=RetryPolicy(max_retries=1, base_delay_s=0.001),
+        )
         with llm.meter.stage("judge"):
             out = llm.complete([ChatRequest.user(f"q{i}") for i in range(40)])
         stats = srv.stats()
@@ -125,8 +156,12 @@ def test_permanent_faults_fail_exactly_the_faulted_prompts(tmp_path):
 def test_openai_embedder_batches_and_caches(tmp_path):
     with FaultServer(FaultConfig(embed_dim=12)) as srv:
         meter = Meter()
-        emb = Embedder(OpenAIEmbedBackend(model="e", base_url=srv.url, api_key_env=None), meter=meter,
-                       cache=CallCache(tmp_path / "c.sqlite"), batch_size=4)
+        emb = Embedder(
+            OpenAIEmbedBackend(model="e", base_url=srv.url, api_key_env=None),
+            meter=meter,
+            cache=CallCache(tmp_path / "c.sqlite"),
+            batch_size=4,
+        )
         vecs = emb.embed([f"t{i}" for i in range(10)])
         again = emb.embed([f"t{i}" for i in range(10)])
         stats = srv.stats()

@@ -1,4 +1,5 @@
 """vLLM backend: clear errors without the package or a GPU; batching and parameter mapping with doubles."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -6,10 +7,13 @@ import threading
 import types
 
 import pytest
-
+from memharness.memsys.services.backends.vllm_backend import (
+    VLLMBackend,
+    VLLMEmbedBackend,
+    require_vllm,
+)
 from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.types import ChatRequest, ConfigError
-from memharness.memsys.services.backends.vllm_backend import VLLMBackend, VLLMEmbedBackend, require_vllm
 
 
 def test_missing_package_or_gpu_is_a_config_error():
@@ -22,7 +26,9 @@ def test_missing_package_or_gpu_is_a_config_error():
 
 
 def test_no_gpu_is_named(monkeypatch):
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object() if name == "vllm" else None)
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name: object() if name == "vllm" else None
+    )
     fake_torch = types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: False))
     monkeypatch.setitem(__import__("sys").modules, "torch", fake_torch)
     with pytest.raises(ConfigError, match="CUDA GPU"):
@@ -39,8 +45,10 @@ class FakeGuided:
         self.kw = kw
 
 
-FAKE_VLLM = types.SimpleNamespace(SamplingParams=FakeParams,
-                                  sampling_params=types.SimpleNamespace(GuidedDecodingParams=FakeGuided))
+FAKE_VLLM = types.SimpleNamespace(
+    SamplingParams=FakeParams,
+    sampling_params=types.SimpleNamespace(GuidedDecodingParams=FakeGuided),
+)
 
 
 class FakeEngine:
@@ -63,12 +71,17 @@ class FakeEngine:
         return out
 
     def embed(self, texts, use_tqdm):
-        return [types.SimpleNamespace(outputs=types.SimpleNamespace(embedding=[len(t), 1.0])) for t in texts]
+        return [
+            types.SimpleNamespace(outputs=types.SimpleNamespace(embedding=[len(t), 1.0]))
+            for t in texts
+        ]
 
 
 def test_concurrent_calls_are_batched_and_params_mapped():
     engine = FakeEngine()
-    backend = VLLMBackend(model="m", engine=engine, vllm_module=FAKE_VLLM, max_batch=64, batch_wait_ms=50, seed=9)
+    backend = VLLMBackend(
+        model="m", engine=engine, vllm_module=FAKE_VLLM, max_batch=64, batch_wait_ms=50, seed=9
+    )
     llm = LLM(backend, max_in_flight=32, progress=False)
     requests = [ChatRequest.user(f"q{i}", max_tokens=3, choices=("0", "1")) for i in range(32)]
     out = llm.complete(requests)
@@ -77,7 +90,11 @@ def test_concurrent_calls_are_batched_and_params_mapped():
     assert out[0].prompt_tokens == 7 and out[0].completion_tokens == 2
     assert sum(engine.batches) == 32 and max(engine.batches) > 1
     first = engine.params[0].kw
-    assert first["max_tokens"] == 3 and first["seed"] == 9 and first["guided_decoding"].kw == {"choice": ["0", "1"]}
+    assert (
+        first["max_tokens"] == 3
+        and first["seed"] == 9
+        and first["guided_decoding"].kw == {"choice": ["0", "1"]}
+    )
 
 
 def test_engine_errors_fail_the_batch_not_the_batcher():

@@ -1,4 +1,5 @@
 """The static results browser, as a person uses it in headless Chromium."""
+
 from __future__ import annotations
 
 import json
@@ -12,14 +13,21 @@ SCRIPT = '[["Which striker","Rosa Lind"],["| Predicted: ","1"]]'
 
 def test_browser_lists_runs_filters_and_opens_a_sample_with_its_provenance(make_cfg, tmp_path):
     runs = tmp_path / "runs"
-    run(make_cfg("memory=full_context", "dataset.limit=4", f"llm.backend.script={SCRIPT}"), runs / "a")
+    run(
+        make_cfg("memory=full_context", "dataset.limit=4", f"llm.backend.script={SCRIPT}"),
+        runs / "a",
+    )
     run(make_cfg("memory=memtree", "dataset.limit=4", f"llm.backend.script={SCRIPT}"), runs / "b")
     page_path = browse_main([str(runs), "--out", str(tmp_path / "t" / "browser.html")])
     samples = [json.loads(x) for x in (runs / "b" / "samples.jsonl").read_text().splitlines()]
     with browser_page() as page:
         page.goto(page_path.as_uri())
         rows = page.inner_text("#runs")
-        assert "full_context" in rows and "memtree" in rows and page.eval_on_selector_all("#runs tr", "e => e.length") == 2
+        assert (
+            "full_context" in rows
+            and "memtree" in rows
+            and page.eval_on_selector_all("#runs tr", "e => e.length") == 2
+        )
         page.fill("#runfilter", "memtree")
         assert page.eval_on_selector_all("#runs tr", "e => e.length") == 1
         page.click("#runs tr")
@@ -30,9 +38,13 @@ def test_browser_lists_runs_filters_and_opens_a_sample_with_its_provenance(make_
         detail = page.inner_text("#sample")
         assert target["question"] in detail and target["references"][0] in detail
         assert (target.get("judge_reply") or "-") in detail
-        cells = page.eval_on_selector_all("#retrieved tr", "rows => rows.slice(1).map(r => [...r.cells].map(c => c.innerText))")
+        cells = page.eval_on_selector_all(
+            "#retrieved tr", "rows => rows.slice(1).map(r => [...r.cells].map(c => c.innerText))"
+        )
         assert len(cells) == len(target["retrieved"])
         first = target["retrieved"][0]
-        assert cells[0][3] == first["node_id"] and cells[0][4] == ", ".join(first["source_unit_ids"])
+        assert cells[0][3] == first["node_id"] and cells[0][4] == ", ".join(
+            first["source_unit_ids"]
+        )
         assert cells[0][5].strip() == first["text"].strip()
         assert page.errors == []

@@ -1,4 +1,5 @@
 """The persistent call cache: what the key covers, what is cached, concurrent writers, warm reruns."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -6,15 +7,23 @@ import multiprocessing as mp
 import threading
 
 import pytest
-
 from memharness.memsys.services.cache import CallCache
 from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.meter import Meter
 from memharness.memsys.services.types import ChatRequest, Completion
 
-BASE = ChatRequest.user("q", system="s", max_tokens=8, temperature=0.0, seed=1, stop=("x",), choices=("a", "b"))
-CHANGED = {"messages": (("user", "q2"),), "max_tokens": 9, "temperature": 0.5, "seed": 2, "stop": ("y",),
-           "choices": ("a", "c"), "json_output": True}
+BASE = ChatRequest.user(
+    "q", system="s", max_tokens=8, temperature=0.0, seed=1, stop=("x",), choices=("a", "b")
+)
+CHANGED = {
+    "messages": (("user", "q2"),),
+    "max_tokens": 9,
+    "temperature": 0.5,
+    "seed": 2,
+    "stop": ("y",),
+    "choices": ("a", "c"),
+    "json_output": True,
+}
 
 
 class CountingBackend:
@@ -28,7 +37,9 @@ class CountingBackend:
     def chat(self, request: ChatRequest) -> Completion:
         with self._lock:
             self.calls += 1
-        return Completion(text=f"echo {request.messages[-1][1]}", prompt_tokens=3, completion_tokens=2)
+        return Completion(
+            text=f"echo {request.messages[-1][1]}", prompt_tokens=3, completion_tokens=2
+        )
 
 
 def test_every_generation_parameter_is_in_the_key():
@@ -85,7 +96,9 @@ def test_several_processes_write_at_once(tmp_path):
     assert [p.exitcode for p in procs] == [0, 0, 0, 0]
     cache = CallCache(path)
     assert len(cache) == 4 * 150 + 1
-    assert cache.get_chat("k3-149") == {"text": "3:149"} and cache.get_chat("shared") == {"text": "same"}
+    assert cache.get_chat("k3-149") == {"text": "3:149"} and cache.get_chat("shared") == {
+        "text": "same"
+    }
     assert cache._conn().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -101,7 +114,9 @@ def test_embeddings_round_trip(tmp_path):
 @pytest.mark.parametrize("threads", [8])
 def test_threads_share_one_cache(tmp_path, threads):
     backend = CountingBackend()
-    llm = LLM(backend, cache=CallCache(tmp_path / "c.sqlite"), max_in_flight=threads, progress=False)
+    llm = LLM(
+        backend, cache=CallCache(tmp_path / "c.sqlite"), max_in_flight=threads, progress=False
+    )
     llm.complete([ChatRequest.user(f"q{i % 10}") for i in range(10)])
     llm.complete([ChatRequest.user(f"q{i % 10}") for i in range(40)])
     assert backend.calls == 10

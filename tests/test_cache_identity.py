@@ -1,12 +1,15 @@
 """Backends name their cache namespace by everything that changes their replies."""
+
 from __future__ import annotations
 
-from memharness.memsys.services.meter import Meter
 from memharness.memsys.services.backends.openai_compat import OpenAIBackend, OpenAIEmbedBackend
+from memharness.memsys.services.meter import Meter
 
 
 def _chat(**kw):
-    args = dict(model="m", base_url="http://127.0.0.1:9/v1", api_key_env=None, check_connection=False)
+    args = dict(
+        model="m", base_url="http://127.0.0.1:9/v1", api_key_env=None, check_connection=False
+    )
     return OpenAIBackend(**{**args, **kw}).model_id
 
 
@@ -21,7 +24,9 @@ def test_openai_chat_identity_covers_server_constraints_and_extra_fields():
 
 def test_openai_embed_identity_covers_server_and_dimensions():
     def ident(**kw):
-        args = dict(model="e", base_url="http://127.0.0.1:9/v1", api_key_env=None, check_connection=False)
+        args = dict(
+            model="e", base_url="http://127.0.0.1:9/v1", api_key_env=None, check_connection=False
+        )
         return OpenAIEmbedBackend(**{**args, **kw}).model_id
 
     assert ident() != ident(base_url="http://127.0.0.1:10/v1")

@@ -1,38 +1,48 @@
 """CAM fed in batches vs in one batch on the bundled sample (hashed bag-of-words embeddings, a
 traceable fake summariser): one batch is the offline build; batches stay close to it."""
+
 from __future__ import annotations
 
 import pytest
-
-from memharness.data_prep.sample import load
-from memharness.memsys.services.embed import Embedder
-from memharness.memsys.cam import CAM
-from memharness.memsys.services.tokens import get_tokenizer
-
 from cam_fakes import SELECT, SUMMARY, FakeLLM
 from fakes import HashEmbed
+from memharness.data_prep.sample import load
+from memharness.memsys.cam import CAM
+from memharness.memsys.services.embed import Embedder
+from memharness.memsys.services.tokens import get_tokenizer
 
 THETA = 0.4  # the hashed 64-d vectors give the sample's short texts a structure at this threshold
 
 
 def cam(**kw) -> CAM:
-    return CAM(llm=FakeLLM(), embedder=Embedder(HashEmbed(dim=64)), tokenizer=get_tokenizer(),
-               summary_prompt=SUMMARY, selection_prompt=SELECT, alpha=0.6, theta=THETA, **kw)
+    return CAM(
+        llm=FakeLLM(),
+        embedder=Embedder(HashEmbed(dim=64)),
+        tokenizer=get_tokenizer(),
+        summary_prompt=SUMMARY,
+        selection_prompt=SELECT,
+        alpha=0.6,
+        theta=THETA,
+        **kw,
+    )
 
 
 def fed(units, batch: int | None, **kw) -> CAM:
     memory = cam(**kw)
     size = batch or len(units)
     for i in range(0, len(units), size):
-        memory.insert(units[i:i + size])
+        memory.insert(units[i : i + size])
     return memory
 
 
 def summary(memory: CAM) -> dict:
     st = memory.stats()
-    return {"nodes": [st["levels"][k]["nodes"] for k in sorted(st["levels"], key=int)],
-            "gap": {k: v["gap"] for k, v in st["coherence"].items()},
-            "multi_parent": st["structure"]["multi_parent_nodes"], "llm_calls": memory.summary_calls}
+    return {
+        "nodes": [st["levels"][k]["nodes"] for k in sorted(st["levels"], key=int)],
+        "gap": {k: v["gap"] for k, v in st["coherence"].items()},
+        "multi_parent": st["structure"]["multi_parent_nodes"],
+        "llm_calls": memory.summary_calls,
+    }
 
 
 @pytest.mark.parametrize("episode", [e.id for e in load().episodes])

@@ -1,12 +1,17 @@
 """Label propagation (against networkx's semi-synchronous variant), size caps, super-graph, matching."""
+
 from __future__ import annotations
 
 import networkx as nx
 import numpy as np
 import pytest
-
-from memharness.memsys.cam.clustering import (communities, greedy_colouring, plan_clusters, propagate_labels,
-                                              super_edges)
+from memharness.memsys.cam.clustering import (
+    communities,
+    greedy_colouring,
+    plan_clusters,
+    propagate_labels,
+    super_edges,
+)
 from memharness.memsys.cam.network import Replicas
 
 
@@ -14,7 +19,12 @@ def replicas_of(graph: nx.Graph) -> Replicas:
     """A replica network that is ``graph`` itself (one replica per node, id = node)."""
     reps = Replicas(next_id=graph.number_of_nodes())
     for v in graph.nodes:
-        reps.owner[v], reps.members[v], reps.label[v], reps.adj[v] = f"n{v}", frozenset(), v, set(graph[v])
+        reps.owner[v], reps.members[v], reps.label[v], reps.adj[v] = (
+            f"n{v}",
+            frozenset(),
+            v,
+            set(graph[v]),
+        )
         reps.of_node[f"n{v}"] = [v]
     return reps
 
@@ -49,8 +59,9 @@ def test_greedy_colouring_is_networkx_largest_first():
     reps = replicas_of(graph)
     classes = greedy_colouring(list(graph.nodes), reps.adj)
     colours = nx.coloring.greedy_color(graph, strategy="largest_first")
-    assert {frozenset(c) for c in classes} == {frozenset(v for v in graph if colours[v] == c)
-                                               for c in set(colours.values())}
+    assert {frozenset(c) for c in classes} == {
+        frozenset(v for v in graph if colours[v] == c) for c in set(colours.values())
+    }
 
 
 def test_online_propagation_starts_from_the_affected_replicas_and_grows_when_labels_change():
@@ -61,7 +72,12 @@ def test_online_propagation_starts_from_the_affected_replicas_and_grows_when_lab
     propagate_labels(reps, list(graph.nodes), None)
     assert reps.label == {0: 2, 1: 2, 2: 2, 6: 8, 7: 8, 8: 8}
     for v, nbrs in ((10, {11, 12, 2}), (11, {10, 12, 2}), (12, {10, 11, 2})):
-        reps.owner[v], reps.members[v], reps.label[v], reps.adj[v] = f"n{v}", frozenset(), v, set(nbrs)
+        reps.owner[v], reps.members[v], reps.label[v], reps.adj[v] = (
+            f"n{v}",
+            frozenset(),
+            v,
+            set(nbrs),
+        )
     reps.adj[2] |= {10, 11, 12}
     result = propagate_labels(reps, [10, 11, 12, 2], None)
     # 2 follows the new triangle's label, so its neighbour 1 joins the active set; 1 keeps its label
@@ -74,7 +90,10 @@ def test_iteration_limit_stops_and_is_reported():
     graph = nx.gnp_random_graph(40, 0.08, seed=2)  # needs 6 rounds to settle
     result = propagate_labels(replicas_of(graph), list(graph.nodes), max_rounds=2)
     full = propagate_labels(replicas_of(graph), list(graph.nodes), max_rounds=None)
-    assert (result.rounds, result.hit_limit) == (2, True) and (full.rounds, full.hit_limit) == (6, False)
+    assert (result.rounds, result.hit_limit) == (2, True) and (full.rounds, full.hit_limit) == (
+        6,
+        False,
+    )
 
 
 def test_oversized_communities_are_cut_into_consecutive_slices_and_mapped_to_nodes():
@@ -99,11 +118,18 @@ def test_super_edges_join_communities_sharing_a_member_or_an_edge():
 
 
 def test_plan_keeps_identical_communities_and_resummarises_changed_or_dirty_ones():
-    old = {"s1": ((1, 0), ("a", "b")), "s2": ((2, 0), ("c", "d")), "s3": ((3, 0), ("e",)), "s4": ((4, 0), ("f",))}
-    new = [((9, 0), ("a", "b")),       # same members under a new label: kept, not re-summarised
-           ((2, 0), ("c", "d", "x")),  # same label, a member more: kept node, re-summarised
-           ((3, 0), ("e",)),           # unchanged but its member's text changed: re-summarised
-           ((8, 0), ("y",))]           # new
+    old = {
+        "s1": ((1, 0), ("a", "b")),
+        "s2": ((2, 0), ("c", "d")),
+        "s3": ((3, 0), ("e",)),
+        "s4": ((4, 0), ("f",)),
+    }
+    new = [
+        ((9, 0), ("a", "b")),  # same members under a new label: kept, not re-summarised
+        ((2, 0), ("c", "d", "x")),  # same label, a member more: kept node, re-summarised
+        ((3, 0), ("e",)),  # unchanged but its member's text changed: re-summarised
+        ((8, 0), ("y",)),
+    ]  # new
     plan = plan_clusters(old, new, dirty={"e"})
     assert [sid for sid, _, _ in plan.assignment] == ["s1", "s2", "s3", None]
     assert plan.resummarise == {"s2", "s3"} and plan.removed == ["s4"]
@@ -114,7 +140,16 @@ def test_without_ripple_the_active_set_stays_the_affected_replicas():
     reps = replicas_of(graph)
     propagate_labels(reps, list(graph.nodes), None)
     for v, nbrs in ((10, {11, 12, 2}), (11, {10, 12, 2}), (12, {10, 11, 2})):
-        reps.owner[v], reps.members[v], reps.label[v], reps.adj[v] = f"n{v}", frozenset(), v, set(nbrs)
+        reps.owner[v], reps.members[v], reps.label[v], reps.adj[v] = (
+            f"n{v}",
+            frozenset(),
+            v,
+            set(nbrs),
+        )
     reps.adj[2] |= {10, 11, 12}
     result = propagate_labels(reps, [10, 11, 12, 2], None, ripple=False)
-    assert result.active == {2, 10, 11, 12} and result.changed == {2, 10, 11}  # 1 never joins (ripple: it does)
+    assert result.active == {2, 10, 11, 12} and result.changed == {
+        2,
+        10,
+        11,
+    }  # 1 never joins (ripple: it does)

@@ -1,13 +1,13 @@
 """The CAM experiment configs compose, and each sweep point gives the intended memory settings."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
-
 from memharness.eval.run.runner import build_memory
 from memharness.eval.run.validate import config_problems
+from omegaconf import OmegaConf
 
 CONF = Path(__file__).resolve().parent.parent / "conf"
 
@@ -17,7 +17,9 @@ def sweep(name: str) -> dict[str, list[str]]:
     return {k: str(v).split(",") for k, v in params.items()}
 
 
-@pytest.mark.parametrize("name", ["cam_table2", "cam_table3", "cam_fig3a", "online_batches", "cam_grid"])
+@pytest.mark.parametrize(
+    "name", ["cam_table2", "cam_table3", "cam_fig3a", "online_batches", "cam_grid"]
+)
 def test_every_swept_memory_exists(name):
     memories = set(sweep(name).get("memory", ["cam"]))
     present = {p.stem for p in (CONF / "memory").glob("*.yaml")}
@@ -29,38 +31,69 @@ def test_every_swept_memory_exists(name):
 def test_table2_points_compose_with_512_token_chunks(make_cfg, memory, dataset):
     assert memory in sweep("cam_table2")["memory"]
     cfg = make_cfg("experiment=cam_table2", f"memory={memory}", f"dataset={dataset}")
-    assert cfg.memory.name == memory and cfg.dataset.name == dataset and cfg.dataset.loader.chunk_size == 512
+    assert (
+        cfg.memory.name == memory
+        and cfg.dataset.name == dataset
+        and cfg.dataset.loader.chunk_size == 512
+    )
     assert config_problems(cfg) == []
     # only CAM gets the offline construction of the main results (conf/per_memory/cam_table2/cam.yaml)
     assert cfg.memory.get("construction") == ("offline" if memory == "cam" else None)
 
 
-@pytest.mark.parametrize("variant,expected", [
-    ("full", ("prune_and_grow", True, True)), ("hierarchical_traversal", ("top_down", True, True)),
-    ("global_retrieval", ("collapsed", True, True)), ("no_hierarchy", ("prune_and_grow", False, True)),
-    ("no_flexibility", ("prune_and_grow", True, False))])
+@pytest.mark.parametrize(
+    "variant,expected",
+    [
+        ("full", ("prune_and_grow", True, True)),
+        ("hierarchical_traversal", ("top_down", True, True)),
+        ("global_retrieval", ("collapsed", True, True)),
+        ("no_hierarchy", ("prune_and_grow", False, True)),
+        ("no_flexibility", ("prune_and_grow", True, False)),
+    ],
+)
 def test_table3_variants_are_settings_of_one_cam(make_cfg, variant, expected):
     assert variant in sweep("cam_table3")["variant"]
     cfg = make_cfg("experiment=cam_table3", f"variant={variant}", "dataset=multihop")
     memory = build_memory(cfg, _Services())
     assert (memory.traversal, memory.hierarchy, memory.ego_splitting) == expected
-    assert cfg.dataset.loader.chunk_size == 512 and memory.construction == "offline"  # the main results' setting
+    assert (
+        cfg.dataset.loader.chunk_size == 512 and memory.construction == "offline"
+    )  # the main results' setting
     assert config_problems(cfg) == []  # variant / variants are declared settings, not unknown keys
 
 
 @pytest.mark.parametrize("memory", ["cam", "memtree"])
 def test_online_batches_points_compose(make_cfg, memory):
-    assert sweep("online_batches")["dataset.insert_batch_size"] == ["50", "100", "200", "400", "800"]
+    assert sweep("online_batches")["dataset.insert_batch_size"] == [
+        "50",
+        "100",
+        "200",
+        "400",
+        "800",
+    ]
     cfg = make_cfg("experiment=online_batches", f"memory={memory}", "dataset.insert_batch_size=100")
-    assert cfg.dataset.name == "novelqa" and cfg.dataset.insert_batch_size == 100 and cfg.memory.name == memory
+    assert (
+        cfg.dataset.name == "novelqa"
+        and cfg.dataset.insert_batch_size == 100
+        and cfg.memory.name == memory
+    )
 
 
 def test_app_e_grid_sweeps_alpha_sigma_theta(make_cfg):
-    assert sweep("cam_grid") == {"memory.alpha": ["0.5", "0.7", "0.9"], "memory.sigma": ["1.0", "1.5", "2.0"],
-                                 "memory.theta": ["0.5", "0.7"]}
-    cfg = make_cfg("experiment=cam_grid", "memory.alpha=0.9", "memory.sigma=2.0", "memory.theta=0.7")
+    assert sweep("cam_grid") == {
+        "memory.alpha": ["0.5", "0.7", "0.9"],
+        "memory.sigma": ["1.0", "1.5", "2.0"],
+        "memory.theta": ["0.5", "0.7"],
+    }
+    cfg = make_cfg(
+        "experiment=cam_grid", "memory.alpha=0.9", "memory.sigma=2.0", "memory.theta=0.7"
+    )
     memory = build_memory(cfg, _Services())
-    assert (memory.alpha, memory.sigma, memory.theta) == (0.9, 2.0, 0.7) and cfg.dataset.loader.chunk_size == 512
+    assert (memory.alpha, memory.sigma, memory.theta) == (
+        0.9,
+        2.0,
+        0.7,
+    ) and cfg.dataset.loader.chunk_size == 512
 
 
 class _Services:

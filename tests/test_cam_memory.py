@@ -1,13 +1,12 @@
 """CAM's construction on hand-made embeddings: overlapping communities, stop rules, the online batch
 update touching only the affected set, offline = one batch, variants, persistence, chunking."""
+
 from __future__ import annotations
 
 import pytest
-
+from cam_fakes import FakeLLM, WordTokenizer, four_groups, make_cam, unit, units
 from memharness.memsys.cam import CAM
 from memharness.memsys.hierarchy import load_memory
-
-from cam_fakes import FakeLLM, WordTokenizer, four_groups, make_cam, unit, units
 
 WORDS = [f"{g}{i}" for g in "abcd" for i in range(1, 5)]
 SETTINGS = dict(alpha=1.0, theta=0.7)  # cosine only: the groups of four_groups() decide the edges
@@ -15,8 +14,17 @@ SETTINGS = dict(alpha=1.0, theta=0.7)  # cosine only: the groups of four_groups(
 
 def structure(cam: CAM) -> list[tuple]:
     s = cam.store
-    return [(s.ids[v], s.levels[v], s.texts[v], tuple(s.ids[c] for c in s.children[v]), s.units[v],
-             tuple(sorted((s.ids[u], round(w, 6)) for u, w in s.edges[v].items()))) for v in range(len(s))]
+    return [
+        (
+            s.ids[v],
+            s.levels[v],
+            s.texts[v],
+            tuple(s.ids[c] for c in s.children[v]),
+            s.units[v],
+            tuple(sorted((s.ids[u], round(w, 6)) for u, w in s.edges[v].items())),
+        )
+        for v in range(len(s))
+    ]
 
 
 def by_text(cam: CAM) -> dict[str, int]:
@@ -32,15 +40,32 @@ def built():
 
 def test_bridge_chunks_feed_two_communities_and_the_levels_stop_by_the_code_rules(built):
     s, at = built.store, by_text(built)
-    assert s.edges[at["a1"]].keys() == {at["a2"], at["a3"], at["a4"], at["b1"]}  # a1-b1 bridge, no a1-b2
+    assert s.edges[at["a1"]].keys() == {
+        at["a2"],
+        at["a3"],
+        at["a4"],
+        at["b1"],
+    }  # a1-b1 bridge, no a1-b2
     level1 = {s.texts[v] for v in s.nodes_at_level(1)}
-    assert level1 == {"(a1 a2 a3 a4)", "(a1 b1)", "(b1 b2 b3 b4)", "(c1 c2 c3 c4)", "(c1 d1)", "(d1 d2 d3 d4)"}
-    assert {s.texts[p] for p in s.parents[at["a1"]]} == {"(a1 a2 a3 a4)", "(a1 b1)"}  # overlapping membership
+    assert level1 == {
+        "(a1 a2 a3 a4)",
+        "(a1 b1)",
+        "(b1 b2 b3 b4)",
+        "(c1 c2 c3 c4)",
+        "(c1 d1)",
+        "(d1 d2 d3 d4)",
+    }
+    assert {s.texts[p] for p in s.parents[at["a1"]]} == {
+        "(a1 a2 a3 a4)",
+        "(a1 b1)",
+    }  # overlapping membership
     assert [len(s.parents[at[w]]) for w in ("a1", "b1", "c1", "d1", "a2")] == [2, 2, 2, 2, 1]
     # level 1: {A, AB, B} and {C, CD, D} are triangles -> two communities -> level 2 with two nodes, no
     # edge between them -> 2 communities >= 2 nodes: the stop rule holds, no level 3
-    assert {s.texts[v] for v in s.nodes_at_level(2)} == {"((a1 a2 a3 a4) (a1 b1) (b1 b2 b3 b4))",
-                                                         "((c1 c2 c3 c4) (c1 d1) (d1 d2 d3 d4))"}
+    assert {s.texts[v] for v in s.nodes_at_level(2)} == {
+        "((a1 a2 a3 a4) (a1 b1) (b1 b2 b3 b4))",
+        "((c1 c2 c3 c4) (c1 d1) (d1 d2 d3 d4))",
+    }
     assert s.max_level() == 2 and built.batches[0]["levels"][-1]["stopped"]
     assert built.summary_calls == 8 and built.stats()["structure"]["multi_parent_nodes"] == 4
     # all of a level is one concurrent batch
@@ -52,7 +77,11 @@ def test_no_edges_means_every_chunk_is_its_own_community_and_no_level_is_built()
     cam = make_cam(four_groups(), alpha=1.0, theta=0.999)
     cam.insert(units(["a1", "b1", "c1"]))
     assert cam.store.max_level() == 0 and cam.summary_calls == 0
-    assert cam.batches[0]["levels"][0] == {**cam.batches[0]["levels"][0], "communities": 3, "stopped": True}
+    assert cam.batches[0]["levels"][0] == {
+        **cam.batches[0]["levels"][0],
+        "communities": 3,
+        "stopped": True,
+    }
 
 
 def test_max_level_caps_the_hierarchy():
@@ -75,15 +104,23 @@ def test_a_batch_touching_one_community_resummarises_it_and_its_ancestors_only(b
     built.llm.batches.clear()
     built.insert([unit("a5", 16)])
     calls = built.llm.summary_requests()
-    assert calls == [["a1", "a2", "a3", "a4", "a5"], ["(a1 a2 a3 a4 a5)", "(a1 b1)", "(b1 b2 b3 b4)"]]
+    assert calls == [
+        ["a1", "a2", "a3", "a4", "a5"],
+        ["(a1 a2 a3 a4 a5)", "(a1 b1)", "(b1 b2 b3 b4)"],
+    ]
     assert built.batches[-1]["llm_calls"] == 2
     after = {built.store.ids[v]: built.store.texts[v] for v in range(len(built.store))}
     changed = {i for i in after if before.get(i) != after[i]}
-    assert {after[i] for i in changed} == {"a5", "(a1 a2 a3 a4 a5)",
-                                           "((a1 a2 a3 a4 a5) (a1 b1) (b1 b2 b3 b4))"}
+    assert {after[i] for i in changed} == {
+        "a5",
+        "(a1 a2 a3 a4 a5)",
+        "((a1 a2 a3 a4 a5) (a1 b1) (b1 b2 b3 b4))",
+    }
     assert set(before) <= set(after)  # the updated supernodes kept their ids
     level0 = built.batches[-1]["levels"][0]
-    assert level0["affected_nodes"] == 5 and level0["new_replicas"] == 1 and level0["summarised"] == 1
+    assert (
+        level0["affected_nodes"] == 5 and level0["new_replicas"] == 1 and level0["summarised"] == 1
+    )
 
 
 def test_online_batches_that_fill_in_a_group_rebuild_only_what_changes():
@@ -102,7 +139,10 @@ def test_a_failed_summary_is_counted_and_keeps_the_members_text():
     failed = [v for v in range(len(cam.store)) if cam.store.meta[v].get("summary_failed")]
     # the stand-in is the members' text cut to the summary length (the test tokenizer joins words
     # with spaces); it still contains "b2", so the summary above it fails too
-    assert [cam.store.texts[v] for v in failed] == ["b1 b2 b3 b4", "(a1 a2 a3 a4) (a1 b1) b1 b2 b3 b4"]
+    assert [cam.store.texts[v] for v in failed] == [
+        "b1 b2 b3 b4",
+        "(a1 a2 a3 a4) (a1 b1) b1 b2 b3 b4",
+    ]
     assert cam.summary_failures == 2 and cam.stats()["construction"]["summary_failures"] == 2
 
 
@@ -112,12 +152,16 @@ def failed_nodes(cam: CAM) -> int:
 
 def test_degradation_counts_the_failed_summaries_in_the_memory_not_every_failure_so_far():
     # offline: every rebuild starts from scratch, so earlier builds' failures no longer count
-    cam = make_cam(four_groups(), llm=FakeLLM(fail_summary_when="b2"), construction="offline", **SETTINGS)
+    cam = make_cam(
+        four_groups(), llm=FakeLLM(fail_summary_when="b2"), construction="offline", **SETTINGS
+    )
     for start in (0, 8):
-        cam.insert(units(WORDS[start:start + 8], start=start))
+        cam.insert(units(WORDS[start : start + 8], start=start))
         cam.ensure_built()
         assert failed_nodes(cam) > 0 and cam.degraded == {"summary_failed": failed_nodes(cam)}
-    assert cam.stats()["construction"]["summary_failures"] > failed_nodes(cam)  # the cost counter is cumulative
+    assert cam.stats()["construction"]["summary_failures"] > failed_nodes(
+        cam
+    )  # the cost counter is cumulative
     # online: a community whose summary failed and is later re-summarised successfully stops counting
     online = make_cam(four_groups(), llm=FakeLLM(fail_summary_when="a2"), **SETTINGS)
     online.insert(units(["a1", "a2", "c1", "c2"]))
@@ -141,20 +185,34 @@ def test_variants_no_hierarchy_and_no_ego_splitting():
 
 def test_save_and_load_restore_the_structure_and_the_online_state(built, tmp_path):
     built.save(tmp_path / "m")
-    assert {p.name for p in (tmp_path / "m").iterdir()} >= {"hierarchy.json", "embeddings.npy", "view.html"}
-    loaded = load_memory(tmp_path / "m", llm=FakeLLM(), embedder=built.embedder, tokenizer=WordTokenizer())
+    assert {p.name for p in (tmp_path / "m").iterdir()} >= {
+        "hierarchy.json",
+        "embeddings.npy",
+        "view.html",
+    }
+    loaded = load_memory(
+        tmp_path / "m", llm=FakeLLM(), embedder=built.embedder, tokenizer=WordTokenizer()
+    )
     assert isinstance(loaded, CAM) and structure(loaded) == structure(built)
     assert loaded.theta == 0.7 and loaded.alpha == 1.0
     built.insert([unit("a5", 16)])
     loaded.insert([unit("a5", 16)])
-    assert structure(loaded) == structure(built) and loaded.llm.summary_requests() == built.llm.summary_requests()[-2:]
+    assert (
+        structure(loaded) == structure(built)
+        and loaded.llm.summary_requests() == built.llm.summary_requests()[-2:]
+    )
 
 
 def test_pack_chunking_joins_paragraphs_of_one_source_and_keeps_every_unit_id():
     table = {w: [1.0, 0.0] for w in ("one", "two", "three")}
     cam = make_cam(table, chunking="pack", chunk_tokens=4, hierarchy=False)
-    batch = [unit("one two", 0, "s"), unit("three", 1, "s"), unit("one\ntwo three one", 2, "s"),
-             unit("two", 3, "t"), unit("", 4, "t")]
+    batch = [
+        unit("one two", 0, "s"),
+        unit("three", 1, "s"),
+        unit("one\ntwo three one", 2, "s"),
+        unit("two", 3, "t"),
+        unit("", 4, "t"),
+    ]
     cam.insert(batch)
     s = cam.store
     assert [s.texts[v] for v in range(len(s))] == ["one two\nthree\none", "two three one", "two"]
@@ -170,8 +228,12 @@ def test_bad_settings_name_the_key():
         return check_target({"_target_": "memharness.memsys.cam.CAM", **settings}, "memory")
 
     assert problems() == [] and problems(traversal="top_down", theta=0.7) == []
-    assert problems(construction="streaming")[0].startswith("memory.construction='streaming': expected one of online")
-    assert problems(traversal="bfs")[0].startswith("memory.traversal='bfs': expected one of collapsed")
+    assert problems(construction="streaming")[0].startswith(
+        "memory.construction='streaming': expected one of online"
+    )
+    assert problems(traversal="bfs")[0].startswith(
+        "memory.traversal='bfs': expected one of collapsed"
+    )
     assert "prune_and_grow" in problems(traversal="bfs")[0]
     assert problems(chunking="sentences")[0].startswith("memory.chunking='sentences'")
     assert problems(summary_prompt="no placeholder")[0].startswith("memory.summary_prompt")
@@ -183,12 +245,20 @@ def _unit_vec(*xs: float) -> list[float]:
     return [x / norm for x in xs]
 
 
-XYZ = {"x1": _unit_vec(1, 0, 0.1, 0), "x2": _unit_vec(1, 0, 0, 0.1), "w": _unit_vec(1, 0, 0.05, 0.05),
-       "y1": _unit_vec(0, 1, 0.1, 0), "z": _unit_vec(1, 1, 0.05, 0.05)}  # z is at cosine 0.71 to both sides
+XYZ = {
+    "x1": _unit_vec(1, 0, 0.1, 0),
+    "x2": _unit_vec(1, 0, 0, 0.1),
+    "w": _unit_vec(1, 0, 0.05, 0.05),
+    "y1": _unit_vec(0, 1, 0.1, 0),
+    "z": _unit_vec(1, 1, 0.05, 0.05),
+}  # z is at cosine 0.71 to both sides
 
 
 def levels(cam: CAM) -> list[set[str]]:
-    return [{cam.store.texts[v] for v in cam.store.nodes_at_level(lv)} for lv in range(cam.store.max_level() + 1)]
+    return [
+        {cam.store.texts[v] for v in cam.store.nodes_at_level(lv)}
+        for lv in range(cam.store.max_level() + 1)
+    ]
 
 
 @pytest.mark.parametrize("ego_splitting", [True, False])
@@ -196,11 +266,20 @@ def test_vanished_communities_lose_their_supernode_and_the_stop_rule_is_rechecke
     cam = make_cam(XYZ, alpha=1.0, theta=0.6, ego_splitting=ego_splitting)
     cam.insert(units(["x1", "x2", "w"]))
     cam.insert(units(["y1"], start=3))
-    assert levels(cam) == [{"x1", "x2", "w", "y1"}, {"(x1 x2 w)", "(y1)"}]  # two unlinked level-1 nodes: stop
+    assert levels(cam) == [
+        {"x1", "x2", "w", "y1"},
+        {"(x1 x2 w)", "(y1)"},
+    ]  # two unlinked level-1 nodes: stop
     cam.insert(units(["z"], start=4))
     record = cam.batches[-1]["levels"]
-    if ego_splitting:  # z bridges both sides and belongs to both; level 1 gets linked, so level 2 appears
-        assert levels(cam) == [{"x1", "x2", "w", "y1", "z"}, {"(x1 x2 w z)", "(y1 z)"}, {"((x1 x2 w z) (y1 z))"}]
+    if (
+        ego_splitting
+    ):  # z bridges both sides and belongs to both; level 1 gets linked, so level 2 appears
+        assert levels(cam) == [
+            {"x1", "x2", "w", "y1", "z"},
+            {"(x1 x2 w z)", "(y1 z)"},
+            {"((x1 x2 w z) (y1 z))"},
+        ]
         assert (record[0]["removed"], record[0]["new"]) == (1, 1)  # "(y1)" replaced by "(y1 z)"
     else:  # one disjoint community swallows y1: "(y1)" is removed
         assert levels(cam) == [{"x1", "x2", "w", "y1", "z"}, {"(x1 x2 w y1 z)"}]
@@ -210,7 +289,9 @@ def test_vanished_communities_lose_their_supernode_and_the_stop_rule_is_rechecke
 
 @pytest.mark.parametrize("construction", ["online", "offline"])
 def test_questions_between_batches_keep_pointing_at_the_nodes_they_retrieved(construction):
-    cam = make_cam(four_groups(), construction=construction, traversal="collapsed", top_k=2, **SETTINGS)
+    cam = make_cam(
+        four_groups(), construction=construction, traversal="collapsed", top_k=2, **SETTINGS
+    )
     assert cam.stats()["construction"]["chunks"] == 0 and cam.retrieve("a2", 100) == []
     cam.insert(units(WORDS[:8]))
     first = [i.node_id for i in cam.retrieve("a2", 100)]
@@ -218,7 +299,9 @@ def test_questions_between_batches_keep_pointing_at_the_nodes_they_retrieved(con
     cam.retrieve("c2", 100)
     kept = [[cam.store.ids[v] for v in r["nodes"]] for r in cam.retrievals]
     assert kept[0] == first and [cam.store.texts[v] for v in cam.retrievals[1]["nodes"]][0] == "c2"
-    assert cam.retrievals[0]["node_ids"] == first  # the ids recorded at retrieval time name the same nodes
+    assert (
+        cam.retrievals[0]["node_ids"] == first
+    )  # the ids recorded at retrieval time name the same nodes
 
 
 def test_a_retrieval_record_drops_the_score_of_a_vanished_node_with_the_node():
@@ -227,29 +310,37 @@ def test_a_retrieval_record_drops_the_score_of_a_vanished_node_with_the_node():
     cam.insert(units(["y1"], start=3))
     cam.retrieve("y1", 1000)
     record = cam.retrievals[0]
-    scored = {cam.store.ids[v]: s for v, s in zip(record["nodes"], record["scores"])}
+    scored = {cam.store.ids[v]: s for v, s in zip(record["nodes"], record["scores"], strict=False)}
     gone = cam.store.ids[cam.store.texts.index("(y1)")]
     assert gone in scored and len(scored) == len(record["nodes"]) == len(record["scores"])
     cam.insert(units(["z"], start=4))  # "(y1)" is replaced by "(y1 z)"
     assert gone not in cam.store.ids
     ids = [cam.store.ids[v] for v in record["nodes"]]
     assert len(record["scores"]) == len(record["nodes"]) == len(scored) - 1
-    assert dict(zip(ids, record["scores"])) == {i: s for i, s in scored.items() if i != gone}
-
+    assert dict(zip(ids, record["scores"], strict=False)) == {
+        i: s for i, s in scored.items() if i != gone
+    }
 
 
 def test_online_label_scope_sets_which_replicas_a_batch_relabels(monkeypatch):
     from memharness.memsys.cam import develop
+
     ripples, active = [], {}
     real = develop.propagate_labels
-    monkeypatch.setattr(develop, "propagate_labels",
-                        lambda *a, ripple=True: ripples.append((scope, ripple)) or real(*a, ripple=ripple))
+    monkeypatch.setattr(
+        develop,
+        "propagate_labels",
+        lambda *a, ripple=True: ripples.append((scope, ripple)) or real(*a, ripple=ripple),
+    )
     for scope in ("ripple", "affected", "level"):
         cam = make_cam(four_groups(), online_label_scope=scope, **SETTINGS)
         cam.insert(units(["a1", "a2", "c1", "c2"]))
         cam.insert(units(["c3", "c4"], start=4))  # touches the c community only
         active[scope] = cam.batches[-1]["levels"][0]["active_replicas"]
-        assert {cam.store.texts[v] for v in cam.store.nodes_at_level(1)} == {"(a1 a2)", "(c1 c2 c3 c4)"}
+        assert {cam.store.texts[v] for v in cam.store.nodes_at_level(1)} == {
+            "(a1 a2)",
+            "(c1 c2 c3 c4)",
+        }
     # level: all six chunks' replicas; the local scopes leave the untouched a community alone
     assert active == {"ripple": 4, "affected": 4, "level": 6}
     # only affected keeps the active set from growing (tests/test_cam_clustering.py shows the difference)
@@ -257,11 +348,20 @@ def test_online_label_scope_sets_which_replicas_a_batch_relabels(monkeypatch):
 
 
 def test_pack_cuts_a_long_paragraph_at_sentence_ends_packing_sentences_up_to_the_chunk_size():
-    from memharness.memsys.cam.chunking import chunks_of
     from cam_fakes import WordTokenizer
-    batch = [unit("one two. three four! five six seven eight nine. ten", 0, "s"), unit("eleven", 1, "s")]
+    from memharness.memsys.cam.chunking import chunks_of
+
+    batch = [
+        unit("one two. three four! five six seven eight nine. ten", 0, "s"),
+        unit("eleven", 1, "s"),
+    ]
     chunks = chunks_of(batch, "pack", WordTokenizer(), 4)
     # sentences packed while within 4 tokens; a 5-token sentence is cut into token windows; the
     # paragraph's last piece stays open for the next paragraph
-    assert [c.text for c in chunks] == ["one two. three four!", "five six seven eight", "nine.", "ten\neleven"]
+    assert [c.text for c in chunks] == [
+        "one two. three four!",
+        "five six seven eight",
+        "nine.",
+        "ten\neleven",
+    ]
     assert chunks[-1].units == (batch[0].id, batch[1].id)

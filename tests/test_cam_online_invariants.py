@@ -1,19 +1,18 @@
 """Invariants of CAM's online update that must hold after any sequence of batches: every node's
 replicas are exactly the components of its ego-network, and the replica edges are exactly the
 images of the level's edges (Sec. 4.1.2), at every level."""
+
 from __future__ import annotations
 
 import random
 
 import pytest
-
-from memharness.memsys.services.embed import Embedder
-from memharness.memsys.cam import CAM
-from memharness.memsys.cam.network import ego_components
-from memharness.memsys.types import Unit, content_id
-
 from cam_fakes import SELECT, SUMMARY, FakeLLM, WordTokenizer
 from fakes import HashEmbed
+from memharness.memsys.cam import CAM
+from memharness.memsys.cam.network import ego_components
+from memharness.memsys.services.embed import Embedder
+from memharness.memsys.types import Unit, content_id
 
 
 def topic_stream(n: int, seed: int) -> list[Unit]:
@@ -25,14 +24,27 @@ def topic_stream(n: int, seed: int) -> list[Unit]:
     for i in range(n):
         topic = rng.randrange(8) if rng.random() < 0.5 else (i // 6) % 8
         text = " ".join(rng.sample(pools[topic], 3) + rng.sample(pools[rng.randrange(8)], 1))
-        out.append(Unit(id=content_id("stream", i, text, prefix="u-"), text=text, source_id="doc", position=i))
+        out.append(
+            Unit(
+                id=content_id("stream", i, text, prefix="u-"),
+                text=text,
+                source_id="doc",
+                position=i,
+            )
+        )
     return out
 
 
 def online_cam(**kw) -> CAM:
     kw = {"alpha": 0.6, "theta": 0.45, **kw}
-    return CAM(llm=FakeLLM(), embedder=Embedder(HashEmbed(dim=32)), tokenizer=WordTokenizer(),
-               summary_prompt=SUMMARY, selection_prompt=SELECT, **kw)
+    return CAM(
+        llm=FakeLLM(),
+        embedder=Embedder(HashEmbed(dim=32)),
+        tokenizer=WordTokenizer(),
+        summary_prompt=SUMMARY,
+        selection_prompt=SELECT,
+        **kw,
+    )
 
 
 def stale_replicas(cam: CAM) -> list[tuple[int, str]]:
@@ -46,7 +58,9 @@ def stale_replicas(cam: CAM) -> list[tuple[int, str]]:
         for v in level.order:
             want = sorted(sorted(c) for c in ego_components(level.adj, v, order)) or [[]]
             have = sorted(sorted(reps.members[r]) for r in reps.of_node.get(v, []))
-            edges = {(reps.via[v][u], reps.via[u][v]) for u in level.adj[v]} if want == have else None
+            edges = (
+                {(reps.via[v][u], reps.via[u][v]) for u in level.adj[v]} if want == have else None
+            )
             mine = {(r, q) for r in reps.of_node.get(v, []) for q in reps.adj[r]}
             if want != have or edges != mine:
                 bad.append((index, v))
@@ -59,6 +73,6 @@ def test_replicas_are_the_ego_components_of_every_node_after_online_batches(seed
     units = topic_stream(80, seed)
     cam = online_cam()
     for i in range(0, len(units), batch):
-        cam.insert(units[i:i + batch])
+        cam.insert(units[i : i + batch])
         assert stale_replicas(cam) == [], f"after {i + batch} units"
     assert len(cam.development.levels) >= 3  # the invariant was checked above level 1 too

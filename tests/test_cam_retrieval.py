@@ -1,11 +1,10 @@
 """Prune-and-Grow with a scripted LLM: selection parsing, growth, stop rules, retries, evidence."""
+
 from __future__ import annotations
 
 import pytest
-
-from memharness.memsys.cam.retrieval import parse_selection
-
 from cam_fakes import FakeLLM, four_groups, make_cam, passages, units
+from memharness.memsys.cam.retrieval import parse_selection
 from test_cam_memory import SETTINGS, WORDS
 
 
@@ -22,14 +21,19 @@ def picker(*wanted: str):
 
 
 def test_parse_selection_strict_and_lenient():
-    assert parse_selection("[3, 1, 3, 9]", 4) == [0, 2]  # 1-based, deduplicated, out of range dropped
+    assert parse_selection("[3, 1, 3, 9]", 4) == [
+        0,
+        2,
+    ]  # 1-based, deduplicated, out of range dropped
     assert parse_selection("Helpful: [2] because ...", 4, "lenient") == [1]
     assert parse_selection("Helpful: [2] because ...", 4, "strict") is None
     assert parse_selection(" [1, 2] ", 4, "strict") == [0, 1]
     assert parse_selection("[]", 4) == []
     for bad in ("none of them", "[one, two]", "{1: 2}", "3"):
         assert parse_selection(bad, 4) is None
-    assert parse_selection("[[1]]", 4, "strict") is None and parse_selection("[[1]]", 4, "lenient") == [0]
+    assert parse_selection("[[1]]", 4, "strict") is None and parse_selection(
+        "[[1]]", 4, "lenient"
+    ) == [0]
     with pytest.raises(ValueError, match="memory.selection_parse"):
         parse_selection("[1]", 4, "fuzzy")
 
@@ -42,12 +46,24 @@ def test_selected_nodes_grow_to_their_neighbours_and_children_until_the_candidat
     assert first == ["a2", "a3", "a4", "(a1 a2 a3 a4)"]  # cosine top-s over all levels, best first
     # picked: chunk a2 (neighbours a1, a3, a4) and the summary (children a1..a4; same-level neighbours
     # "(a1 b1)" and "(b1 b2 b3 b4)"), listed in node order: level 0 by position, then level 1
-    assert passages(calls[1].messages[-1][1]) == ["a1", "a2", "a3", "a4", "(a1 a2 a3 a4)", "(a1 b1)",
-                                                  "(b1 b2 b3 b4)"]
-    assert len(calls) == 2  # the second turn picked the same nodes: the third turn's candidates did not change
+    assert passages(calls[1].messages[-1][1]) == [
+        "a1",
+        "a2",
+        "a3",
+        "a4",
+        "(a1 a2 a3 a4)",
+        "(a1 b1)",
+        "(b1 b2 b3 b4)",
+    ]
+    assert (
+        len(calls) == 2
+    )  # the second turn picked the same nodes: the third turn's candidates did not change
     assert [i.text for i in items] == ["a2", "(a1 a2 a3 a4)"]
-    assert cam.explorations[-1] | {"turns": 2, "selected": 4, "parse_failures": 0, "fallback_to_initial": False} \
+    assert (
+        cam.explorations[-1]
+        | {"turns": 2, "selected": 4, "parse_failures": 0, "fallback_to_initial": False}
         == cam.explorations[-1]
+    )
 
 
 def test_turn_limit():
@@ -60,9 +76,17 @@ def test_unparsable_selections_are_retried_within_the_tolerance_counted_then_the
     cam = memory(lambda q, texts: "I think the second one", tolerance=2, top_k=3)
     items = cam.retrieve("a2", 1000)
     requests = cam.llm.selection_requests()
-    assert len(requests) == 3 and [r.seed for r in requests] == [None, 1, 2]  # each retry is a new call
+    assert len(requests) == 3 and [r.seed for r in requests] == [
+        None,
+        1,
+        2,
+    ]  # each retry is a new call
     record = cam.explorations[-1]
-    assert (record["parse_failures"], record["tolerance_exhausted"], record["fallback_to_initial"]) == (3, True, True)
+    assert (
+        record["parse_failures"],
+        record["tolerance_exhausted"],
+        record["fallback_to_initial"],
+    ) == (3, True, True)
     assert passages(requests[0].messages[-1][1]) == ["a2", "a3", "a4"]
     assert [i.text for i in items] == ["a2 a3 a4"]  # the initial top-s, consecutive chunks merged
     stats = cam.stats()["prune_and_grow"]
@@ -75,7 +99,11 @@ def test_one_unparsable_reply_then_a_list_continues_and_the_tolerance_spans_turn
     cam.retrieve("a2", 1000)
     record = cam.explorations[-1]
     # turn 1: "?" then [1]; turn 2: "hmm" then [1]; turn 3: "no" with no tolerance left -> stop
-    assert record["selection_calls"] == 5 and record["parse_failures"] == 3 and record["tolerance_exhausted"]
+    assert (
+        record["selection_calls"] == 5
+        and record["parse_failures"] == 3
+        and record["tolerance_exhausted"]
+    )
     assert not record["fallback_to_initial"]
 
 
@@ -84,10 +112,14 @@ def test_failed_selection_calls_are_counted_apart_from_parse_failures():
 
     def failing(requests, desc=None):
         from memharness.memsys.services.types import Completion
+
         return [Completion(text="", error="BackendError: down") for _ in requests]
+
     cam.llm.complete = failing
     cam.retrieve("a2", 1000)
-    assert cam.explorations[-1]["call_failures"] == 1 and cam.explorations[-1]["parse_failures"] == 0
+    assert (
+        cam.explorations[-1]["call_failures"] == 1 and cam.explorations[-1]["parse_failures"] == 0
+    )
 
 
 def test_empty_selection_ends_the_loop_and_falls_back_to_the_initial_nodes():
@@ -104,11 +136,24 @@ def test_evidence_in_code_order_with_consecutive_chunks_merged():
     merged = items[0]
     ids = cam.store.ids
     assert merged.node_id == "+".join(ids[v] for v in (1, 2, 3)) and merged.level == 0
-    assert merged.source_unit_ids == tuple(cam.store.units[v][0] for v in (1, 2, 3)) and merged.tokens == 3
+    assert (
+        merged.source_unit_ids == tuple(cam.store.units[v][0] for v in (1, 2, 3))
+        and merged.tokens == 3
+    )
     assert items[2].source_unit_ids == (cam.store.units[8][0], cam.store.units[12][0])
-    assert cam.retrievals[-1]["nodes"] == [1, 2, 3, 8, 20]  # every evidence node (20: "(c1 d1)"), for the view
-    assert cam.retrievals[-1]["node_ids"] == [cam.store.ids[v] for v in (1, 2, 3, 8, 20)]  # stable across save/load
-    separate = memory(picker("c1", "a4", "a2", "a3", "(c1 d1)"), max_turns=1, top_k=30, merge_consecutive=False)
+    assert cam.retrievals[-1]["nodes"] == [
+        1,
+        2,
+        3,
+        8,
+        20,
+    ]  # every evidence node (20: "(c1 d1)"), for the view
+    assert cam.retrievals[-1]["node_ids"] == [
+        cam.store.ids[v] for v in (1, 2, 3, 8, 20)
+    ]  # stable across save/load
+    separate = memory(
+        picker("c1", "a4", "a2", "a3", "(c1 d1)"), max_turns=1, top_k=30, merge_consecutive=False
+    )
     assert [i.text for i in separate.retrieve("a2", 1000)] == ["a2", "a3", "a4", "c1", "(c1 d1)"]
 
 
@@ -123,7 +168,9 @@ def test_table3_retrieval_strategies_make_no_llm_call(traversal):
     cam = memory(traversal=traversal, top_k=2)
     items = cam.retrieve("a2", 1000)
     assert items and cam.llm.batches == []
-    if traversal == "top_down":  # from the top level down: 2 level-2 nodes, then their best children, ...
+    if (
+        traversal == "top_down"
+    ):  # from the top level down: 2 level-2 nodes, then their best children, ...
         assert items[0].level == 2
     else:
         assert items[0].text == "a2"
@@ -132,10 +179,17 @@ def test_table3_retrieval_strategies_make_no_llm_call(traversal):
 def test_stop_when_paper_ends_once_the_activation_set_stops_growing_code_once_the_candidates_repeat():
     def narrowing():  # turn 1 picks a2 and its summary; later turns pick a2 alone (nothing new)
         seen = []
+
         def select(q, texts):
             seen.append(texts)
-            return picker("a2", "(a1 a2 a3 a4)")(q, texts) if len(seen) == 1 else picker("a2")(q, texts)
+            return (
+                picker("a2", "(a1 a2 a3 a4)")(q, texts)
+                if len(seen) == 1
+                else picker("a2")(q, texts)
+            )
+
         return select
+
     paper = memory(narrowing(), top_k=4)
     assert paper.stop_when == "no_growth"  # the paper's rule is the default
     paper.retrieve("a2", 1000)

@@ -1,4 +1,5 @@
 """run.py as a user runs it: clear errors for mistakes, and end to end with the real embedded models."""
+
 from __future__ import annotations
 
 import json
@@ -12,11 +13,29 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_py(tmp_path: Path, *overrides: str, multirun: bool = False, timeout: int = 900) -> subprocess.CompletedProcess:
-    env = {**os.environ, "MEMHARNESS_CACHE": str(tmp_path / "cache.sqlite"), "MEMHARNESS_DATA": str(tmp_path / "data"),
-           "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT / "tests")}
-    where = [f"hydra.sweep.dir={tmp_path / 'runs'}"] if multirun else [f"hydra.run.dir={tmp_path / 'run'}"]
-    cmd = [sys.executable, "run.py", *(["-m"] if multirun else []), *where, "progress=false", *overrides]
+def run_py(
+    tmp_path: Path, *overrides: str, multirun: bool = False, timeout: int = 900
+) -> subprocess.CompletedProcess:
+    env = {
+        **os.environ,
+        "MEMHARNESS_CACHE": str(tmp_path / "cache.sqlite"),
+        "MEMHARNESS_DATA": str(tmp_path / "data"),
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONPATH": str(ROOT / "tests"),
+    }
+    where = (
+        [f"hydra.sweep.dir={tmp_path / 'runs'}"]
+        if multirun
+        else [f"hydra.run.dir={tmp_path / 'run'}"]
+    )
+    cmd = [
+        sys.executable,
+        "run.py",
+        *(["-m"] if multirun else []),
+        *where,
+        "progress=false",
+        *overrides,
+    ]
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -37,8 +56,13 @@ def test_unknown_dataset_and_llm_list_valid_names(tmp_path):
 
 
 def test_missing_dataset_file_names_the_setting(tmp_path):
-    proc = run_py(tmp_path, "dataset.loader.path=/nonexistent/sample.json", "llm=fake", "embedder=fake",
-                  f"hydra.searchpath=[file://{ROOT / 'tests' / 'conf'}]")
+    proc = run_py(
+        tmp_path,
+        "dataset.loader.path=/nonexistent/sample.json",
+        "llm=fake",
+        "embedder=fake",
+        f"hydra.searchpath=[file://{ROOT / 'tests' / 'conf'}]",
+    )
     assert proc.returncode == 2
     assert "dataset.loader.path" in proc.stderr and "/nonexistent/sample.json" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -69,10 +93,19 @@ def test_end_to_end_with_real_embedded_models(tmp_path):
     audit = metrics["intrinsic"]["audit"]
     assert 3 + 3 + 3 + 3 <= audit["calls"] <= 3 + 3 + 3 + 3 + 3
     assert calls["audit"]["calls"] + calls["audit"]["cache_hits"] == audit["calls"]
-    assert metrics["judge_calibration"]["n"] == 3 and metrics["judge_reliability"]["canaries"]["questions"] == 3
+    assert (
+        metrics["judge_calibration"]["n"] == 3
+        and metrics["judge_reliability"]["canaries"]["questions"] == 3
+    )
     assert calls["total"]["prompt_tokens"] > 0 and calls["build"]["embed_texts"] > 0
     # a warm rerun of the same command makes no backend calls and reproduces the metrics
-    proc = run_py(tmp_path, "memory=memorystream", "dataset.limit=3", "llm=local_tiny", f"hydra.run.dir={tmp_path / 'run2'}")
+    proc = run_py(
+        tmp_path,
+        "memory=memorystream",
+        "dataset.limit=3",
+        "llm=local_tiny",
+        f"hydra.run.dir={tmp_path / 'run2'}",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     warm = json.loads((tmp_path / "run2" / "metrics.json").read_text())
     assert warm["calls"]["total"]["calls"] == 0 and warm["calls"]["total"]["embed_calls"] == 0
@@ -81,35 +114,74 @@ def test_end_to_end_with_real_embedded_models(tmp_path):
 
 @pytest.mark.slow
 def test_multirun_writes_one_folder_per_memory_and_a_table(tmp_path):
-    proc = run_py(tmp_path, "memory=full_context,memorystream", "dataset.limit=2", "llm=fake", "embedder=fake",
-                  f"hydra.searchpath=[file://{ROOT / 'tests' / 'conf'}]", multirun=True)
+    proc = run_py(
+        tmp_path,
+        "memory=full_context,memorystream",
+        "dataset.limit=2",
+        "llm=fake",
+        "embedder=fake",
+        f"hydra.searchpath=[file://{ROOT / 'tests' / 'conf'}]",
+        multirun=True,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     folders = sorted(p.parent for p in (tmp_path / "runs").rglob("metrics.json"))
     # one folder per setting, named by the setting's own overrides (memory and dataset in the parent)
-    assert [f.relative_to(tmp_path / "runs").parts[0] for f in folders] == ["full_context-sample", "memorystream-sample"]
+    assert [f.relative_to(tmp_path / "runs").parts[0] for f in folders] == [
+        "full_context-sample",
+        "memorystream-sample",
+    ]
     assert {f.name for f in folders} == {"dataset.limit=2,embedder=fake,llm=fake"}
     summary = (tmp_path / "runs" / "summary.md").read_text()  # written by the sweep's end callback
     assert "| full_context |" in summary and "| memorystream |" in summary
-    tables = subprocess.run([sys.executable, "-m", "memharness.eval.report.comparison", str(tmp_path / "runs"), "--out",
-                             str(tmp_path / "tables"), "--name", "t"], cwd=ROOT, capture_output=True, text=True)
+    tables = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memharness.eval.report.comparison",
+            str(tmp_path / "runs"),
+            "--out",
+            str(tmp_path / "tables"),
+            "--name",
+            "t",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert tables.returncode == 0, tables.stderr
     md = (tmp_path / "tables" / "t.md").read_text()
     scores = md.split("## Scores")[1].split("##")[0]
-    rows = [line for line in scores.splitlines() if line.startswith(("| full_context |", "| memorystream |"))]
+    rows = [
+        line
+        for line in scores.splitlines()
+        if line.startswith(("| full_context |", "| memorystream |"))
+    ]
     # the same 2 questions and judge: one comparable set, with the models that produced each row
-    assert len(rows) == 2 and all("| sample | A | fake-chat | fake-embed | fake-chat | 2 | 0 |" in r for r in rows)
-    assert "## Paired comparison against full_context" in md and (tmp_path / "tables" / "t.pdf").is_file()
+    assert len(rows) == 2 and all(
+        "| sample | A | fake-chat | fake-embed | fake-chat | 2 | 0 |" in r for r in rows
+    )
+    assert (
+        "## Paired comparison against full_context" in md
+        and (tmp_path / "tables" / "t.pdf").is_file()
+    )
 
 
 def test_sweep_only_experiment_without_m_is_refused(tmp_path):
     proc = run_py(tmp_path, "experiment=memtree_thresholds")
-    assert proc.returncode == 2 and "run it with -m" in proc.stderr and "Traceback" not in proc.stderr
+    assert (
+        proc.returncode == 2 and "run it with -m" in proc.stderr and "Traceback" not in proc.stderr
+    )
     assert not (tmp_path / "run" / "metrics.json").exists()
 
 
 def test_relaunched_sweep_skips_settings_already_done(tmp_path):
-    args = ("memory=full_context", "dataset.limit=1,2", "llm=fake", "embedder=fake",
-            f"hydra.searchpath=[file://{ROOT / 'tests' / 'conf'}]")
+    args = (
+        "memory=full_context",
+        "dataset.limit=1,2",
+        "llm=fake",
+        "embedder=fake",
+        f"hydra.searchpath=[file://{ROOT / 'tests' / 'conf'}]",
+    )
     first = run_py(tmp_path, *args, multirun=True)
     assert first.returncode == 0, first.stderr[-3000:]
     done = {p: p.stat().st_mtime_ns for p in (tmp_path / "runs").rglob("metrics.json")}
@@ -117,7 +189,21 @@ def test_relaunched_sweep_skips_settings_already_done(tmp_path):
     again = run_py(tmp_path, *args, "skip_done=true", multirun=True)
     assert again.returncode == 0, again.stderr[-3000:]
     assert {p: p.stat().st_mtime_ns for p in (tmp_path / "runs").rglob("metrics.json")} == done
-    assert again.stderr.count("already holds a finished run") + again.stdout.count("already holds a finished run") == 2
-    third = run_py(tmp_path, "memory=full_context", "dataset.limit=1,3", "llm=fake", "embedder=fake",
-                   f"hydra.searchpath=[file://{ROOT / 'tests' / 'conf'}]", "skip_done=true", multirun=True)
-    assert third.returncode == 0 and len(list((tmp_path / "runs").rglob("metrics.json"))) == 3  # only limit=3 ran
+    assert (
+        again.stderr.count("already holds a finished run")
+        + again.stdout.count("already holds a finished run")
+        == 2
+    )
+    third = run_py(
+        tmp_path,
+        "memory=full_context",
+        "dataset.limit=1,3",
+        "llm=fake",
+        "embedder=fake",
+        f"hydra.searchpath=[file://{ROOT / 'tests' / 'conf'}]",
+        "skip_done=true",
+        multirun=True,
+    )
+    assert (
+        third.returncode == 0 and len(list((tmp_path / "runs").rglob("metrics.json"))) == 3
+    )  # only limit=3 ran

@@ -1,5 +1,6 @@
 """Episodes in flight together against a local OpenAI-compatible stub server (the fault server with
 latency): results identical to a sequential run, honest time accounting, kill and resume."""
+
 from __future__ import annotations
 
 import json
@@ -11,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from _servers import REPO, fault_server, stats
 
 pytestmark = pytest.mark.slow  # whole run.py subprocesses against a server
@@ -20,12 +20,26 @@ SECRET = "sk-memharness-test-0123456789abcdef"
 
 
 def cmd(url: str, out: Path, cache: Path, *overrides: str, memory: str = "memtree") -> list[str]:
-    return [sys.executable, "run.py", "llm=openai", f"llm.backend.base_url={url}", f"memory={memory}",
-            "dataset=sample", f"hydra.run.dir={out}", f"cache.path={cache}", "progress=false",
-            "llm.backend.model=stub-model", "llm.backend.api_key_env=MEMHARNESS_TEST_KEY",
-            "llm.backend.structured=guided_choice", "embedder=openai", f"embedder.backend.base_url={url}",
-            "embedder.backend.model=stub-embed", "embedder.backend.api_key_env=MEMHARNESS_TEST_KEY",
-            "eval.max_failed_fraction=1", *overrides]
+    return [
+        sys.executable,
+        "run.py",
+        "llm=openai",
+        f"llm.backend.base_url={url}",
+        f"memory={memory}",
+        "dataset=sample",
+        f"hydra.run.dir={out}",
+        f"cache.path={cache}",
+        "progress=false",
+        "llm.backend.model=stub-model",
+        "llm.backend.api_key_env=MEMHARNESS_TEST_KEY",
+        "llm.backend.structured=guided_choice",
+        "embedder=openai",
+        f"embedder.backend.base_url={url}",
+        "embedder.backend.model=stub-embed",
+        "embedder.backend.api_key_env=MEMHARNESS_TEST_KEY",
+        "eval.max_failed_fraction=1",
+        *overrides,
+    ]
 
 
 def env() -> dict[str, str]:
@@ -34,7 +48,9 @@ def env() -> dict[str, str]:
 
 def run(command: list[str], log: Path) -> dict:
     with open(log, "wb") as f:
-        proc = subprocess.run(command, cwd=REPO, env=env(), stdout=f, stderr=subprocess.STDOUT, timeout=600)
+        proc = subprocess.run(
+            command, cwd=REPO, env=env(), stdout=f, stderr=subprocess.STDOUT, timeout=600
+        )
     assert proc.returncode == 0, log.read_text()[-3000:]
     return json.loads((Path(command[6].split("=", 1)[1]) / "metrics.json").read_text())
 
@@ -42,28 +58,61 @@ def run(command: list[str], log: Path) -> dict:
 def test_concurrent_episodes_give_byte_identical_samples_and_equal_metrics(tmp_path):
     with fault_server(tmp_path, latency_ms=40) as url:
         # separate cache folders: neither run finds the other's calls or memory snapshots
-        seq = run(cmd(url, tmp_path / "seq", tmp_path / "a" / "c.sqlite", "run.episodes_in_flight=1"), tmp_path / "s.log")
-        con = run(cmd(url, tmp_path / "con", tmp_path / "b" / "c.sqlite", "run.episodes_in_flight=8",
-                      "llm.max_in_flight=16"), tmp_path / "c.log")
+        seq = run(
+            cmd(url, tmp_path / "seq", tmp_path / "a" / "c.sqlite", "run.episodes_in_flight=1"),
+            tmp_path / "s.log",
+        )
+        con = run(
+            cmd(
+                url,
+                tmp_path / "con",
+                tmp_path / "b" / "c.sqlite",
+                "run.episodes_in_flight=8",
+                "llm.max_in_flight=16",
+            ),
+            tmp_path / "c.log",
+        )
     assert seq["data"]["episodes"] > 1 and seq["counts"]["scored"] > 0
-    assert (tmp_path / "seq" / "samples.jsonl").read_bytes() == (tmp_path / "con" / "samples.jsonl").read_bytes()
+    assert (tmp_path / "seq" / "samples.jsonl").read_bytes() == (
+        tmp_path / "con" / "samples.jsonl"
+    ).read_bytes()
     assert con["metrics"] == seq["metrics"] and con["counts"] == seq["counts"]
-    assert con["snapshots"]["built_saved"] == seq["snapshots"]["built_saved"] == seq["data"]["episodes"]
-    for stage, used in seq["intrinsic"].items():  # the same calls, tokens and texts, whatever the schedule
-        assert {k: v for k, v in con["intrinsic"][stage].items() if k != "call_s"} == \
-               {k: v for k, v in used.items() if k != "call_s"}, stage
-    for m in (seq, con):  # honest time: no-call-in-flight time + busy time never exceed the wall time
+    assert (
+        con["snapshots"]["built_saved"]
+        == seq["snapshots"]["built_saved"]
+        == seq["data"]["episodes"]
+    )
+    for stage, used in seq[
+        "intrinsic"
+    ].items():  # the same calls, tokens and texts, whatever the schedule
+        assert {k: v for k, v in con["intrinsic"][stage].items() if k != "call_s"} == {
+            k: v for k, v in used.items() if k != "call_s"
+        }, stage
+    for m in (
+        seq,
+        con,
+    ):  # honest time: no-call-in-flight time + busy time never exceed the wall time
         t = m["time"]
-        assert 0 < t["backend_busy_s"] <= t["total_s"] and t["harness_s"] <= t["total_s"] - t["backend_busy_s"] + 1e-6
+        assert (
+            0 < t["backend_busy_s"] <= t["total_s"]
+            and t["harness_s"] <= t["total_s"] - t["backend_busy_s"] + 1e-6
+        )
         assert t["concurrency"] > 0 and t["peak_in_flight"] >= 1
     # sequential MemTree embeds and aggregates one request at a time; concurrent episodes overlap them
     assert con["time"]["concurrency"] > seq["time"]["concurrency"]
     stats_seq = json.loads((tmp_path / "seq" / "memory_stats.json").read_text())
     stats_con = json.loads((tmp_path / "con" / "memory_stats.json").read_text())
-    for episode, s in stats_seq.items():  # each episode's own ledger, unmixed by the others in flight
-        assert stats_con[episode]["calls"]["build"]["intrinsic"]["calls"] == s["calls"]["build"]["intrinsic"]["calls"]
-        assert [b["llm_requests"] for b in stats_con[episode]["insert_batches"]] == \
-               [b["llm_requests"] for b in s["insert_batches"]]
+    for (
+        episode,
+        s,
+    ) in stats_seq.items():  # each episode's own ledger, unmixed by the others in flight
+        assert (
+            stats_con[episode]["calls"]["build"]["intrinsic"]["calls"]
+            == s["calls"]["build"]["intrinsic"]["calls"]
+        )
+        assert [b["llm_requests"] for b in stats_con[episode]["insert_batches"]] == [
+            b["llm_requests"] for b in s["insert_batches"]
+        ]
 
 
 def _cached_chats(cache: Path) -> int:
@@ -76,17 +125,27 @@ def _cached_chats(cache: Path) -> int:
 def test_killed_concurrent_run_resumes_without_repeating_a_completed_call(tmp_path):
     opts = ("run.episodes_in_flight=4", "llm.max_in_flight=4", "snapshots.enabled=false")
     with fault_server(tmp_path, latency_ms=150) as url:
-        reference = run(cmd(url, tmp_path / "ref", tmp_path / "ref.sqlite", *opts), tmp_path / "ref.log")
+        reference = run(
+            cmd(url, tmp_path / "ref", tmp_path / "ref.sqlite", *opts), tmp_path / "ref.log"
+        )
         total = stats(url)["chat_requests"]
     with fault_server(tmp_path, latency_ms=150) as url:
         command = cmd(url, tmp_path / "resumed", tmp_path / "c.sqlite", *opts)
         with open(tmp_path / "killed.log", "wb") as log:
-            proc = subprocess.Popen(command, cwd=REPO, env=env(), stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                command,
+                cwd=REPO,
+                env=env(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         try:
             deadline = time.monotonic() + 240
             while stats(url)["chat_requests"] < 10:
-                assert proc.poll() is None and time.monotonic() < deadline, "run ended before it could be killed"
+                assert proc.poll() is None and time.monotonic() < deadline, (
+                    "run ended before it could be killed"
+                )
                 time.sleep(0.05)
         finally:
             os.killpg(proc.pid, signal.SIGKILL)

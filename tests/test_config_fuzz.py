@@ -7,6 +7,7 @@ outside the choices, or of the wrong type; each must be reported on a line namin
 and ``run()`` must refuse to start with it. In-range draws must pass (the checker must not
 reject good values either).
 """
+
 from __future__ import annotations
 
 import copy
@@ -20,23 +21,30 @@ from typing import Any, Literal
 
 import pytest
 from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
-
 from memharness.eval.run.runner import run
 from memharness.eval.run.validate import config_leaves, config_problems, resolve
 from memharness.memsys.services.types import ConfigError
 from memharness.memsys.settings import Check, ChoicesFrom, Range, unwrap
+from omegaconf import OmegaConf
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
-GROUPS = sorted(d.name for d in CONF.iterdir() if d.is_dir() and d.name != "experiment" and any(d.glob("*.yaml")))
-BASE = ["cache.path=/nonexistent-fuzz/cache.sqlite", "data_dir=/nonexistent-fuzz/data", "progress=false"]
+GROUPS = sorted(
+    d.name
+    for d in CONF.iterdir()
+    if d.is_dir() and d.name != "experiment" and any(d.glob("*.yaml"))
+)
+BASE = [
+    "cache.path=/nonexistent-fuzz/cache.sqlite",
+    "data_dir=/nonexistent-fuzz/data",
+    "progress=false",
+]
 
 
 def compose_plain(group: str | None, option: str | None) -> dict[str, Any]:
     return copy.deepcopy(_composed(group, option))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _composed(group: str | None, option: str | None) -> dict[str, Any]:
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = compose("config", overrides=BASE + ([f"{group}={option}"] if group else []))
@@ -48,8 +56,9 @@ def _members(hint: Any) -> tuple[list[Any], bool]:
     base, markers = unwrap(hint)
     if typing.get_origin(base) in (typing.Union, __import__("types").UnionType):
         args = typing.get_args(base)
-        return [typing.Annotated[a, *markers] if markers else a for a in args if a is not type(None)], \
-            type(None) in args
+        return [
+            typing.Annotated[a, *markers] if markers else a for a in args if a is not type(None)
+        ], type(None) in args
     return [hint], False
 
 
@@ -109,11 +118,21 @@ def _bad_values(kind: str, detail: Any, rng: random.Random) -> list[Any]:
         numeric_type.append(rng.choice([0.5, 2.5, 1e3 + 0.25]))
     r: Range | None = detail
     if r is not None and r.lo is not None:
-        numeric_type.append(r.lo if r.lo_open else r.lo - (1 if kind == "int" else rng.uniform(1e-6, 1.0))
-                            - (rng.randrange(1000) if kind == "int" else rng.uniform(0, 100)))
+        numeric_type.append(
+            r.lo
+            if r.lo_open
+            else r.lo
+            - (1 if kind == "int" else rng.uniform(1e-6, 1.0))
+            - (rng.randrange(1000) if kind == "int" else rng.uniform(0, 100))
+        )
     if r is not None and r.hi is not None:
-        numeric_type.append(r.hi if r.hi_open else r.hi + (1 if kind == "int" else rng.uniform(1e-6, 1.0))
-                            + (rng.randrange(1000) if kind == "int" else rng.uniform(0, 100)))
+        numeric_type.append(
+            r.hi
+            if r.hi_open
+            else r.hi
+            + (1 if kind == "int" else rng.uniform(1e-6, 1.0))
+            + (rng.randrange(1000) if kind == "int" else rng.uniform(0, 100))
+        )
     if kind == "float" and r is not None:
         numeric_type.append(math.nan)
     return numeric_type
@@ -132,10 +151,13 @@ def _good_values(kind: str, detail: Any, rng: random.Random) -> list[Any]:
     if kind in ("choices_list", "int_list"):
         return []
     r: Range | None = detail
-    lo = (r.lo if r and r.lo is not None else -1000)
-    hi = (r.hi if r and r.hi is not None else lo + 1000)
+    lo = r.lo if r and r.lo is not None else -1000
+    hi = r.hi if r and r.hi is not None else lo + 1000
     if kind == "int":
-        lo_i, hi_i = int(math.floor(lo)) + (1 if r and r.lo_open else 0), int(math.floor(hi)) - (1 if r and r.hi_open else 0)
+        lo_i, hi_i = (
+            int(math.floor(lo)) + (1 if r and r.lo_open else 0),
+            int(math.floor(hi)) - (1 if r and r.hi_open else 0),
+        )
         return [rng.randint(lo_i, hi_i) for _ in range(3)] + [lo_i]
     return [lo + (hi - lo) * rng.uniform(0.01, 0.99) for _ in range(3)]
 
@@ -143,7 +165,9 @@ def _good_values(kind: str, detail: Any, rng: random.Random) -> list[Any]:
 def discover() -> list[tuple[str, str, tuple, str, Any]]:
     """(group, option, path, key, kind) of every numeric or choice setting of every group option."""
     found, seen = [], set()
-    targets = [(None, None)] + [(g, p.stem) for g in GROUPS for p in sorted((CONF / g).glob("*.yaml"))]
+    targets = [(None, None)] + [
+        (g, p.stem) for g in GROUPS for p in sorted((CONF / g).glob("*.yaml"))
+    ]
     for group, option in targets:
         for leaf in config_leaves(compose_plain(group, option)):
             top = leaf.path[0]
@@ -164,9 +188,20 @@ def test_every_group_option_is_covered():
     # the options without a setting of their own: full context, and no second judge
     assert options - covered == {("memory", "full_context"), ("judge", "none")}
     keys = {k for *_, k, _ in SETTINGS}
-    assert {"memory.top_k", "memory.base_threshold", "memory.traversal", "memory.diagnostics.revenue_samples",
-            "dataset.limit", "dataset.budget_tokens", "dataset.loader.chunk_size", "llm.backend.n_ctx",
-            "llm.retry.max_retries", "eval.bootstrap.confidence", "eval.max_failed_fraction", "seed"} <= keys
+    assert {
+        "memory.top_k",
+        "memory.base_threshold",
+        "memory.traversal",
+        "memory.diagnostics.revenue_samples",
+        "dataset.limit",
+        "dataset.budget_tokens",
+        "dataset.loader.chunk_size",
+        "llm.backend.n_ctx",
+        "llm.retry.max_retries",
+        "eval.bootstrap.confidence",
+        "eval.max_failed_fraction",
+        "seed",
+    } <= keys
 
 
 def _set(plain: dict, path: tuple, value: Any) -> dict:
@@ -178,7 +213,9 @@ def _set(plain: dict, path: tuple, value: Any) -> dict:
     return out
 
 
-@pytest.mark.parametrize("group,option,path,key,kind", SETTINGS, ids=[f"{g}={o}:{k}" for g, o, _, k, _ in SETTINGS])
+@pytest.mark.parametrize(
+    "group,option,path,key,kind", SETTINGS, ids=[f"{g}={o}:{k}" for g, o, _, k, _ in SETTINGS]
+)
 def test_random_bad_values_never_run(group, option, path, key, kind, tmp_path):
     plain = compose_plain(None if group == "root" else group, None if group == "root" else option)
     assert config_problems(plain) == [], "the shipped defaults must be valid"
@@ -191,19 +228,27 @@ def test_random_bad_values_never_run(group, option, path, key, kind, tmp_path):
         out = tmp_path / "run"
         with pytest.raises(ConfigError) as info:
             run(OmegaConf.create(bad), out)
-        assert key in str(info.value) and not out.exists()  # refused before anything was written or loaded
+        assert (
+            key in str(info.value) and not out.exists()
+        )  # refused before anything was written or loaded
     for value in good_values(*kind, rng):
         problems = config_problems(_set(plain, path, value))
-        assert not any(p.startswith(key + "=") for p in problems), f"{key}={value!r} was refused: {problems}"
+        assert not any(p.startswith(key + "=") for p in problems), (
+            f"{key}={value!r} was refused: {problems}"
+        )
 
 
 def test_every_numeric_setting_declares_its_range():
     """A number without a declared range would let -1 or 1e9 through: new systems must declare one."""
     from memharness.memsys.settings_check import describe
 
-    for group, option in [(None, None)] + [(g, p.stem) for g in GROUPS for p in sorted((CONF / g).glob("*.yaml"))]:
+    for group, option in [(None, None)] + [
+        (g, p.stem) for g in GROUPS for p in sorted((CONF / g).glob("*.yaml"))
+    ]:
         for leaf in config_leaves(compose_plain(group, option)):
             kind = _kind(leaf.hint, leaf.owner)
             if kind and kind[0] in ("int", "float"):
-                assert kind[1] is not None, f"{group}={option}: {leaf.key} is {describe(leaf.hint, leaf.owner)} " \
-                                            "with no Range(...) declared"
+                assert kind[1] is not None, (
+                    f"{group}={option}: {leaf.key} is {describe(leaf.hint, leaf.owner)} "
+                    "with no Range(...) declared"
+                )

@@ -1,4 +1,5 @@
 """The MSC-E generator: robust parsing of weak model output, and an end-to-end run with the embedded model."""
+
 from __future__ import annotations
 
 import json
@@ -8,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from memharness.data_prep import msc_e
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -16,18 +16,24 @@ FIX = Path(__file__).parent / "fixtures"
 
 
 def test_parse_turns_pairs_only_complete_alex_bob_rounds():
-    text = ("Sure! Here is the dialogue:\n**Alex:** I baked bread today.\nIt came out crusty.\n"
-            "Bob: Nice, what kind?\nBob: Sorry, ignore that.\nAlex: Rye.\nBob: Yum.\nAlex: trailing")
+    text = (
+        "Sure! Here is the dialogue:\n**Alex:** I baked bread today.\nIt came out crusty.\n"
+        "Bob: Nice, what kind?\nBob: Sorry, ignore that.\nAlex: Rye.\nBob: Yum.\nAlex: trailing"
+    )
     turns = msc_e.parse_turns(text)
     assert turns[0] == ("Alex", "I baked bread today. It came out crusty.")
     rounds = msc_e.pair_rounds(turns)
-    assert [[t["text"] for t in r] for r in rounds] == [["I baked bread today. It came out crusty.", "Nice, what kind?"],
-                                                        ["Rye.", "Yum."]]
+    assert [[t["text"] for t in r] for r in rounds] == [
+        ["I baked bread today. It came out crusty.", "Nice, what kind?"],
+        ["Rye.", "Yum."],
+    ]
     assert msc_e.pair_rounds(msc_e.parse_turns("no speakers here at all")) == []
 
 
 def test_parse_qa_accepts_valid_items_and_counts_the_rest():
-    good, bad = msc_e.parse_qa('Here: [{"question": "Q1?", "response": "A1"}, {"question": "Q2?"}, 3] done')
+    good, bad = msc_e.parse_qa(
+        'Here: [{"question": "Q1?", "response": "A1"}, {"question": "Q2?"}, 3] done'
+    )
     assert good == [{"question": "Q1?", "answer": "A1"}] and bad == 2
     good, bad = msc_e.parse_qa('{"question": "Q?", "response": "A"} and {"question": broken}')
     assert good == [{"question": "Q?", "answer": "A"}] and bad == 1  # the broken object is counted
@@ -59,17 +65,35 @@ def _gen(**over):
 
 def test_generate_extends_with_window_retries_and_never_fabricates():
     row = json.loads((FIX / "msc" / "msc_self_instruct.jsonl").read_text().splitlines()[0])
-    llm = ScriptedLLM(["garbage", "Alex: One.\nBob: Two.\nAlex: Three.\nBob: Four.",
-                       '[{"question": "Q?", "response": "A."}]', "not json", "[]"])
+    llm = ScriptedLLM(
+        [
+            "garbage",
+            "Alex: One.\nBob: Two.\nAlex: Three.\nBob: Four.",
+            '[{"question": "Q?", "response": "A."}]',
+            "not json",
+            "[]",
+        ]
+    )
     tally = msc_e.Tally()
     records = msc_e.generate([("fx:1", row)], llm, _gen(qa_window_rounds=4), 12, tally)
     rec = records[0]
-    assert len(rec["rounds"]) == 12 and rec["rounds"][10]["turns"][0] == {"speaker": "Alex", "text": "One."}
+    assert len(rec["rounds"]) == 12 and rec["rounds"][10]["turns"][0] == {
+        "speaker": "Alex",
+        "text": "One.",
+    }
     window = llm.prompts[0].split("[ Conversation so far ]\n")[1].split("\n[ Continuation ]")[0]
-    assert window.count("\n") == 7 and window.endswith("Bob: That is a good choice.")  # last 8 turns
-    assert (tally.steps, tally.malformed_steps, tally.qa_windows, tally.malformed_qa_windows) == (2, 1, 3, 2)
-    assert [(q["question"], q["asked_after_round"], q["evidence_rounds"]) for q in rec["questions"]] == [
-        ("Q?", 4, [0, 4])]
+    assert window.count("\n") == 7 and window.endswith(
+        "Bob: That is a good choice."
+    )  # last 8 turns
+    assert (tally.steps, tally.malformed_steps, tally.qa_windows, tally.malformed_qa_windows) == (
+        2,
+        1,
+        3,
+        2,
+    )
+    assert [
+        (q["question"], q["asked_after_round"], q["evidence_rounds"]) for q in rec["questions"]
+    ] == [("Q?", 4, [0, 4])]
 
 
 def test_generate_records_truncation_when_steps_keep_failing():
@@ -83,21 +107,45 @@ def test_generate_records_truncation_when_steps_keep_failing():
 @pytest.mark.slow
 def test_generator_end_to_end_with_embedded_model_feeds_the_loader(tmp_path):
     out = tmp_path / "msc_e"
-    cmd = [sys.executable, "-m", "memharness.data_prep.msc_e", "generate", "--input", str(FIX / "msc" / "msc_self_instruct.jsonl"),
-           "--out", str(out), "--rounds", "11", "--limit", "1", f"cache.path={tmp_path / 'calls.sqlite'}",
-           f"data_dir={tmp_path}", "progress=false", "dataset.generator.max_tokens=50",
-           "dataset.generator.qa_max_tokens=70", "dataset.generator.qa_window_rounds=11",
-           "dataset.generator.max_attempts=1", "llm=local_tiny",  # the tiny model: plumbing, not text quality
-           "embedder=fake", f"hydra.searchpath=[file://{ROOT / 'tests' / 'conf'}]"]  # the generator embeds nothing
+    cmd = [
+        sys.executable,
+        "-m",
+        "memharness.data_prep.msc_e",
+        "generate",
+        "--input",
+        str(FIX / "msc" / "msc_self_instruct.jsonl"),
+        "--out",
+        str(out),
+        "--rounds",
+        "11",
+        "--limit",
+        "1",
+        f"cache.path={tmp_path / 'calls.sqlite'}",
+        f"data_dir={tmp_path}",
+        "progress=false",
+        "dataset.generator.max_tokens=50",
+        "dataset.generator.qa_max_tokens=70",
+        "dataset.generator.qa_window_rounds=11",
+        "dataset.generator.max_attempts=1",
+        "llm=local_tiny",  # the tiny model: plumbing, not text quality
+        "embedder=fake",
+        f"hydra.searchpath=[file://{ROOT / 'tests' / 'conf'}]",
+    ]  # the generator embeds nothing
     env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     card = (out / "CARD.md").read_text()
-    assert "SmolLM2-135M-Instruct" in card and "malformed_steps" in card and "Write exactly {n_rounds}" in card
+    assert (
+        "SmolLM2-135M-Instruct" in card
+        and "malformed_steps" in card
+        and "Write exactly {n_rounds}" in card
+    )
     ds = msc_e.load(str(out))
     rec = json.loads((out / msc_e.FILENAME).read_text())
     generated = [r for r in rec["rounds"] if r["origin"] == "generated"]
     assert len(ds.episodes[0].units) == len(rec["rounds"])
-    assert len(rec["rounds"]) == 11 or rec["id"] in card  # extended, or its truncation is on the card
+    assert (
+        len(rec["rounds"]) == 11 or rec["id"] in card
+    )  # extended, or its truncation is on the card
     assert all(t["text"] for r in generated for t in r["turns"])
     assert all(q.position == 11 and q.evidence_position == 0 for q in ds.episodes[0].questions)

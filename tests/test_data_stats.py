@@ -1,11 +1,11 @@
 """Table A.1 statistics over the fixtures, checked against hand-counted values."""
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import pytest
-
 from memharness.data_prep import msc, multihop, quality, stats
 
 FIX = Path(__file__).parent / "fixtures"
@@ -39,11 +39,25 @@ def test_quality_easy_hard_split():
 
 def test_cli_reports_available_and_unavailable(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    assert stats.main(["--data-dir", str(tmp_path), "--path", f"novelqa={FIX / 'novelqa'}",
-                       "--path", f"msc_e={FIX / 'msc_e'}"]) == 0
+    assert (
+        stats.main(
+            [
+                "--data-dir",
+                str(tmp_path),
+                "--path",
+                f"novelqa={FIX / 'novelqa'}",
+                "--path",
+                f"msc_e={FIX / 'msc_e'}",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "== novelqa\n  Books                    2" in out and "- aspect=character" in out
-    assert "== msc_e\n  Conversation sessions    1" in out and "Queries per episode      3.0 ± 0.0" in out
+    assert (
+        "== msc_e\n  Conversation sessions    1" in out
+        and "Queries per episode      3.0 ± 0.0" in out
+    )
     assert "== msc: not available locally" in out and "== multihop: not available locally" in out
     import os
 

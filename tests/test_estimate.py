@@ -1,4 +1,5 @@
 """dry_run=true: estimates without a backend call, close to what the real run then uses."""
+
 from __future__ import annotations
 
 import json
@@ -7,8 +8,15 @@ from memharness.eval.run import estimate
 from memharness.eval.run.runner import run
 
 
-def test_dry_run_estimates_every_stage_without_a_backend_call_and_writes_only_the_estimate(make_cfg, tmp_path):
-    overrides = ("memory=memtree", "dataset.limit=4", "cache.enabled=false", "snapshots.enabled=false")
+def test_dry_run_estimates_every_stage_without_a_backend_call_and_writes_only_the_estimate(
+    make_cfg, tmp_path
+):
+    overrides = (
+        "memory=memtree",
+        "dataset.limit=4",
+        "cache.enabled=false",
+        "snapshots.enabled=false",
+    )
     est = estimate.dry_run(make_cfg(*overrides, "dry_run=true"), tmp_path / "dry")
     assert sorted(p.name for p in (tmp_path / "dry").iterdir()) == ["estimate.json"]
     assert json.loads((tmp_path / "dry" / "estimate.json").read_text())["total"] == est["total"]
@@ -19,7 +27,10 @@ def test_dry_run_estimates_every_stage_without_a_backend_call_and_writes_only_th
     for stage in ("answer", "judge"):
         assert est["stages"][stage]["calls"] == actual[stage]["calls"] > 0
     build = est["stages"]["build"]
-    assert build["embed_texts"] > 0 and abs(build["calls"] - actual["build"]["calls"]) <= 0.5 * actual["build"]["calls"]
+    assert (
+        build["embed_texts"] > 0
+        and abs(build["calls"] - actual["build"]["calls"]) <= 0.5 * actual["build"]["calls"]
+    )
     assert est["total"]["prompt_tokens"] > 0
 
 
@@ -37,7 +48,10 @@ def test_a_pilot_is_extrapolated_and_labelled(make_cfg, tmp_path):
 
 def test_sweep_estimates_add_up(make_cfg, tmp_path, capsys):
     for name in ("a", "b"):
-        estimate.dry_run(make_cfg("memory=full_context", "cache.enabled=false", "dataset.limit=2"), tmp_path / name)
+        estimate.dry_run(
+            make_cfg("memory=full_context", "cache.enabled=false", "dataset.limit=2"),
+            tmp_path / name,
+        )
     assert estimate.main([str(tmp_path)]) == 0
     one = json.loads((tmp_path / "a" / "estimate.json").read_text())["total"]["calls"]
     assert f"2 runs: {2 * one:.0f} LLM calls" in capsys.readouterr().out

@@ -1,10 +1,10 @@
 """Evidence recall against hand-made provenance."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
-
 from memharness.eval.run.evidence import recall_scores, unit_index
 from memharness.eval.run.runner import run
 from memharness.memsys.types import Episode, Evidence, Question, RetrievedItem, Unit
@@ -13,33 +13,60 @@ from memharness.memsys.types import Episode, Evidence, Question, RetrievedItem, 
 def episode() -> Episode:
     # article A: units 0-2, article B: units 3-4, article C: unit 5
     sources = ["A", "A", "A", "B", "B", "C"]
-    units = [Unit(id=f"u{i}", text=f"text {i}", source_id=s, position=i) for i, s in enumerate(sources)]
+    units = [
+        Unit(id=f"u{i}", text=f"text {i}", source_id=s, position=i) for i, s in enumerate(sources)
+    ]
     return Episode(id="ep", units=units, questions=[])
 
 
 def item(*unit_ids: str) -> RetrievedItem:
-    return RetrievedItem(text="x", score=1.0, node_id="n-" + "-".join(unit_ids), source_unit_ids=unit_ids)
+    return RetrievedItem(
+        text="x", score=1.0, node_id="n-" + "-".join(unit_ids), source_unit_ids=unit_ids
+    )
 
 
 def test_source_evidence_is_found_through_any_unit_of_the_source():
-    q = Question(id="q", text="?", answers=("a",), position=6,
-                 evidence=(Evidence(source_id="A", position=0), Evidence(source_id="C", position=5),
-                           Evidence(source_id="A", position=0)))  # A listed twice counts once
+    q = Question(
+        id="q",
+        text="?",
+        answers=("a",),
+        position=6,
+        evidence=(
+            Evidence(source_id="A", position=0),
+            Evidence(source_id="C", position=5),
+            Evidence(source_id="A", position=0),
+        ),
+    )  # A listed twice counts once
     items = [item("u4"), item("u2"), item("u9-unknown"), item("u5")]
     scores = recall_scores(q, items, unit_index(episode()), {"k": [1, 2, 3]})
-    assert scores == {"evidence_recall_at_1": 0.0, "evidence_recall_at_2": 0.5, "evidence_recall_at_3": 0.5,
-                      "evidence_recall": 1.0, "evidence_units": 3.0}
+    assert scores == {
+        "evidence_recall_at_1": 0.0,
+        "evidence_recall_at_2": 0.5,
+        "evidence_recall_at_3": 0.5,
+        "evidence_recall": 1.0,
+        "evidence_units": 3.0,
+    }
 
 
 def test_span_evidence_needs_a_unit_inside_the_span():
-    q = Question(id="q", text="?", answers=("a",), position=6,
-                 evidence=(Evidence(source_id="ep", position=1, end=3),))  # units 1 and 2 (MSC-E window)
+    q = Question(
+        id="q",
+        text="?",
+        answers=("a",),
+        position=6,
+        evidence=(Evidence(source_id="ep", position=1, end=3),),
+    )  # units 1 and 2 (MSC-E window)
     units = unit_index(episode())
     assert recall_scores(q, [item("u0"), item("u3")], units, {"k": [1]})["evidence_recall"] == 0.0
     assert recall_scores(q, [item("u0"), item("u2")], units, {"k": [1]}) == {
-        "evidence_recall_at_1": 0.0, "evidence_recall": 1.0, "evidence_units": 2.0}
+        "evidence_recall_at_1": 0.0,
+        "evidence_recall": 1.0,
+        "evidence_units": 2.0,
+    }
     # a summary whose provenance spans the window finds it at rank 1
-    assert recall_scores(q, [item("u0", "u1", "u4")], units, {"k": [1]})["evidence_recall_at_1"] == 1.0
+    assert (
+        recall_scores(q, [item("u0", "u1", "u4")], units, {"k": [1]})["evidence_recall_at_1"] == 1.0
+    )
 
 
 def test_no_gold_evidence_gives_no_value():
@@ -51,8 +78,12 @@ def test_runs_record_evidence_recall_per_sample(make_cfg, tmp_path):
     out = tmp_path / "run"
     metrics = run(make_cfg("memory=full_context", "dataset.budget_tokens=100000"), out)
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
-    assert all(s["metrics"]["evidence_recall"] == 1.0 for s in samples)  # everything is in the context
+    assert all(
+        s["metrics"]["evidence_recall"] == 1.0 for s in samples
+    )  # everything is in the context
     assert metrics["metrics"]["evidence_recall"]["n"] == len(samples)
     narrow = run(make_cfg("memory=memorystream", "dataset.top_k=1"), tmp_path / "narrow")
     assert narrow["metrics"]["evidence_recall"]["mean"] < 1.0
-    assert narrow["metrics"]["evidence_recall_at_1"]["mean"] == pytest.approx(narrow["metrics"]["evidence_recall"]["mean"])
+    assert narrow["metrics"]["evidence_recall_at_1"]["mean"] == pytest.approx(
+        narrow["metrics"]["evidence_recall"]["mean"]
+    )

@@ -1,28 +1,35 @@
 """Every experiment file composes with Hydra: the file alone (single runs) and, for sweeps, each value
 of each swept setting; every composed config passes the settings check; every file is documented in
 docs/papers.md or names its command in its header."""
+
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
 import pytest
+from conftest import FAKES
 from hydra import compose, initialize_config_dir
+from memharness.eval.run.validate import config_problems
 from omegaconf import OmegaConf
 
-from memharness.eval.run.validate import config_problems
-
-from conftest import FAKES
-
 ROOT = Path(__file__).resolve().parent.parent
-BASE = [*FAKES, "cache.path=/nonexistent-compose/cache.sqlite", "data_dir=/nonexistent-compose/data", "progress=false"]
+BASE = [
+    *FAKES,
+    "cache.path=/nonexistent-compose/cache.sqlite",
+    "data_dir=/nonexistent-compose/data",
+    "progress=false",
+]
 EXPERIMENTS = sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml"))
 
 
 def composed(name: str, *overrides: str, hydra: bool = False):
     """Compose inside the caller's ``initialize_config_dir`` (one per test: initialising is the slow part)."""
-    return compose(config_name="config", overrides=[*BASE, f"experiment={name}", *overrides],
-                   return_hydra_config=hydra)
+    return compose(
+        config_name="config",
+        overrides=[*BASE, f"experiment={name}", *overrides],
+        return_hydra_config=hydra,
+    )
 
 
 def sweep_points(params: dict[str, str]) -> list[list[str]]:
@@ -32,12 +39,19 @@ def sweep_points(params: dict[str, str]) -> list[list[str]]:
     first = {k: v[0] for k, v in values.items()}
     points = [[f"{k}={v}" for k, v in first.items()]]
     for key in (k for k in values if "." not in k):
-        points += [[f"{k}={value if k == key else v}" for k, v in first.items()] for value in values[key][1:]]
+        points += [
+            [f"{k}={value if k == key else v}" for k, v in first.items()]
+            for value in values[key][1:]
+        ]
     return points
 
 
 def test_every_experiment_is_listed():
-    assert len(EXPERIMENTS) >= 20 and "memtree_table4" in EXPERIMENTS and "structmem_table1" in EXPERIMENTS
+    assert (
+        len(EXPERIMENTS) >= 20
+        and "memtree_table4" in EXPERIMENTS
+        and "structmem_table1" in EXPERIMENTS
+    )
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
@@ -47,7 +61,9 @@ def test_experiment_composes_at_every_sweep_value(name):
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         whole = composed(name, hydra=True)  # with the sweeper's params
         params = dict(OmegaConf.select(whole, "hydra.sweeper.params") or {})
-        if whole.sweep_only:  # a sweep_only file must have something to sweep, or -m would run it once for nothing
+        if (
+            whole.sweep_only
+        ):  # a sweep_only file must have something to sweep, or -m would run it once for nothing
             assert params, f"{name}: sweep_only without hydra.sweeper.params"
         for point in sweep_points(params) if params else [[]]:
             cfg = composed(name, *point)
@@ -58,7 +74,10 @@ def test_experiment_composes_at_every_sweep_value(name):
                     assert cfg[key].name == value, (name, override)
                 elif key.startswith(("memory.", "dataset.")):
                     got = OmegaConf.select(cfg, key)
-                    assert str(got).lower() == value.lower() or (got is None and value == "null"), (name, override)
+                    assert str(got).lower() == value.lower() or (got is None and value == "null"), (
+                        name,
+                        override,
+                    )
             assert config_problems(cfg) == [], (name, point, config_problems(cfg))
 
 

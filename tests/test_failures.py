@@ -1,6 +1,7 @@
 """Failures counted where they happen (in process, with seeded fakes): embedding retries, aborts on
 401/403, the run deadline, degraded memories, empty answers, exit codes, the INCOMPLETE marker,
 cache and output errors that name their setting, atomic writes."""
+
 from __future__ import annotations
 
 import json
@@ -8,7 +9,6 @@ import sqlite3
 
 import numpy as np
 import pytest
-
 from memharness.data_prep.base import subset
 from memharness.data_prep.sample import load as load_sample
 from memharness.eval.record import folder as run_io
@@ -19,7 +19,14 @@ from memharness.memsys.services.deadline import Deadline
 from memharness.memsys.services.embed import Embedder
 from memharness.memsys.services.llm import LLM, RetryPolicy
 from memharness.memsys.services.meter import Meter
-from memharness.memsys.services.types import AuthenticationFailed, BackendError, CacheUnavailable, ChatRequest, Completion, ConfigError, DeadlineExceeded
+from memharness.memsys.services.types import (
+    AuthenticationFailed,
+    BackendError,
+    CacheUnavailable,
+    ChatRequest,
+    ConfigError,
+    DeadlineExceeded,
+)
 
 
 class FlakyEmbed:
@@ -46,21 +53,30 @@ class Rejecting:
 
     def chat(self, request):
         self.calls += 1
-        raise BackendError(f"HTTP {self.status} from http://x/v1/chat/completions", status=self.status)
+        raise BackendError(
+            f"HTTP {self.status} from http://x/v1/chat/completions", status=self.status
+        )
 
 
 def test_embedding_retries_and_failures_are_counted_per_stage():
     meter = Meter()
     fast = RetryPolicy(max_retries=2, base_delay_s=0.0)
-    ok = Embedder(FlakyEmbed(2, BackendError("HTTP 500", retryable=True, status=500)), meter=meter, retry=fast)
+    ok = Embedder(
+        FlakyEmbed(2, BackendError("HTTP 500", retryable=True, status=500)), meter=meter, retry=fast
+    )
     with meter.stage("build"):
         assert ok.embed(["a", "b"]).shape == (2, 4)
     assert (meter.stages["build"].embed_retries, meter.stages["build"].embed_failures) == (2, 0)
     assert meter.stages["build"].embed_calls == 1
-    bad = Embedder(FlakyEmbed(9, BackendError("HTTP 500", retryable=True, status=500)), meter=meter, retry=fast)
+    bad = Embedder(
+        FlakyEmbed(9, BackendError("HTTP 500", retryable=True, status=500)), meter=meter, retry=fast
+    )
     with meter.stage("retrieve"), pytest.raises(BackendError):
         bad.embed(["c"])
-    assert (meter.stages["retrieve"].embed_retries, meter.stages["retrieve"].embed_failures) == (2, 1)
+    assert (meter.stages["retrieve"].embed_retries, meter.stages["retrieve"].embed_failures) == (
+        2,
+        1,
+    )
 
 
 @pytest.mark.parametrize("status", [401, 403])
@@ -72,7 +88,9 @@ def test_a_rejected_key_aborts_the_run_past_any_except_exception(status):
         except Exception:  # what a memory's own error handling would do
             pytest.fail("an authentication failure must not be catchable as an ordinary error")
     assert llm.backend.calls <= 2  # never retried
-    embedder = Embedder(FlakyEmbed(1, BackendError("HTTP 401", status=401)), retry=RetryPolicy(max_retries=5))
+    embedder = Embedder(
+        FlakyEmbed(1, BackendError("HTTP 401", status=401)), retry=RetryPolicy(max_retries=5)
+    )
     with pytest.raises(AuthenticationFailed):
         embedder.embed(["x"])
 
@@ -81,7 +99,9 @@ def test_after_the_deadline_no_call_is_made():
     backend = Rejecting(500)
     llm = LLM(backend, progress=False, deadline=Deadline(0.0))
     out = llm.complete([ChatRequest.user("a")])[0]
-    assert not out.ok and out.error.startswith("DeadlineExceeded: run deadline eval.deadline_s=0 s reached")
+    assert not out.ok and out.error.startswith(
+        "DeadlineExceeded: run deadline eval.deadline_s=0 s reached"
+    )
     assert backend.calls == 0 and llm.meter.totals().deadline_skipped == 1
     with pytest.raises(DeadlineExceeded):
         Embedder(FlakyEmbed(0, BackendError("x")), deadline=Deadline(0.0)).embed(["x"])
@@ -92,25 +112,41 @@ def _samples(out):
 
 
 def test_questions_from_a_degraded_memory_are_flagged_and_counted(make_cfg, tmp_path):
-    cfg = make_cfg("memory=full_context", "memory._target_=fakes.DegradingMemory", "+memory.degrade_on=greyhound")
+    cfg = make_cfg(
+        "memory=full_context",
+        "memory._target_=fakes.DegradingMemory",
+        "+memory.degrade_on=greyhound",
+    )
     metrics = run(cfg, tmp_path / "r")
     samples = _samples(tmp_path / "r")
     flagged = [s for s in samples if s.get("degraded")]
     assert {s["episode_id"] for s in flagged} == {"dlg-garden"} and all(
-        s["degraded"] == {"summary_failed": 1} for s in flagged)
-    assert metrics["counts"]["degraded"] == len(flagged) == 3 and metrics["counts"]["scored"] == len(samples)
+        s["degraded"] == {"summary_failed": 1} for s in flagged
+    )
+    assert metrics["counts"]["degraded"] == len(flagged) == 3 and metrics["counts"][
+        "scored"
+    ] == len(samples)
     stats = json.loads((tmp_path / "r" / "memory_stats.json").read_text())
-    assert stats["dlg-garden"]["degradation"] == {"summary_failed": 1} and stats["news"]["degradation"] == {}
+    assert (
+        stats["dlg-garden"]["degradation"] == {"summary_failed": 1}
+        and stats["news"]["degradation"] == {}
+    )
 
 
 def test_empty_answers_are_wrong_counted_and_never_judged(make_cfg, tmp_path):
-    asked = subset(load_sample(), 4, 0, "type").episodes[0].questions[0].text  # one of the 4 questions
+    asked = (
+        subset(load_sample(), 4, 0, "type").episodes[0].questions[0].text
+    )  # one of the 4 questions
     cfg = make_cfg("memory=full_context", "dataset.limit=4", "eval.judge.calibration_max=0")
     cfg.llm.backend.script = [[f"Question: {asked}", "   "], ["| Predicted: ", "1"]]
     metrics = run(cfg, tmp_path / "r")
     samples = _samples(tmp_path / "r")
     empty = [s for s in samples if s.get("answer_empty")]
-    assert len(empty) == 1 and empty[0]["prediction"] == "" and empty[0]["judge_status"] == "answer_empty"
+    assert (
+        len(empty) == 1
+        and empty[0]["prediction"] == ""
+        and empty[0]["judge_status"] == "answer_empty"
+    )
     assert empty[0]["metrics"]["judge"] == 0.0 and empty[0]["metrics"]["f1"] == 0.0
     assert empty[0]["metrics"]["rouge_l_recall"] == 0.0 and "judge_reply" not in empty[0]
     assert metrics["counts"]["answer_empty"] == 1
@@ -121,24 +157,47 @@ def test_empty_answers_are_wrong_counted_and_never_judged(make_cfg, tmp_path):
 def test_exit_codes_and_the_incomplete_marker(make_cfg, tmp_path):
     ok = run(make_cfg("memory=full_context", "dataset.limit=2"), tmp_path / "ok")
     assert ok["outcome"]["exit_code"] == 0 and not (tmp_path / "ok" / run_io.MARKER).exists()
-    failed = run(make_cfg("memory=full_context", "llm.backend.fail_on=Search results", "cache.enabled=false"),
-                 tmp_path / "failed")
-    assert failed["outcome"]["exit_code"] == 4 and failed["outcome"]["problems"][0].startswith("no question was scored")
+    failed = run(
+        make_cfg(
+            "memory=full_context", "llm.backend.fail_on=Search results", "cache.enabled=false"
+        ),
+        tmp_path / "failed",
+    )
+    assert failed["outcome"]["exit_code"] == 4 and failed["outcome"]["problems"][0].startswith(
+        "no question was scored"
+    )
     assert not (tmp_path / "failed" / run_io.MARKER).exists()  # finished: all its files are written
-    late = run(make_cfg("memory=full_context", "eval.deadline_s=0.0001", "cache.enabled=false"), tmp_path / "late")
-    assert late["outcome"]["exit_code"] == 3 and late["counts"]["deadline_exceeded"] == late["counts"]["questions"]
+    late = run(
+        make_cfg("memory=full_context", "eval.deadline_s=0.0001", "cache.enabled=false"),
+        tmp_path / "late",
+    )
+    assert (
+        late["outcome"]["exit_code"] == 3
+        and late["counts"]["deadline_exceeded"] == late["counts"]["questions"]
+    )
     assert "eval.deadline_s" in run_io.read_marker(tmp_path / "late")["reason"]
-    tolerant = run(make_cfg("memory=full_context", "llm.backend.fail_on=Which ankle", "eval.max_failed_fraction=0.1",
-                            "cache.enabled=false"),
-                   tmp_path / "one")
-    assert tolerant["outcome"]["exit_code"] == 0 and tolerant["outcome"]["failed"] == 1  # 1/14 <= 0.1
+    tolerant = run(
+        make_cfg(
+            "memory=full_context",
+            "llm.backend.fail_on=Which ankle",
+            "eval.max_failed_fraction=0.1",
+            "cache.enabled=false",
+        ),
+        tmp_path / "one",
+    )
+    assert (
+        tolerant["outcome"]["exit_code"] == 0 and tolerant["outcome"]["failed"] == 1
+    )  # 1/14 <= 0.1
 
 
 def test_cache_path_problems_name_the_setting(tmp_path):
     (tmp_path / "file").write_text("x")
     (tmp_path / "notes.sqlite").write_text("not a database\n" * 100)
-    for path, reason in ((tmp_path / "file" / "c.sqlite", "is a file, not a folder"), (tmp_path, "is a folder"),
-                         (tmp_path / "notes.sqlite", "not a database")):
+    for path, reason in (
+        (tmp_path / "file" / "c.sqlite", "is a file, not a folder"),
+        (tmp_path, "is a folder"),
+        (tmp_path / "notes.sqlite", "not a database"),
+    ):
         with pytest.raises(ConfigError, match="cache.path=") as info:
             CallCache(path)
         assert reason in str(info.value) and "Traceback" not in str(info.value)
@@ -162,9 +221,13 @@ def test_atomic_writes_leave_no_partial_file(tmp_path):
     fileio.write_json(target, {"a": 1})
     with pytest.raises(OSError):
         fileio.atomic_write(target, half_then_fail)
-    assert json.loads(target.read_text()) == {"a": 1}  # the old complete file survives a failed rewrite
+    assert json.loads(target.read_text()) == {
+        "a": 1
+    }  # the old complete file survives a failed rewrite
     err = run_io.output_error(OSError(28, "No space left on device", str(target)), folder=tmp_path)
-    assert str(err).startswith(f"cannot write {target} (No space left on device); results go to hydra.run.dir=")
+    assert str(err).startswith(
+        f"cannot write {target} (No space left on device); results go to hydra.run.dir="
+    )
 
 
 def test_secrets_are_masked_in_run_files_and_hydra_files(make_cfg, tmp_path, monkeypatch):
@@ -173,8 +236,12 @@ def test_secrets_are_masked_in_run_files_and_hydra_files(make_cfg, tmp_path, mon
     secret = "plain-looking-secret-value-42"
     monkeypatch.setenv("MY_SERVICE_CREDENTIAL", secret)  # a name that does not look secret
     register_secret_env("MY_SERVICE_CREDENTIAL")  # as naming it in an api_key_env setting does
-    cfg = make_cfg("memory=full_context", "dataset.limit=2", f"llm.backend.fail_on=Search results",
-                   f"+llm.backend.model_id=fake-{secret}")
+    cfg = make_cfg(
+        "memory=full_context",
+        "dataset.limit=2",
+        "llm.backend.fail_on=Search results",
+        f"+llm.backend.model_id=fake-{secret}",
+    )
     run(cfg, tmp_path / "r")
     hydra = tmp_path / "r" / ".hydra"
     hydra.mkdir()

@@ -1,18 +1,22 @@
 """The golden regression: MemTree Tables 4, 5 and A.2 regenerated from the committed call cache with
 zero backend calls, compared with the committed expected numbers (eval/papers/golden/, docs/papers.md)."""
+
 from __future__ import annotations
 
 import copy
 import json
 
 import pytest
-
 from memharness.eval.papers import golden_regression as golden
+from memharness.memsys.services.backends.replay import (
+    ReplayChatBackend,
+    ReplayEmbedBackend,
+    ReplayMiss,
+)
 from memharness.memsys.services.cache import CallCache
 from memharness.memsys.services.embed import Embedder
 from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.meter import Meter
-from memharness.memsys.services.backends.replay import ReplayChatBackend, ReplayEmbedBackend, ReplayMiss
 from memharness.memsys.services.types import ChatRequest
 
 
@@ -30,11 +34,14 @@ def test_the_committed_cache_is_small_and_holds_no_weights():
 
 def test_replay_reproduces_the_expected_numbers_with_zero_backend_calls(observed):
     assert set(observed["runs"]) == set(golden.MEMORIES)
-    for memory, run in observed["runs"].items():
+    for run in observed["runs"].values():
         assert run["not_from_cache"] == [], run["not_from_cache"]
         assert run["intrinsic"]["calls"] > 0  # the replies were used, served by the cache
     statuses = {k: v["status"] for k, v in observed["cells"].items()}
-    assert statuses["memtree_2024:4:memtree:overall"] == "ok" and statuses["memtree_2024:5:memtree:nodes"] == "ok"
+    assert (
+        statuses["memtree_2024:4:memtree:overall"] == "ok"
+        and statuses["memtree_2024:5:memtree:nodes"] == "ok"
+    )
     expected = json.loads(golden.EXPECTED.read_text())
     assert golden.differences(expected, observed) == []
 
@@ -50,7 +57,10 @@ def test_a_moved_number_fails_the_check(observed, monkeypatch, tmp_path, capsys)
     assert golden.main([]) == 1
     err = capsys.readouterr().err
     assert "2 number(s) changed" in err
-    assert "cells.memtree_2024:4:memtree:overall.reproduced" in err and "runs.memorystream.intrinsic.calls" in err
+    assert (
+        "cells.memtree_2024:4:memtree:overall.reproduced" in err
+        and "runs.memorystream.intrinsic.calls" in err
+    )
     (tmp_path / "expected.json").write_text(json.dumps(observed))
     assert golden.main([]) == 0
 
@@ -63,7 +73,8 @@ def test_an_unrecorded_request_is_a_counted_failure_not_a_reply(tmp_path):
     total = meter.to_json()["total"]
     assert (total["calls"], total["failures"]) == (0, 1)
     assert golden.served_from_cache({"memory": "m", "calls": {"total": total}}) == [
-        "m: failures=1 (expected 0: every reply from the cache)"]
+        "m: failures=1 (expected 0: every reply from the cache)"
+    ]
     embedder = Embedder(ReplayEmbedBackend("st:model"), meter=meter, cache=cache)
     with pytest.raises(ReplayMiss, match="without a recorded embedding"):
         embedder.embed(["never embedded"])

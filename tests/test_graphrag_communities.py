@@ -1,17 +1,22 @@
 """Hierarchical Leiden (igraph + leidenalg) and community reports with hand-written replies."""
+
 from __future__ import annotations
 
 import json
 import random
 
 import pytest
-
 from graphrag_fakes import StepLLM, WordTokenizer, report_json
 from memharness.memsys.graphrag.common import FailureLog
 from memharness.memsys.graphrag.communities import Community, hierarchical_leiden
 from memharness.memsys.graphrag.memory import default_prompts
 from memharness.memsys.graphrag.merge import Entity, Graph, Relation
-from memharness.memsys.graphrag.reports import ContextBuilder, ReportSettings, generate_reports, parse_report
+from memharness.memsys.graphrag.reports import (
+    ContextBuilder,
+    ReportSettings,
+    generate_reports,
+    parse_report,
+)
 
 
 def planted(n_groups: int = 6, size: int = 30, seed: int = 0) -> list[tuple[int, int, float]]:
@@ -31,9 +36,16 @@ def planted(n_groups: int = 6, size: int = 30, seed: int = 0) -> list[tuple[int,
 @pytest.mark.parametrize("backend", ["igraph", "leidenalg"])
 def test_hierarchy_respects_the_size_cap_and_nests(backend):
     edges = planted()
-    communities, info = hierarchical_leiden(180, edges, max_cluster_size=10, seed=3, backend=backend)
+    communities, info = hierarchical_leiden(
+        180, edges, max_cluster_size=10, seed=3, backend=backend
+    )
     by_key = {c.key: c for c in communities}
-    assert info["levels"] >= 2 and info["clustered_nodes"] == 180 and info["seed"] == 3 and info["backend"] == backend
+    assert (
+        info["levels"] >= 2
+        and info["clustered_nodes"] == 180
+        and info["seed"] == 3
+        and info["backend"] == backend
+    )
     for c in communities:
         if c.children:  # split: the children partition the parent, one level deeper
             kids = [by_key[k] for k in c.children]
@@ -66,7 +78,13 @@ def test_largest_connected_component_option():
     assert sorted(m for c in with_lcc if c.level == 0 for m in c.members) == [0, 1, 2]
     assert info["graph_nodes"] == 5 and info["clustered_nodes"] == 3
     without, _ = hierarchical_leiden(6, edges, 10, seed=0, use_lcc=False)
-    assert sorted(m for c in without if c.level == 0 for m in c.members) == [0, 1, 2, 3, 4]  # 5 has no edge
+    assert sorted(m for c in without if c.level == 0 for m in c.members) == [
+        0,
+        1,
+        2,
+        3,
+        4,
+    ]  # 5 has no edge
     assert hierarchical_leiden(3, [], 10)[0] == []
     with pytest.raises(ValueError, match="memory.leiden_backend"):
         hierarchical_leiden(3, edges, 10, backend="louvain")
@@ -75,18 +93,39 @@ def test_largest_connected_component_option():
 def a_graph() -> tuple[Graph, list[list[int]]]:
     """Five entities in a path with a hub: relation ranks differ so the ordering is visible."""
     names = ["ALPHA", "BETA", "GAMMA", "DELTA", "EPSILON"]
-    g = Graph(entities=[Entity(name=n, type="PERSON", descriptions=[], chunks=[f"t{i}"], frequency=1,
-                               description=f"{n.lower()} does things") for i, n in enumerate(names)])
+    g = Graph(
+        entities=[
+            Entity(
+                name=n,
+                type="PERSON",
+                descriptions=[],
+                chunks=[f"t{i}"],
+                frequency=1,
+                description=f"{n.lower()} does things",
+            )
+            for i, n in enumerate(names)
+        ]
+    )
     pairs = [(0, 1), (0, 2), (0, 3), (3, 4)]
     for a, b in pairs:
-        g.relations.append(Relation(source=a, target=b, descriptions=[], chunks=[], weight=1.0,
-                                    description=f"{names[a]} knows {names[b]}"))
+        g.relations.append(
+            Relation(
+                source=a,
+                target=b,
+                descriptions=[],
+                chunks=[],
+                weight=1.0,
+                description=f"{names[a]} knows {names[b]}",
+            )
+        )
     for r in g.relations:
         g.entities[r.source].degree += 1
         g.entities[r.target].degree += 1
     for r in g.relations:
         r.rank = g.entities[r.source].degree + g.entities[r.target].degree
-    incident = [[i for i, r in enumerate(g.relations) if e in (r.source, r.target)] for e in range(5)]
+    incident = [
+        [i for i, r in enumerate(g.relations) if e in (r.source, r.target)] for e in range(5)
+    ]
     return g, incident
 
 
@@ -95,7 +134,12 @@ def test_report_context_ranks_relationships_by_degree_within_the_budget():
     builder = ContextBuilder(g, incident, WordTokenizer())
     full, used_full = builder.local_context([0, 1, 2, 3, 4])
     rows = full.split("-----Relationships-----\n")[1].splitlines()[1:]
-    assert [r.split(",")[0] for r in rows] == ["2", "0", "1", "3"]  # ALPHA-DELTA has the highest combined degree
+    assert [r.split(",")[0] for r in rows] == [
+        "2",
+        "0",
+        "1",
+        "3",
+    ]  # ALPHA-DELTA has the highest combined degree
     assert used_full == builder.local_tokens([0, 1, 2, 3, 4])
     trimmed, used = builder.local_context([0, 1, 2, 3, 4], max_tokens=used_full - 1)
     assert used <= used_full - 1 and "DELTA,EPSILON" not in trimmed and "ALPHA,DELTA" in trimmed
@@ -105,15 +149,22 @@ def test_sub_community_reports_replace_a_context_that_is_too_large():
     g, incident = a_graph()
     builder = ContextBuilder(g, incident, WordTokenizer())
     parent = Community(key=0, level=0, members=[0, 1, 2, 3, 4], children=[1, 2])
-    subs = [Community(key=1, level=1, members=[0, 1, 2], parent=0), Community(key=2, level=1, members=[3, 4], parent=0)]
+    subs = [
+        Community(key=1, level=1, members=[0, 1, 2], parent=0),
+        Community(key=2, level=1, members=[3, 4], parent=0),
+    ]
     by_key = {c.key: c for c in [parent, *subs]}
     from memharness.memsys.graphrag.reports import Report
 
-    reports = {1: Report(key=1, status="parsed", title="Alpha group", summary="short"),
-               2: Report(key=2, status="parsed", title="Delta pair", summary="short")}
+    reports = {
+        1: Report(key=1, status="parsed", title="Alpha group", summary="short"),
+        2: Report(key=2, status="parsed", title="Delta pair", summary="short"),
+    }
     small = builder.local_tokens([0, 1, 2, 3, 4]) - 1
     text, used = builder.community_context(parent, by_key, reports, small)
-    assert "-----Reports-----" in text and "Alpha group" in text  # the larger sub-community is replaced first
+    assert (
+        "-----Reports-----" in text and "Alpha group" in text
+    )  # the larger sub-community is replaced first
     assert "Delta pair" not in text and "DELTA,EPSILON" in text and used <= small
     fits, _ = builder.community_context(parent, by_key, reports, 10_000)
     assert "-----Reports-----" not in fits  # under the budget: its own local context
@@ -121,9 +172,11 @@ def test_sub_community_reports_replace_a_context_that_is_too_large():
 
 def test_reports_deepest_level_first_one_batch_per_level_and_failures_counted():
     g, incident = a_graph()
-    communities = [Community(key=0, level=0, members=[0, 1, 2, 3, 4], children=[1, 2]),
-                   Community(key=1, level=1, members=[0, 1, 2], parent=0),
-                   Community(key=2, level=1, members=[3, 4], parent=0)]
+    communities = [
+        Community(key=0, level=0, members=[0, 1, 2, 3, 4], children=[1, 2]),
+        Community(key=1, level=1, members=[0, 1, 2], parent=0),
+        Community(key=2, level=1, members=[3, 4], parent=0),
+    ]
     replies = {"ALPHA": report_json("Alpha group", 7), "DELTA": "not json at all"}
 
     def respond(step, request):
@@ -134,21 +187,42 @@ def test_reports_deepest_level_first_one_batch_per_level_and_failures_counted():
         return replies["ALPHA" if "1,BETA," in data else "DELTA"]
 
     llm, log = StepLLM(respond), FailureLog()
-    reports, record = generate_reports(llm, ContextBuilder(g, incident, WordTokenizer()), communities,
-                                       ReportSettings(prompt=default_prompts()["report_prompt"]), log)
+    reports, record = generate_reports(
+        llm,
+        ContextBuilder(g, incident, WordTokenizer()),
+        communities,
+        ReportSettings(prompt=default_prompts()["report_prompt"]),
+        log,
+    )
     assert [len(b) for b in llm.batches] == [2, 1] and llm.steps() == ["report", "report"]
     assert reports[1].ok and reports[1].title == "Alpha group" and reports[1].rating == 7
-    assert reports[1].text.startswith("# Alpha group\n\nAbout Alpha group.\n\n## Alpha group finding")
+    assert reports[1].text.startswith(
+        "# Alpha group\n\nAbout Alpha group.\n\n## Alpha group finding"
+    )
     assert reports[2].status == "unparsed" and reports[0].status == "failed"
     assert log.counts == {"report_unparsed": 1, "report_failed": 1}
-    assert record == {"calls": 3, "failed": 1, "unparsed": 1,
-                      "batches": [{"level": 1, "calls": 2}, {"level": 0, "calls": 1}]}
+    assert record == {
+        "calls": 3,
+        "failed": 1,
+        "unparsed": 1,
+        "batches": [{"level": 1, "calls": 2}, {"level": 0, "calls": 1}],
+    }
 
 
 def test_report_parsing_counts_missing_ratings_and_bad_findings():
     log = FailureLog()
-    r = parse_report(3, json.dumps({"title": "T", "summary": "S", "rating": "high",
-                                    "findings": [{"summary": "a", "explanation": "b"}, "oops"]}), log)
+    r = parse_report(
+        3,
+        json.dumps(
+            {
+                "title": "T",
+                "summary": "S",
+                "rating": "high",
+                "findings": [{"summary": "a", "explanation": "b"}, "oops"],
+            }
+        ),
+        log,
+    )
     assert r.ok and r.rating == 0.0 and len(r.findings) == 1
     assert log.counts == {"rating_missing": 1, "finding_malformed": 1}
     assert parse_report(4, '{"rating": 5}', log).status == "unparsed"

@@ -1,12 +1,17 @@
 """GraphRAG-lite extraction and merging with hand-written extraction replies (no model)."""
+
 from __future__ import annotations
 
 import pytest
-
 from graphrag_fakes import StepLLM, WordTokenizer, input_text, unit
 from memharness.memsys.graphrag.chunks import make_text_units
 from memharness.memsys.graphrag.common import FailureLog
-from memharness.memsys.graphrag.extract import ExtractSettings, parse_json_reply, parse_records, run_extraction
+from memharness.memsys.graphrag.extract import (
+    ExtractSettings,
+    parse_json_reply,
+    parse_records,
+    run_extraction,
+)
 from memharness.memsys.graphrag.memory import default_prompts
 from memharness.memsys.graphrag.merge import SummarySettings, merge_graph, summarize_descriptions
 
@@ -15,18 +20,24 @@ U1 = "Velox Rail signed with Port Elden. Ana Ruiz visited Port Elden."
 U2 = "The weather was fine."
 REPLIES = {
     ("extract", U0): '("entity"<|>Ana Ruiz<|>person<|>Ana Ruiz leads Velox Rail)\n##\n'
-                     '("entity"<|>VELOX RAIL<|>ORGANIZATION<|>Velox Rail is a rail company)\n##\n'
-                     '("entity"<|>"PORT ELDEN"<|>GEO<|>Port Elden is a town)\n##\n'
-                     '("relationship"<|>ANA RUIZ<|>VELOX RAIL<|>Ana Ruiz leads Velox Rail<|>8)\n##\n'
-                     '("relationship"<|>VELOX RAIL<|>PORT ELDEN<|>Velox Rail builds the tram in Port Elden<|>5)\n'
-                     '<|COMPLETE|>',
-    ("glean", U0): '("relationship"<|>PORT ELDEN<|>VELOX RAIL<|>Port Elden hired Velox Rail<|>2)\n<|COMPLETE|>',
-    ("extract", U1): '("entity"<|>VELOX RAIL<|>ORGANIZATION<|>Velox Rail signed a contract with Port Elden)##'
-                     '("entity"<|>PORT ELDEN<|>GEO<|>Port Elden signed with Velox Rail)##'
-                     '("entity"<|>ANA RUIZ<|>PERSON<|>Ana Ruiz visited Port Elden)##'
-                     '("relationship"<|>VELOX RAIL<|>PORT ELDEN<|>Velox Rail signed with Port Elden<|>high)##'
-                     '("relationship"<|>ANA RUIZ<|>GHOST<|>Ana met a ghost<|>3)\n'
-                     'Here are the results',
+    '("entity"<|>VELOX RAIL<|>ORGANIZATION<|>Velox Rail is a rail company)\n##\n'
+    '("entity"<|>"PORT ELDEN"<|>GEO<|>Port Elden is a town)\n##\n'
+    '("relationship"<|>ANA RUIZ<|>VELOX RAIL<|>Ana Ruiz leads Velox Rail<|>8)\n##\n'
+    '("relationship"<|>VELOX RAIL<|>PORT ELDEN<|>Velox Rail builds the tram in Port Elden<|>5)\n'
+    "<|COMPLETE|>",
+    (
+        "glean",
+        U0,
+    ): '("relationship"<|>PORT ELDEN<|>VELOX RAIL<|>Port Elden hired Velox Rail<|>2)\n<|COMPLETE|>',
+    (
+        "extract",
+        U1,
+    ): '("entity"<|>VELOX RAIL<|>ORGANIZATION<|>Velox Rail signed a contract with Port Elden)##'
+    '("entity"<|>PORT ELDEN<|>GEO<|>Port Elden signed with Velox Rail)##'
+    '("entity"<|>ANA RUIZ<|>PERSON<|>Ana Ruiz visited Port Elden)##'
+    '("relationship"<|>VELOX RAIL<|>PORT ELDEN<|>Velox Rail signed with Port Elden<|>high)##'
+    '("relationship"<|>ANA RUIZ<|>GHOST<|>Ana met a ghost<|>3)\n'
+    "Here are the results",
     ("glean", U1): None,  # the gleaning call fails
     ("extract", U2): "Nothing to extract here.",
     ("glean", U2): "<|COMPLETE|>",
@@ -44,8 +55,12 @@ def respond(step, request):
 
 def settings(**kw) -> ExtractSettings:
     p = default_prompts()
-    return ExtractSettings(prompt=p["extract_prompt"], continue_prompt=p["continue_prompt"],
-                           loop_prompt=p["loop_prompt"], **kw)
+    return ExtractSettings(
+        prompt=p["extract_prompt"],
+        continue_prompt=p["continue_prompt"],
+        loop_prompt=p["loop_prompt"],
+        **kw,
+    )
 
 
 def extracted(**kw):
@@ -64,20 +79,39 @@ def test_extraction_batches_gleaning_in_the_same_conversation_and_counts_every_f
     assert [role for role, _ in glean.messages] == ["user", "assistant", "user"]
     assert glean.messages[1][1] == REPLIES[("extract", U0)] and "missed" in glean.messages[2][1]
     assert out.calls == {"extract": 3, "glean": 3, "loop": 0}
-    assert {(e.name, e.type) for e in out.entities} == {("ANA RUIZ", "PERSON"), ("VELOX RAIL", "ORGANIZATION"),
-                                                        ("PORT ELDEN", "GEO")}
-    assert len(out.relations) == 5  # 2 + the gleaned one + 2 from U1 (the ghost is still a record here)
-    assert log.counts == {"weight_defaulted": 1, "malformed_record": 1, "call_failed": 1, "unparsed_reply": 1}
+    assert {(e.name, e.type) for e in out.entities} == {
+        ("ANA RUIZ", "PERSON"),
+        ("VELOX RAIL", "ORGANIZATION"),
+        ("PORT ELDEN", "GEO"),
+    }
+    assert (
+        len(out.relations) == 5
+    )  # 2 + the gleaned one + 2 from U1 (the ghost is still a record here)
+    assert log.counts == {
+        "weight_defaulted": 1,
+        "malformed_record": 1,
+        "call_failed": 1,
+        "unparsed_reply": 1,
+    }
     kinds = {s["kind"]: s["raw"] for s in log.samples}
-    assert kinds["unparsed_reply"] == "Nothing to extract here." and kinds["malformed_record"] == "Here are the results"
-    assert len(log.samples) == 3 and log.total() == 4  # raw replies capped at 3, every failure counted
+    assert (
+        kinds["unparsed_reply"] == "Nothing to extract here."
+        and kinds["malformed_record"] == "Here are the results"
+    )
+    assert (
+        len(log.samples) == 3 and log.total() == 4
+    )  # raw replies capped at 3, every failure counted
 
 
 def test_loop_prompt_runs_only_between_gleanings_and_only_an_exact_y_continues():
     def loop_respond(step, request):
         if step == "loop":
             return {U0: "Y", U1: "N", U2: "y"}[input_text(request)]
-        if step == "glean" and (step, input_text(request)) in REPLIES and REPLIES[(step, input_text(request))] is None:
+        if (
+            step == "glean"
+            and (step, input_text(request)) in REPLIES
+            and REPLIES[(step, input_text(request))] is None
+        ):
             return "<|COMPLETE|>"
         return respond(step, request)
 
@@ -88,7 +122,15 @@ def test_loop_prompt_runs_only_between_gleanings_and_only_an_exact_y_continues()
     assert [len(b) for b in llm.batches] == [3, 3, 3, 1]
     second = llm.batches[3][0][1]
     assert input_text(second) == U0
-    assert [role for role, _ in second.messages] == ["user", "assistant", "user", "assistant", "user", "assistant", "user"]
+    assert [role for role, _ in second.messages] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+    ]
     assert second.messages[4][1] == settings().loop_prompt and second.messages[5][1] == "Y"
     assert llm.batches[2][0][1].choices == ("Y", "N")
     assert out.calls == {"extract": 3, "glean": 4, "loop": 3}
@@ -110,8 +152,12 @@ def test_merge_sums_weights_keeps_provenance_and_drops_dangling_relationships():
     assert velox.frequency == 2 and velox.degree == 2
     rels = {(names[r.source], names[r.target]): r for r in graph.relations}
     assert set(rels) == {("ANA RUIZ", "VELOX RAIL"), ("PORT ELDEN", "VELOX RAIL")}
-    assert rels[("PORT ELDEN", "VELOX RAIL")].weight == 5 + 2 + 1.0  # both directions and the defaulted strength
-    assert rels[("ANA RUIZ", "VELOX RAIL")].weight == 8 and rels[("ANA RUIZ", "VELOX RAIL")].units == (units[0].id,)
+    assert (
+        rels[("PORT ELDEN", "VELOX RAIL")].weight == 5 + 2 + 1.0
+    )  # both directions and the defaulted strength
+    assert rels[("ANA RUIZ", "VELOX RAIL")].weight == 8 and rels[
+        ("ANA RUIZ", "VELOX RAIL")
+    ].units == (units[0].id,)
     assert rels[("PORT ELDEN", "VELOX RAIL")].rank == 2 + 1
     assert log.counts["missing_endpoint"] == 1  # ANA RUIZ -> GHOST
 
@@ -127,11 +173,18 @@ def test_missing_endpoint_create_adds_an_unknown_entity():
 def test_type_conflicts_take_the_most_frequent_type_and_are_counted():
     from memharness.memsys.graphrag.extract import EntityRecord
 
-    recs = [EntityRecord("X", "PERSON", "a", "c1"), EntityRecord("X", "ORGANIZATION", "b", "c2"),
-            EntityRecord("X", "ORGANIZATION", "c", "c3")]
+    recs = [
+        EntityRecord("X", "PERSON", "a", "c1"),
+        EntityRecord("X", "ORGANIZATION", "b", "c2"),
+        EntityRecord("X", "ORGANIZATION", "c", "c3"),
+    ]
     log = FailureLog()
     graph = merge_graph(recs, [], [], log)
-    assert graph.entities[0].type == "ORGANIZATION" and graph.entities[0].descriptions == ["a", "b", "c"]
+    assert graph.entities[0].type == "ORGANIZATION" and graph.entities[0].descriptions == [
+        "a",
+        "b",
+        "c",
+    ]
     assert log.counts["type_conflict"] == 1
 
 
@@ -139,19 +192,32 @@ def summarised(threshold: int, max_input: int = 4000):
     _, tus, _, log, out = extracted()
     graph = merge_graph(out.entities, out.relations, tus, log)
     llm = StepLLM(respond)
-    s = SummarySettings(prompt=default_prompts()["summarize_prompt"], threshold_tokens=threshold,
-                        max_input_tokens=max_input, separator=" | ")
+    s = SummarySettings(
+        prompt=default_prompts()["summarize_prompt"],
+        threshold_tokens=threshold,
+        max_input_tokens=max_input,
+        separator=" | ",
+    )
     summarize_descriptions(llm, graph, s, WordTokenizer(), log)
     return graph, llm
 
 
 def test_descriptions_are_summarised_only_over_the_threshold():
-    graph, llm = summarised(threshold=10)  # joined: ANA RUIZ 11, PORT ELDEN 12, VELOX RAIL 14 tokens
+    graph, llm = summarised(
+        threshold=10
+    )  # joined: ANA RUIZ 11, PORT ELDEN 12, VELOX RAIL 14 tokens
     names = [e.name for e in graph.entities]
     velox = graph.entities[2]
     assert llm.steps() == ["summarize"]  # one batch for every list over the threshold
-    summarised_labels = {r.messages[-1][1].split("Entities: ", 1)[1].split("\n", 1)[0] for _, r in llm.batches[0]}
-    assert summarised_labels == {"ANA RUIZ", "PORT ELDEN", "VELOX RAIL", '["PORT ELDEN", "VELOX RAIL"]'}
+    summarised_labels = {
+        r.messages[-1][1].split("Entities: ", 1)[1].split("\n", 1)[0] for _, r in llm.batches[0]
+    }
+    assert summarised_labels == {
+        "ANA RUIZ",
+        "PORT ELDEN",
+        "VELOX RAIL",
+        '["PORT ELDEN", "VELOX RAIL"]',
+    }
     assert velox.description == "SUMMARY(VELOX RAIL)"
     single = next(r for r in graph.relations if names[r.source] == "ANA RUIZ")
     assert single.description == "Ana Ruiz leads Velox Rail" and graph.summary_calls == 4
@@ -160,10 +226,16 @@ def test_descriptions_are_summarised_only_over_the_threshold():
 def test_short_description_lists_are_joined_without_a_call():
     graph, llm = summarised(threshold=12)
     ana, port, velox = graph.entities
-    assert ana.description == "Ana Ruiz leads Velox Rail | Ana Ruiz visited Port Elden"  # 11 tokens <= 12
-    assert port.description == "Port Elden is a town | Port Elden signed with Velox Rail"  # 12 tokens <= 12
+    assert (
+        ana.description == "Ana Ruiz leads Velox Rail | Ana Ruiz visited Port Elden"
+    )  # 11 tokens <= 12
+    assert (
+        port.description == "Port Elden is a town | Port Elden signed with Velox Rail"
+    )  # 12 tokens <= 12
     assert velox.description == "SUMMARY(VELOX RAIL)"  # 14 tokens > 12
-    assert graph.summary_calls == 2 and graph.summarised == 2  # VELOX RAIL and the three-description relation
+    assert (
+        graph.summary_calls == 2 and graph.summarised == 2
+    )  # VELOX RAIL and the three-description relation
 
 
 def test_threshold_zero_summarises_every_list_of_two_or_more_whatever_its_token_count():
@@ -173,8 +245,13 @@ def test_threshold_zero_summarises_every_list_of_two_or_more_whatever_its_token_
 
     _, tus, _, log, out = extracted()
     graph = merge_graph(out.entities, out.relations, tus, log)
-    lists = sum(len(set(d for d in item.descriptions if d)) > 1 for item in [*graph.entities, *graph.relations])
-    s = SummarySettings(prompt=default_prompts()["summarize_prompt"], threshold_tokens=0, separator=" | ")
+    lists = sum(
+        len(set(d for d in item.descriptions if d)) > 1
+        for item in [*graph.entities, *graph.relations]
+    )
+    s = SummarySettings(
+        prompt=default_prompts()["summarize_prompt"], threshold_tokens=0, separator=" | "
+    )
     summarize_descriptions(StepLLM(respond), graph, s, Blind(), log)
     assert lists == graph.summarised == graph.summary_calls >= 4
     assert graph.entities[0].description.startswith("SUMMARY(")
@@ -187,7 +264,9 @@ def test_long_lists_carry_a_partial_summary_into_the_next_window():
 
     prompt = default_prompts()["summarize_prompt"]
     tok = WordTokenizer()
-    recs = [EntityRecord("X", "PERSON", f"d{i} " + "w " * 9, "c") for i in range(5)]  # five 10-word descriptions
+    recs = [
+        EntityRecord("X", "PERSON", f"d{i} " + "w " * 9, "c") for i in range(5)
+    ]  # five 10-word descriptions
     log = FailureLog()
     graph = merge_graph(recs, [], [], log)
     calls = []
@@ -201,29 +280,52 @@ def test_long_lists_carry_a_partial_summary_into_the_next_window():
     assert len(calls) == 3 and graph.entities[0].description == "S3"
     assert calls[0].startswith('["d0') and '"d1' in calls[0] and '"d2' not in calls[0]
     # GraphRAG's windows: add descriptions until the budget is passed (at least two per call)
-    assert calls[1].startswith('["S1", "d2') and '"d3' in calls[1] and calls[2].startswith('["S2", "d4')
+    assert (
+        calls[1].startswith('["S1", "d2')
+        and '"d3' in calls[1]
+        and calls[2].startswith('["S2", "d4')
+    )
 
 
 def test_failed_summary_keeps_the_joined_descriptions_and_is_counted():
     _, tus, _, log, out = extracted()
     graph = merge_graph(out.entities, out.relations, tus, log)
-    s = SummarySettings(prompt=default_prompts()["summarize_prompt"], threshold_tokens=0, separator=" | ")
+    s = SummarySettings(
+        prompt=default_prompts()["summarize_prompt"], threshold_tokens=0, separator=" | "
+    )
     summarize_descriptions(StepLLM(lambda step, r: None), graph, s, WordTokenizer(), log)
-    assert graph.entities[0].description == "Ana Ruiz leads Velox Rail | Ana Ruiz visited Port Elden"
+    assert (
+        graph.entities[0].description == "Ana Ruiz leads Velox Rail | Ana Ruiz visited Port Elden"
+    )
     assert log.counts["summary_failed"] == 4
 
 
 def test_record_parsing_cleans_names_and_json_replies_count_malformed_entries():
     log = FailureLog()
-    ents, rels = parse_records('("entity"<|> &quot;Ana&quot; <|>person<|>desc)\n("relationship"<|>A<|>B<|>d<|>7.5)',
-                               "c", log)
-    assert ents[0].name == "ANA" and ents[0].type == "PERSON" and rels[0].weight == 7.5 and not log.counts
-    ents, rels = parse_json_reply('```json\n{"entities": [{"name": "ana", "type": "person", "description": "x"},'
-                                  ' {"type": "geo"}], "relationships": [{"source": "ana", "target": "bo",'
-                                  ' "description": "y", "strength": "n/a"}]}\n```', "c", log)
+    ents, rels = parse_records(
+        '("entity"<|> &quot;Ana&quot; <|>person<|>desc)\n("relationship"<|>A<|>B<|>d<|>7.5)',
+        "c",
+        log,
+    )
+    assert (
+        ents[0].name == "ANA"
+        and ents[0].type == "PERSON"
+        and rels[0].weight == 7.5
+        and not log.counts
+    )
+    ents, rels = parse_json_reply(
+        '```json\n{"entities": [{"name": "ana", "type": "person", "description": "x"},'
+        ' {"type": "geo"}], "relationships": [{"source": "ana", "target": "bo",'
+        ' "description": "y", "strength": "n/a"}]}\n```',
+        "c",
+        log,
+    )
     assert [e.name for e in ents] == ["ANA"] and rels[0].weight == 1.0
     assert log.counts == {"malformed_record": 1, "weight_defaulted": 1}
-    assert parse_json_reply("no json at all", "c", log) == ([], []) and log.counts["unparsed_reply"] == 1
+    assert (
+        parse_json_reply("no json at all", "c", log) == ([], [])
+        and log.counts["unparsed_reply"] == 1
+    )
 
 
 def test_json_format_requests_json_output():
@@ -232,8 +334,12 @@ def test_json_format_requests_json_output():
         return '{"entities": [{"name": "Ana", "type": "PERSON", "description": "d"}], "relationships": []}'
 
     p = default_prompts()
-    s = ExtractSettings(prompt=p["extract_json_prompt"], continue_prompt=p["continue_prompt"],
-                        loop_prompt=p["loop_prompt"], format="json")
+    s = ExtractSettings(
+        prompt=p["extract_json_prompt"],
+        continue_prompt=p["continue_prompt"],
+        loop_prompt=p["loop_prompt"],
+        format="json",
+    )
     tus = make_text_units([unit(U0, 0)], WordTokenizer())
     llm = StepLLM(json_respond)
     out = run_extraction(llm, tus, s, FailureLog())
@@ -244,12 +350,17 @@ def test_token_chunking_keeps_every_overlapped_unit():
     from memharness.memsys.services.tokens import get_tokenizer
 
     tok = get_tokenizer()
-    units = [unit(" ".join(["alpha"] * 30), 0, "d1"), unit(" ".join(["beta"] * 30), 1, "d1"),
-             unit(" ".join(["gamma"] * 30), 2, "d2")]
+    units = [
+        unit(" ".join(["alpha"] * 30), 0, "d1"),
+        unit(" ".join(["beta"] * 30), 1, "d1"),
+        unit(" ".join(["gamma"] * 30), 2, "d2"),
+    ]
     # d1 = 30 + 1 (newline) + 30 tokens: windows [0, 40) and [30, 61)
     tus = make_text_units(units, tok, chunk_size=40, chunk_overlap=10)
     d1 = [t for t in tus if t.source_id == "d1"]
-    assert len(d1) == 2 and d1[0].units == (units[0].id, units[1].id) and d1[1].units == (units[1].id,)
+    assert (
+        len(d1) == 2 and d1[0].units == (units[0].id, units[1].id) and d1[1].units == (units[1].id,)
+    )
     assert all(tok.count(t.text) <= 41 for t in tus)  # decode/encode may differ by a token at a cut
     assert [t.units for t in tus if t.source_id == "d2"] == [(units[2].id,)]
     with pytest.raises(ValueError, match="chunk_overlap"):
@@ -259,5 +370,11 @@ def test_token_chunking_keeps_every_overlapped_unit():
 def test_prompt_filling_never_parses_inserted_text_again():
     from memharness.memsys.graphrag.common import fill
 
-    assert fill('{{"points": []}} {input_text} {max_length}', input_text="says {max_length}", max_length=5) \
+    assert (
+        fill(
+            '{{"points": []}} {input_text} {max_length}',
+            input_text="says {max_length}",
+            max_length=5,
+        )
         == '{"points": []} says {max_length} 5'
+    )

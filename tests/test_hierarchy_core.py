@@ -1,21 +1,28 @@
 """The hierarchy core on a hand-built DAG: traversals, provenance, diagnostics, persistence."""
+
 from __future__ import annotations
 
 import json
 
 import numpy as np
 import pytest
-
-from hierarchy_fakes import (VECTORS, FakeLogprobBackend, PairMemory, TableEmbedder, WordTokenizer, build_dag,
-                             unit_vec)
-from memharness.memsys.services.cache import CallCache
-from memharness.memsys.services.llm import LLM
+from hierarchy_fakes import (
+    VECTORS,
+    FakeLogprobBackend,
+    PairMemory,
+    TableEmbedder,
+    WordTokenizer,
+    build_dag,
+    unit_vec,
+)
 from memharness.memsys.hierarchy import traverse
 from memharness.memsys.hierarchy.diagnostics import coherence, level_profile, structure_stats
 from memharness.memsys.hierarchy.memory import load_memory, restore_retrievals
 from memharness.memsys.hierarchy.revenue import revenue_exact, revenue_sampled
 from memharness.memsys.hierarchy.ss_theta import ss_theta
 from memharness.memsys.hierarchy.store import HierarchyStore
+from memharness.memsys.services.cache import CallCache
+from memharness.memsys.services.llm import LLM
 from memharness.memsys.types import units_from_texts
 
 # c leans towards a a little, so every pair of atoms has some similarity.
@@ -39,7 +46,12 @@ def dag():
 def test_collapsed_pools_every_level_and_filters(dag):
     store, idx = dag
     assert names(idx, traverse.collapsed(store, VECTORS["a"], 3)) == ["a", "P", "b"]
-    assert names(idx, traverse.collapsed(store, VECTORS["a"], 10, threshold=0.5)) == ["a", "P", "b", "T"]
+    assert names(idx, traverse.collapsed(store, VECTORS["a"], 10, threshold=0.5)) == [
+        "a",
+        "P",
+        "b",
+        "T",
+    ]
     scores = [s for _, s in traverse.collapsed(store, VECTORS["a"], 8)]
     assert scores == sorted(scores, reverse=True) and len(scores) == 8
     assert traverse.collapsed(store, VECTORS["a"], 0) == []
@@ -63,7 +75,9 @@ def test_top_k_ties_at_the_cut_are_broken_by_node_index():
         want = sorted(range(n), key=lambda v: (-sims[v], v))[:k]
         assert [v for v, _ in traverse.collapsed(store, VECTORS["a"], k)] == want
         frontier = list(range(n))
-        assert [v for v, _ in traverse.top_down(store, VECTORS["a"], k)] == want  # all entry nodes (one level)
+        assert [
+            v for v, _ in traverse.top_down(store, VECTORS["a"], k)
+        ] == want  # all entry nodes (one level)
         assert [v for v, _ in traverse._rank(frontier, sims, k, -1.0)] == want
 
 
@@ -103,21 +117,31 @@ def test_llm_guided_loop_grows_and_stops(dag):
 
     out = traverse.llm_guided([idx["T"]], select, traverse.children_of(store), max_turns=5)
     assert out.selected == [idx["T"], idx["Q"]]
-    assert seen == [[idx["T"]], [idx["P"], idx["Q"]], [idx["b"], idx["c"]]]  # nothing picked on turn 3
+    assert seen == [
+        [idx["T"]],
+        [idx["P"], idx["Q"]],
+        [idx["b"], idx["c"]],
+    ]  # nothing picked on turn 3
     assert len(out.turns) == 3 and out.turns[-1]["selected"] == []
     # a selection that never changes the candidates stops when they repeat; the turn limit binds too
     same = traverse.llm_guided([idx["a"]], lambda c: list(c), lambda s: list(s), max_turns=5)
     assert len(same.turns) == 1
-    capped = traverse.llm_guided([idx["T"]], lambda c: list(c), traverse.children_of(store), max_turns=2)
+    capped = traverse.llm_guided(
+        [idx["T"]], lambda c: list(c), traverse.children_of(store), max_turns=2
+    )
     assert len(capped.turns) == 2
-    failed = traverse.llm_guided([idx["T"]], lambda c: None, traverse.children_of(store), max_turns=5)
+    failed = traverse.llm_guided(
+        [idx["T"]], lambda c: None, traverse.children_of(store), max_turns=5
+    )
     assert failed.selected == [] and failed.turns[0]["selected"] is None
 
 
 def test_provenance_unions_the_units_beneath_in_node_order(dag):
     store, idx = dag
     assert store.source_units(idx["T"]) == ("u-a", "u-b", "u-c")
-    assert store.source_units(idx["Q"]) == ("u-b", "u-c") and store.source_units(idx["d"]) == ("u-d",)
+    assert store.source_units(idx["Q"]) == ("u-b", "u-c") and store.source_units(idx["d"]) == (
+        "u-d",
+    )
     new = store.add_node("n-e", "e", unit_vec(1, 0, 1), 0, units=("u-e",))
     store.link(idx["Q"], new)  # the cached provenance of Q and T is invalidated
     assert store.source_units(idx["T"]) == ("u-a", "u-b", "u-c", "u-e")
@@ -131,7 +155,9 @@ def test_structure_stats_on_a_dag(dag):
     assert (s["nodes"], s["leaf_nodes"], s["branching_nodes"], s["levels"]) == (8, 4, 4, 3)
     # depth: T, R = 1; P, Q, d = 2; a, b, c = 3
     assert s["depth_max"] == 3 and s["depth_mean"] == pytest.approx(17 / 8)
-    assert s["branching_factor"] == pytest.approx(7 / 4) and s["height_to_width_ratio"] == pytest.approx(3 / 2)
+    assert s["branching_factor"] == pytest.approx(7 / 4) and s[
+        "height_to_width_ratio"
+    ] == pytest.approx(3 / 2)
     assert s["multi_parent_nodes"] == 1 and s["same_level_edges"] == 1 and s["max_level_width"] == 3
 
 
@@ -140,7 +166,9 @@ def test_level_profile_and_compression(dag):
     prof = level_profile(store, WordTokenizer())
     assert [prof[k]["tokens_total"] for k in "012"] == [10, 7, 3]
     assert prof["0"]["compression"] is None
-    assert prof["1"]["compression"] == pytest.approx(0.7) and prof["2"]["compression"] == pytest.approx(3 / 7)
+    assert prof["1"]["compression"] == pytest.approx(0.7) and prof["2"][
+        "compression"
+    ] == pytest.approx(3 / 7)
     assert [prof[k]["nodes"] for k in "012"] == [4, 3, 1] and prof["0"]["tokens_median"] == 2.5
 
 
@@ -149,10 +177,15 @@ def test_coherence_within_vs_between_groups(dag):
     coh = coherence(store)
     within = (cos("a", "b") + cos("b", "c")) / 2  # pairs sharing P or Q
     between = (cos("a", "c") + cos("a", "d") + cos("b", "d") + cos("c", "d")) / 4
-    assert coh["1"]["within"] == pytest.approx(within) and coh["1"]["between"] == pytest.approx(between)
+    assert coh["1"]["within"] == pytest.approx(within) and coh["1"]["between"] == pytest.approx(
+        between
+    )
     assert coh["1"]["gap"] == pytest.approx(within - between) and coh["1"]["gap"] > 0
     assert (coh["1"]["pairs_within"], coh["1"]["pairs_between"], coh["1"]["groups"]) == (2, 4, 3)
-    assert coh["2"]["within"] == pytest.approx(float(VECTORS["P"] @ VECTORS["Q"])) and coh["2"]["between"] is None
+    assert (
+        coh["2"]["within"] == pytest.approx(float(VECTORS["P"] @ VECTORS["Q"]))
+        and coh["2"]["between"] is None
+    )
     sampled = coherence(store, exact_max_members=1, samples=4000, seed=1)["1"]
     assert sampled["method"] == "sampled" and sampled["within"] == pytest.approx(within, abs=0.02)
 
@@ -176,9 +209,15 @@ def test_ss_theta_with_a_fake_logprob_backend_and_its_cache(dag, tmp_path):
     out = ss_theta(store, llm, WordTokenizer(), groups=8, seed=0)
     assert out["status"] == "ok" and out["groups"] == 4 and out["failed"] == 0
     assert out["mean"] == pytest.approx(0.75)  # 1 - 0.25 / 1.0 for every group
-    assert out["by_level"] == {"1": {"n": 3, "mean": pytest.approx(0.75)}, "2": {"n": 1, "mean": pytest.approx(0.75)}}
+    assert out["by_level"] == {
+        "1": {"n": 3, "mean": pytest.approx(0.75)},
+        "2": {"n": 1, "mean": pytest.approx(0.75)},
+    }
     assert backend.calls == 8
-    assert ss_theta(store, llm, WordTokenizer(), groups=8, seed=0)["mean"] == out["mean"] and backend.calls == 8
+    assert (
+        ss_theta(store, llm, WordTokenizer(), groups=8, seed=0)["mean"] == out["mean"]
+        and backend.calls == 8
+    )
     assert ss_theta(store, llm, WordTokenizer(), groups=1, seed=0)["groups"] == 1
 
 
@@ -221,9 +260,12 @@ def test_a_toy_offline_system_builds_searches_saves_and_reloads(tmp_path):
     embedder = TableEmbedder()
     again = load_memory(tmp_path, embedder=embedder, tokenizer=WordTokenizer())
     assert isinstance(again, PairMemory) and again.label == "duo" and again.top_k == 2
-    assert [(i.node_id, i.source_unit_ids) for i in again.retrieve("alpha apples", 100)] == \
-           [(i.node_id, i.source_unit_ids) for i in items]
-    assert embedder.calls == 1 and again.rebuilds == []  # only the question was embedded; no rebuild
+    assert [(i.node_id, i.source_unit_ids) for i in again.retrieve("alpha apples", 100)] == [
+        (i.node_id, i.source_unit_ids) for i in items
+    ]
+    assert (
+        embedder.calls == 1 and again.rebuilds == []
+    )  # only the question was embedded; no rebuild
     assert again.retrievals[0] == memory.retrievals[0]  # the saved records come back, by node id
 
 
@@ -231,8 +273,15 @@ def test_saved_retrieval_records_find_their_nodes_by_id_in_a_reordered_store():
     store = HierarchyStore()
     for name in ("z", "y", "x"):
         store.add_node(name, name, unit_vec(1, 0, 0), 0)
-    records = [{"question": "q", "node_ids": ["x", "gone", "z"], "nodes": [0, 1, 2], "scores": [0.9, 0.8, 0.7]},
-               {"question": "old", "nodes": [1], "scores": [0.5]}]  # written before ids were recorded
+    records = [
+        {
+            "question": "q",
+            "node_ids": ["x", "gone", "z"],
+            "nodes": [0, 1, 2],
+            "scores": [0.9, 0.8, 0.7],
+        },
+        {"question": "old", "nodes": [1], "scores": [0.5]},
+    ]  # written before ids were recorded
     restored = restore_retrievals(store, records)
     assert restored[0]["nodes"] == [2, 0] and restored[0]["scores"] == [0.9, 0.7]
     assert restored[0]["node_ids"] == ["x", "gone", "z"] and restored[1] == records[1]
@@ -241,7 +290,9 @@ def test_saved_retrieval_records_find_their_nodes_by_id_in_a_reordered_store():
 @pytest.mark.parametrize("traversal", ["collapsed", "collapsed_expand", "top_down"])
 def test_every_traversal_runs_on_any_memory(traversal):
     texts = ["alpha apples", "beta bananas bread", "gamma cherries", "delta dates dunes"]
-    memory = PairMemory(embedder=TableEmbedder(), tokenizer=WordTokenizer(), top_k=2, traversal=traversal)
+    memory = PairMemory(
+        embedder=TableEmbedder(), tokenizer=WordTokenizer(), top_k=2, traversal=traversal
+    )
     memory.insert(units_from_texts(texts, source_id="doc"))
     items = memory.retrieve("gamma cherries", 100)
     assert items and items[0].text.startswith("gamma cherries")
@@ -257,8 +308,12 @@ def test_bad_core_settings_name_the_key():
 
     assert problems() == [] and problems(traversal="top_down", label="x") == []
     assert problems(traversal="sideways") == [
-        "memory.traversal='sideways': expected one of collapsed | collapsed_expand | top_down"]
-    assert any(p.startswith("memory.diagnostics.nope: unknown setting") for p in problems(diagnostics={"nope": 1}))
+        "memory.traversal='sideways': expected one of collapsed | collapsed_expand | top_down"
+    ]
+    assert any(
+        p.startswith("memory.diagnostics.nope: unknown setting")
+        for p in problems(diagnostics={"nope": 1})
+    )
     assert problems(top_down_returns="some")[0].startswith("memory.top_down_returns='some'")
 
 
@@ -266,10 +321,15 @@ def test_the_command_answers_from_a_saved_memory_and_rewrites_its_view(tmp_path,
     from memharness.memsys.hierarchy.__main__ import main
 
     memory = PairMemory(embedder=TableEmbedder(), tokenizer=WordTokenizer(), top_k=2, label="duo")
-    memory.insert(units_from_texts(["alpha apples", "beta bananas bread", "gamma cherries"], source_id="doc"))
+    memory.insert(
+        units_from_texts(["alpha apples", "beta bananas bread", "gamma cherries"], source_id="doc")
+    )
     memory.retrieve("alpha apples", 100)
     memory.save(tmp_path / "m")
-    main([str(tmp_path / "m"), "--html", str(tmp_path / "v.html"), "--ask", "alpha apples"], embedder=TableEmbedder())
+    main(
+        [str(tmp_path / "m"), "--html", str(tmp_path / "v.html"), "--ask", "alpha apples"],
+        embedder=TableEmbedder(),
+    )
     out = capsys.readouterr().out
     assert "'alpha apples'" in out.split("Q: alpha apples")[1] and "wrote" in out
     assert "alpha apples" in (tmp_path / "v.html").read_text()

@@ -1,19 +1,27 @@
 """The hierarchy HTML view as a person sees it, in headless Chromium: tree, search, highlighted retrievals."""
+
 from __future__ import annotations
 
 import pytest
-
 from browser import browser_page
-from hierarchy_fakes import TableEmbedder, WordTokenizer, build_dag
+from hierarchy_fakes import build_dag
 from memharness.memsys.hierarchy.view import render_html
 from memtree_fakes import make_tree, unit
 
-TABLE = {"a1": [1, 0, 0, 0], "a2": [1, 0.2, 0, 0], "a3": [1, 0, 0.3, 0], "b": [0, 1, 0, 0],
-         "c": [0.6, 0, 0, 0.8], "d": [0, 0, 0, 1]}
+TABLE = {
+    "a1": [1, 0, 0, 0],
+    "a2": [1, 0.2, 0, 0],
+    "a3": [1, 0, 0.3, 0],
+    "b": [0, 1, 0, 0],
+    "c": [0.6, 0, 0, 0.8],
+    "d": [0, 0, 0, 1],
+}
 
 
 def _shown(page) -> list[int]:
-    return sorted({int(x) for x in page.eval_on_selector_all(".node", "els => els.map(e => e.dataset.i)")})
+    return sorted(
+        {int(x) for x in page.eval_on_selector_all(".node", "els => els.map(e => e.dataset.i)")}
+    )
 
 
 def test_memtree_view_search_and_highlight(tmp_path):
@@ -24,7 +32,9 @@ def test_memtree_view_search_and_highlight(tmp_path):
     tree.search("d", 100)
     tree.save(tmp_path)
     hits = {tree.ids.index(i.node_id) for i in first}
-    assert any(tree.store.levels[v] == 0 and tree.depth[v] >= 2 for v in hits)  # a deep node must be revealed
+    assert any(
+        tree.store.levels[v] == 0 and tree.depth[v] >= 2 for v in hits
+    )  # a deep node must be revealed
     with browser_page() as page:
         page.goto((tmp_path / "view.html").as_uri())
         assert _shown(page) == sorted(tree.children[0])  # only the root's children at first
@@ -51,7 +61,9 @@ def test_dag_view_shows_several_parents_and_unreachable_tops():
     retrievals = [{"question": "b?", "nodes": [idx["b"]], "scores": [0.9]}]
     with browser_page() as page:
         page.set_content(render_html(store, title="dag", retrievals=retrievals))
-        assert _shown(page) == sorted([idx["T"], idx["R"]])  # R has no parent: it is shown at the top too
+        assert _shown(page) == sorted(
+            [idx["T"], idx["R"]]
+        )  # R has no parent: it is shown at the top too
         page.select_option("#question", "0")
         assert page.eval_on_selector_all(".hit", "els => els.map(e => +e.dataset.i)") == [idx["b"]]
         assert "2 parents" in page.inner_text(f".hit[data-i='{idx['b']}'] > .row")
@@ -61,7 +73,9 @@ def test_dag_view_shows_several_parents_and_unreachable_tops():
         assert page.errors == []
 
 
-@pytest.mark.parametrize("query,expected", [("bananas", ["b"]), ("FRUIT", ["P", "Q", "T"]), ("zzz", [])])
+@pytest.mark.parametrize(
+    "query,expected", [("bananas", ["b"]), ("FRUIT", ["P", "Q", "T"]), ("zzz", [])]
+)
 def test_search_is_case_insensitive_over_all_nodes(query, expected):
     store, idx = build_dag()
     with browser_page() as page:

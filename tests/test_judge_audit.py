@@ -1,17 +1,17 @@
 """The judge as its own service, its audit in metrics.json, and the judge reliability report."""
+
 from __future__ import annotations
 
 import json
 import sqlite3
 
 import pytest
-
 from memharness.data_prep.base import subset
 from memharness.data_prep.sample import load as load_sample
 from memharness.eval.judge import report as judge_report
+from memharness.eval.metrics.stats import cohen_kappa
 from memharness.eval.run.answer import reference_text
 from memharness.eval.run.runner import run
-from memharness.eval.metrics.stats import cohen_kappa
 from memharness.memsys.services.types import ConfigError
 
 
@@ -27,58 +27,107 @@ def scripted(cfg, rules, group: str = "llm"):
 
 def test_canary_false_accept_rate_with_a_scripted_judge(make_cfg, tmp_path):
     refs = [reference_text(q) for q in questions()]
-    rules = [("Wrong answer:", "Zanzibar"),                          # the judge writes its plausible wrong answer
-             ("Predicted: Zanzibar ->", "1")]                  # ... and then falls for it
+    rules = [
+        ("Wrong answer:", "Zanzibar"),  # the judge writes its plausible wrong answer
+        ("Predicted: Zanzibar ->", "1"),
+    ]  # ... and then falls for it
     rules += [(f"Reference: {r} | Predicted: {r} ->", "1") for r in refs]  # accepts the reference
-    rules += [("| Predicted: ", "0")]                                    # rejects everything else
-    metrics = run(scripted(make_cfg("memory=full_context", "dataset.limit=4"), rules), tmp_path / "r")
+    rules += [("| Predicted: ", "0")]  # rejects everything else
+    metrics = run(
+        scripted(make_cfg("memory=full_context", "dataset.limit=4"), rules), tmp_path / "r"
+    )
     can = metrics["judge_reliability"]["canaries"]
     assert can["questions"] == 4
     assert can["accepts_reference"] == {"rate": 1.0, "n": 4, "unparsed": 0, "failed": 0}
     assert can["false_accept_other"]["rate"] == 0.0 and can["false_accept_other"]["n"] == 4
-    assert can["false_accept_wrong"] == {"rate": 1.0, "n": 4, "unparsed": 0, "failed": 0, "discarded": 0}
+    assert can["false_accept_wrong"] == {
+        "rate": 1.0,
+        "n": 4,
+        "unparsed": 0,
+        "failed": 0,
+        "discarded": 0,
+    }
     wrong = [c for c in can["cases"] if c["kind"] == "wrong_answer"]
     assert {c["answer"] for c in wrong} == {"Zanzibar"} and all(c["verdict"] == 1 for c in wrong)
-    assert metrics["calls"]["audit"]["calls"] > 0 and metrics["calls"]["judge"]["calls"] == 4  # audit is its own stage
+    assert (
+        metrics["calls"]["audit"]["calls"] > 0 and metrics["calls"]["judge"]["calls"] == 4
+    )  # audit is its own stage
 
 
 def test_wrong_answers_equal_to_the_reference_are_discarded(make_cfg, tmp_path):
-    rules = [(f"Correct answer: {reference_text(q)}\nWrong answer:", reference_text(q)) for q in questions()]
+    rules = [
+        (f"Correct answer: {reference_text(q)}\nWrong answer:", reference_text(q))
+        for q in questions()
+    ]
     rules += [("| Predicted: ", "1")]
-    metrics = run(scripted(make_cfg("memory=full_context", "dataset.limit=4"), rules), tmp_path / "r")
+    metrics = run(
+        scripted(make_cfg("memory=full_context", "dataset.limit=4"), rules), tmp_path / "r"
+    )
     wrong = metrics["judge_reliability"]["canaries"]["false_accept_wrong"]
     assert wrong["discarded"] == 4 and wrong["n"] == 0 and wrong["rate"] is None
 
 
 def test_second_judge_kappa_and_its_own_cost(make_cfg, tmp_path):
     qs = questions()
-    strict = [(f"Query: {qs[0].text} | Reference:", "1"), (f"Query: {qs[1].text} | Reference:", "1"), ("| Predicted: ", "0")]
+    strict = [
+        (f"Query: {qs[0].text} | Reference:", "1"),
+        (f"Query: {qs[1].text} | Reference:", "1"),
+        ("| Predicted: ", "0"),
+    ]
     second = [(f"Query: {q.text} | Reference:", "1") for q in qs[:3]] + [("| Predicted: ", "0")]
     cfg = scripted(make_cfg("memory=full_context", "dataset.limit=4", "judge@judge2=fake"), strict)
     scripted(cfg, second, "judge2")
     metrics = run(cfg, tmp_path / "r")
     rel = metrics["judge_reliability"]
-    assert metrics["judge"] == "fake-chat" and metrics["judge2"] == "fake-judge" and rel["judge2"] == "fake-judge"
-    samples = {s["question_id"]: s for s in map(json.loads, (tmp_path / "r" / "samples.jsonl").read_text().splitlines())}
+    assert (
+        metrics["judge"] == "fake-chat"
+        and metrics["judge2"] == "fake-judge"
+        and rel["judge2"] == "fake-judge"
+    )
+    samples = {
+        s["question_id"]: s
+        for s in map(json.loads, (tmp_path / "r" / "samples.jsonl").read_text().splitlines())
+    }
     a = [samples[q.id]["metrics"]["judge"] for q in qs]
     b = [samples[q.id]["metrics"]["judge2"] for q in qs]
     assert (a, b) == ([1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0])
     # p_o = 3/4, p_e = 1/2 * 3/4 + 1/2 * 1/4 = 1/2: κ = 1/2
     assert rel["judge_vs_judge2"]["kappa"] == pytest.approx(0.5) == cohen_kappa(a, b)["kappa"]
     assert metrics["metrics"]["judge2"]["mean"] == pytest.approx(0.75)
-    assert rel["strict_vs_lenient"]["kappa"] == pytest.approx(1.0)  # the scripted judge ignores the prompt
+    assert rel["strict_vs_lenient"]["kappa"] == pytest.approx(
+        1.0
+    )  # the scripted judge ignores the prompt
     assert "canaries_judge2" in rel
-    assert metrics["intrinsic"]["audit"]["cost_usd"] > 0 and metrics["intrinsic"]["answer"]["cost_usd"] == 0
+    assert (
+        metrics["intrinsic"]["audit"]["cost_usd"] > 0
+        and metrics["intrinsic"]["answer"]["cost_usd"] == 0
+    )
     assert "fake-judge" in (tmp_path / "r" / "config.yaml").read_text()
 
 
 def test_judge_group_uses_its_own_model_and_cache_identity(make_cfg, tmp_path):
-    cfg = scripted(make_cfg("memory=full_context", "dataset.limit=3", "judge=fake"), [("| Predicted: ", "0")])
+    cfg = scripted(
+        make_cfg("memory=full_context", "dataset.limit=3", "judge=fake"), [("| Predicted: ", "0")]
+    )
     metrics = run(cfg, tmp_path / "r")
-    assert metrics["judge"] == "fake-judge" and metrics["judge_config"] == "fake" and metrics["llm"] == "fake-chat"
-    assert metrics["metrics"]["judge"]["mean"] == 1.0  # the judge model said 1; the LLM would have said 0
-    assert metrics["intrinsic"]["judge"]["cost_usd"] > 0 and metrics["intrinsic"]["answer"]["cost_usd"] == 0
-    models = {m for (m,) in sqlite3.connect(tmp_path / "cache.sqlite").execute("SELECT DISTINCT model FROM chat")}
+    assert (
+        metrics["judge"] == "fake-judge"
+        and metrics["judge_config"] == "fake"
+        and metrics["llm"] == "fake-chat"
+    )
+    assert (
+        metrics["metrics"]["judge"]["mean"] == 1.0
+    )  # the judge model said 1; the LLM would have said 0
+    assert (
+        metrics["intrinsic"]["judge"]["cost_usd"] > 0
+        and metrics["intrinsic"]["answer"]["cost_usd"] == 0
+    )
+    models = {
+        m
+        for (m,) in sqlite3.connect(tmp_path / "cache.sqlite").execute(
+            "SELECT DISTINCT model FROM chat"
+        )
+    }
     assert models == {"fake-chat", "fake-judge"}
 
 
@@ -90,12 +139,20 @@ def test_a_second_judge_given_as_a_plain_value_is_a_clear_error(make_cfg, tmp_pa
 def test_judge_report_pairs_runs_judged_by_different_models(make_cfg, tmp_path, capsys):
     q0 = questions()[0]
     rules = [(f"Query: {q0.text} | Reference:", "1"), ("| Predicted: ", "0")]
-    run(scripted(make_cfg("memory=full_context", "dataset.limit=4"), rules), tmp_path / "runs" / "a")
-    run(scripted(make_cfg("memory=full_context", "dataset.limit=4", "judge=fake"), rules), tmp_path / "runs" / "b")
+    run(
+        scripted(make_cfg("memory=full_context", "dataset.limit=4"), rules), tmp_path / "runs" / "a"
+    )
+    run(
+        scripted(make_cfg("memory=full_context", "dataset.limit=4", "judge=fake"), rules),
+        tmp_path / "runs" / "b",
+    )
     judge_report.main([str(tmp_path / "runs"), "--out", str(tmp_path / "t"), "--name", "j"])
     assert "md: " + str(tmp_path / "t" / "j.md") in capsys.readouterr().out
     data = json.loads((tmp_path / "t" / "j.json").read_text())
-    assert len(data["runs"]) == 2 and {r["judge"] for r in data["runs"]} == {"fake-chat", "fake-judge"}
+    assert len(data["runs"]) == 2 and {r["judge"] for r in data["runs"]} == {
+        "fake-chat",
+        "fake-judge",
+    }
     [pair] = data["between_judges"]
     assert pair["questions"] == 4 and {pair["accuracy_a"], pair["accuracy_b"]} == {0.25, 1.0}
     assert pair["kappa"] == pytest.approx(cohen_kappa([1, 0, 0, 0], [1, 1, 1, 1])["kappa"])
@@ -104,9 +161,17 @@ def test_judge_report_pairs_runs_judged_by_different_models(make_cfg, tmp_path, 
 
 
 def test_no_judge_no_judge_identity(make_cfg, tmp_path):
-    metrics = run(make_cfg("memory=full_context", "dataset.limit=2", "eval.judge.enabled=false", "judge=fake"),
-                  tmp_path / "runs" / "r")
-    assert metrics["judge"] is None and metrics["judge_reliability"] is None and "judge" not in metrics["metrics"]
+    metrics = run(
+        make_cfg(
+            "memory=full_context", "dataset.limit=2", "eval.judge.enabled=false", "judge=fake"
+        ),
+        tmp_path / "runs" / "r",
+    )
+    assert (
+        metrics["judge"] is None
+        and metrics["judge_reliability"] is None
+        and "judge" not in metrics["metrics"]
+    )
     assert metrics["intrinsic"]["judge"]["calls"] == 0
     from memharness.eval.report.comparison import build_report
 
@@ -119,10 +184,22 @@ def test_the_audit_never_judges_an_empty_answer(make_cfg, tmp_path):
     cfg = make_cfg("memory=full_context", "dataset.limit=4", "eval.judge.calibration_max=0")
     cfg.llm.backend.script = [[f"Question: {asked.text}", "   "], ["| Predicted: ", "1"]]
     metrics = run(cfg, tmp_path / "r")
-    samples = {s["question_id"]: s for s in map(json.loads, (tmp_path / "r" / "samples.jsonl").read_text().splitlines())}
+    samples = {
+        s["question_id"]: s
+        for s in map(json.loads, (tmp_path / "r" / "samples.jsonl").read_text().splitlines())
+    }
     empty = samples[asked.id]
-    assert empty["answer_empty"] and empty["metrics"]["judge_lenient"] == 0.0 and "judge_lenient_status" not in empty
+    assert (
+        empty["answer_empty"]
+        and empty["metrics"]["judge_lenient"] == 0.0
+        and "judge_lenient_status" not in empty
+    )
     rel = metrics["judge_reliability"]
-    assert rel["n"] == 3 and rel["strict_vs_lenient"]["n"] == 3  # κ over the three real answers only
+    assert (
+        rel["n"] == 3 and rel["strict_vs_lenient"]["n"] == 3
+    )  # κ over the three real answers only
     assert metrics["calls"]["audit"]["calls"] + metrics["calls"]["audit"]["cache_hits"] == 3
-    assert metrics["metrics"]["judge_lenient"]["n"] == 4 and metrics["metrics"]["judge_lenient"]["mean"] == 0.75
+    assert (
+        metrics["metrics"]["judge_lenient"]["n"] == 4
+        and metrics["metrics"]["judge_lenient"]["mean"] == 0.75
+    )

@@ -1,4 +1,6 @@
-"""The labelled judge set and `python -m memharness.eval.judge.labelled_set` (scripted judge; the real one is in the slow tests)."""
+"""The labelled judge set and `python -m memharness.eval.judge.labelled_set`
+(scripted judge; the real one is in the slow tests)."""
+
 from __future__ import annotations
 
 import json
@@ -7,14 +9,13 @@ from importlib.resources import files
 from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
-
 from fakes import ScriptedChat
 from memharness.eval.judge import labelled_set as judge_eval
 from memharness.eval.run.answer import judge_request
 from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.types import ConfigError
 from memharness.memsys.types import Question
+from omegaconf import OmegaConf
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
@@ -28,8 +29,15 @@ def test_bundled_set_is_package_data_balanced_and_covers_our_question_kinds():
     assert len(items) >= 60 and labels[0] >= 25 and labels[1] >= 25 and len(digest) == 64
     assert {it.domain for it in items} == {"dialogue", "document", "news"}
     kinds = {it.kind for it in items}
-    assert {"paraphrase", "more_detail", "wrong_entity", "wrong_number", "yes_no_flip", "no_answer",
-            "other_reference"} <= kinds
+    assert {
+        "paraphrase",
+        "more_detail",
+        "wrong_entity",
+        "wrong_number",
+        "yes_no_flip",
+        "no_answer",
+        "other_reference",
+    } <= kinds
     # every question has at least one right and one wrong prediction, so a judge cannot pass on the question alone
     by_q: dict[str, set[int]] = {}
     for it in items:
@@ -37,12 +45,24 @@ def test_bundled_set_is_package_data_balanced_and_covers_our_question_kinds():
     assert sum(v == {0, 1} for v in by_q.values()) >= 30
 
 
-@pytest.mark.parametrize("line, message", [
-    ("{not json", r"bad\.jsonl:2: not JSON"),
-    ('{"id": "x", "question": "Q", "reference": "R", "prediction": "P", "label": 2}', r"bad\.jsonl:2: label must be 0 or 1"),
-    ('{"id": "x", "question": "Q", "reference": "R", "label": 1}', r"bad\.jsonl:2: field 'prediction'"),
-    ('{"id": "a", "question": "Q", "reference": "R", "prediction": "P", "label": 1}', r"ids unique"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("{not json", r"bad\.jsonl:2: not JSON"),
+        (
+            '{"id": "x", "question": "Q", "reference": "R", "prediction": "P", "label": 2}',
+            r"bad\.jsonl:2: label must be 0 or 1",
+        ),
+        (
+            '{"id": "x", "question": "Q", "reference": "R", "label": 1}',
+            r"bad\.jsonl:2: field 'prediction'",
+        ),
+        (
+            '{"id": "a", "question": "Q", "reference": "R", "prediction": "P", "label": 1}',
+            r"ids unique",
+        ),
+    ],
+)
 def test_malformed_items_name_file_and_line(tmp_path, line, message):
     good = '{"id": "a", "question": "Q", "reference": "R", "prediction": "P", "label": 1}'
     (tmp_path / "bad.jsonl").write_text(good + "\n" + line + "\n")
@@ -51,12 +71,35 @@ def test_malformed_items_name_file_and_line(tmp_path, line, message):
 
 
 def test_scores_count_false_accepts_rejects_unparsed_and_failures():
-    items = [judge_eval.JudgeItem(id=f"i{n}", question=f"Q{n}?", reference="R", prediction=p, label=label, kind=k)
-             for n, (p, label, k) in enumerate([("right-1", 1, "a"), ("right-2", 1, "a"), ("right-3", 1, "b"),
-                                                 ("wrong-1", 0, "b"), ("wrong-2", 0, "b"), ("wrong-3", 0, "c"),
-                                                 ("odd", 1, "c"), ("boom", 0, "c")])]
-    backend = ScriptedChat(script=[["right-1", "1"], ["right-2", "1"], ["right-3", "0"], ["wrong-1", "1"],
-                                   ["wrong-2", "0"], ["wrong-3", "0"], ["odd", "maybe"]], fail_on="boom")
+    items = [
+        judge_eval.JudgeItem(
+            id=f"i{n}", question=f"Q{n}?", reference="R", prediction=p, label=label, kind=k
+        )
+        for n, (p, label, k) in enumerate(
+            [
+                ("right-1", 1, "a"),
+                ("right-2", 1, "a"),
+                ("right-3", 1, "b"),
+                ("wrong-1", 0, "b"),
+                ("wrong-2", 0, "b"),
+                ("wrong-3", 0, "c"),
+                ("odd", 1, "c"),
+                ("boom", 0, "c"),
+            ]
+        )
+    ]
+    backend = ScriptedChat(
+        script=[
+            ["right-1", "1"],
+            ["right-2", "1"],
+            ["right-3", "0"],
+            ["wrong-1", "1"],
+            ["wrong-2", "0"],
+            ["wrong-3", "0"],
+            ["odd", "maybe"],
+        ],
+        fail_on="boom",
+    )
     llm = LLM(backend, max_in_flight=2, progress=False)
     results = judge_eval.judge_items(items, llm, JUDGE_CFG)
     s = judge_eval.score(results)
@@ -65,17 +108,30 @@ def test_scores_count_false_accepts_rejects_unparsed_and_failures():
     assert (s["false_accepts"], s["false_accept_rate"]) == (1, 0.25)
     assert (s["false_rejects"], s["false_reject_rate"]) == (1, 0.25)
     assert (s["unparsed"], s["failed"]) == (1, 1)
-    assert s["by"]["kind"]["a"] == {"n": 2, "accuracy": 1.0} and s["by"]["kind"]["c"]["accuracy"] == 1 / 3
+    assert (
+        s["by"]["kind"]["a"] == {"n": 2, "accuracy": 1.0}
+        and s["by"]["kind"]["c"]["accuracy"] == 1 / 3
+    )
     # exactly the runner's judge request (so runs and judge_eval share the call cache), constrained to a digit
-    expected = judge_request(Question(id="i0", text="Q0?", answers=("R",), position=0), "R", "right-1", JUDGE_CFG)
+    expected = judge_request(
+        Question(id="i0", text="Q0?", answers=("R",), position=0), "R", "right-1", JUDGE_CFG
+    )
     assert expected in backend.requests
     assert all(r.choices == ("0", "1") for r in backend.requests)
 
 
 def test_command_reports_accuracy_and_errors_for_any_judge_config(tmp_path, capsys):
     out = tmp_path / "report.json"
-    code = judge_eval.main(["--json", str(out), f"hydra.searchpath=[file://{TESTS / 'conf'}]", "llm=fake",
-                            "llm.backend.default='1'", f"cache.path={tmp_path / 'c.sqlite'}"])
+    code = judge_eval.main(
+        [
+            "--json",
+            str(out),
+            f"hydra.searchpath=[file://{TESTS / 'conf'}]",
+            "llm=fake",
+            "llm.backend.default='1'",
+            f"cache.path={tmp_path / 'c.sqlite'}",
+        ]
+    )
     text = capsys.readouterr().out
     assert code == 0
     report = json.loads(out.read_text())
@@ -87,6 +143,13 @@ def test_command_reports_accuracy_and_errors_for_any_judge_config(tmp_path, caps
 
 
 def test_command_names_a_missing_items_file(tmp_path, capsys):
-    code = judge_eval.main(["--items", str(tmp_path / "none.jsonl"), f"hydra.searchpath=[file://{TESTS / 'conf'}]",
-                            "llm=fake", "cache.enabled=false"])
+    code = judge_eval.main(
+        [
+            "--items",
+            str(tmp_path / "none.jsonl"),
+            f"hydra.searchpath=[file://{TESTS / 'conf'}]",
+            "llm=fake",
+            "cache.enabled=false",
+        ]
+    )
     assert code == 2 and "none.jsonl" in capsys.readouterr().err

@@ -1,8 +1,8 @@
 """The embedded llama.cpp backend itself: context fitting and its cache identity."""
+
 from __future__ import annotations
 
 import pytest
-
 from memharness.memsys.services.types import ChatRequest
 
 
@@ -11,39 +11,60 @@ def test_long_prompt_is_cut_to_fit_and_the_cut_is_reported():
     from memharness.memsys.services.backends.local import LlamaCppBackend
 
     backend = LlamaCppBackend(embedded="smollm2", n_ctx=512, n_threads=2)
-    assert backend.model_id.endswith(":ctx512")  # a different context is a different cache namespace
-    long_prompt = "Remember this fact: the tram opens in March. " * 200 + "\nWhen does the tram open?"
+    assert backend.model_id.endswith(
+        ":ctx512"
+    )  # a different context is a different cache namespace
+    long_prompt = (
+        "Remember this fact: the tram opens in March. " * 200 + "\nWhen does the tram open?"
+    )
     out = backend.chat(ChatRequest.user(long_prompt, max_tokens=16))
     assert out.text.strip() and out.prompt_tokens <= 512 - 16
     assert out.extra["prompt_tokens_cut"] > 1000
     short = backend.chat(ChatRequest.user("Say hello.", max_tokens=8))
     assert "prompt_tokens_cut" not in short.extra
-    judged = backend.chat(ChatRequest.user("Is 2 + 2 = 4? Reply 1 for yes, 0 for no.", max_tokens=2, choices=("0", "1")))
+    judged = backend.chat(
+        ChatRequest.user(
+            "Is 2 + 2 = 4? Reply 1 for yes, 0 for no.", max_tokens=2, choices=("0", "1")
+        )
+    )
     assert judged.text in ("0", "1")  # the grammar allows nothing else
 
 
 @pytest.mark.slow
 def test_prompt_logprobs_reward_a_relevant_representative_and_feed_ss_theta(tmp_path):
     """The real model scores a group's text higher after a summary of it than after an unrelated one."""
+    import numpy as np
     from hierarchy_fakes import WordTokenizer
-    from memharness.memsys.services.llm import LLM
-    from memharness.memsys.services.backends.local import LlamaCppBackend
-    from memharness.memsys.services.types import LogprobRequest
     from memharness.memsys.hierarchy.ss_theta import ss_theta
     from memharness.memsys.hierarchy.store import HierarchyStore
-    import numpy as np
+    from memharness.memsys.services.backends.local import LlamaCppBackend
+    from memharness.memsys.services.llm import LLM
+    from memharness.memsys.services.types import LogprobRequest
 
     backend = LlamaCppBackend(n_threads=2)
     text = "The tram line opens in March. It will connect the harbour to the university."
-    related = backend.logprob(LogprobRequest("Summary: a tram line to the university opens in March.\n\n", text))
-    unrelated = backend.logprob(LogprobRequest("Summary: the bakery on Elm Street sells rye bread.\n\n", text))
+    related = backend.logprob(
+        LogprobRequest("Summary: a tram line to the university opens in March.\n\n", text)
+    )
+    unrelated = backend.logprob(
+        LogprobRequest("Summary: the bakery on Elm Street sells rye bread.\n\n", text)
+    )
     assert related[1] == unrelated[1] > 10 and related[0] < 0 and unrelated[0] < 0
     assert related[0] > unrelated[0] + 5  # nats
     store = HierarchyStore()
     vec = np.ones(2, np.float32) / np.sqrt(2)
     kids = [store.add_node(f"k{i}", t, vec, 0) for i, t in enumerate(text.split(". "))]
-    good = store.add_node("good", "A tram line between the harbour and the university opens in March.", vec, 1,
-                          children=kids)
+    good = store.add_node(
+        "good",
+        "A tram line between the harbour and the university opens in March.",
+        vec,
+        1,
+        children=kids,
+    )
     out = ss_theta(store, LLM(backend, progress=False), WordTokenizer(), groups=4)
-    assert out["status"] == "ok" and out["groups"] == 1 and out["samples"][0]["node"] == store.ids[good]
+    assert (
+        out["status"] == "ok"
+        and out["groups"] == 1
+        and out["samples"][0]["node"] == store.ids[good]
+    )
     assert 0.1 < out["mean"] < 1.0

@@ -1,4 +1,5 @@
 """The MemorySystem contract: offline rebuilds, budgets, full-context recency."""
+
 from __future__ import annotations
 
 from memharness.baselines.full_context import FullContext
@@ -18,7 +19,10 @@ class CountingOffline(MemorySystem):
         self.built_with.append(len(units))
 
     def search(self, question, budget_tokens):
-        return [RetrievedItem(text=u.text, score=1.0, node_id=u.id, source_unit_ids=(u.id,)) for u in self.units]
+        return [
+            RetrievedItem(text=u.text, score=1.0, node_id=u.id, source_unit_ids=(u.id,))
+            for u in self.units
+        ]
 
 
 def test_offline_system_builds_on_first_retrieve_after_inserts_and_records_rebuilds():
@@ -38,9 +42,14 @@ def test_offline_system_builds_on_first_retrieve_after_inserts_and_records_rebui
 
 def test_fill_budget_skips_or_stops_at_overflow():
     tok = get_tokenizer()
-    items = [RetrievedItem(text=t, score=1.0, node_id=t) for t in ("one two three", "four five six seven eight", "nine")]
+    items = [
+        RetrievedItem(text=t, score=1.0, node_id=t)
+        for t in ("one two three", "four five six seven eight", "nine")
+    ]
     assert [i.node_id for i in fill_budget(items, 4, tok)] == ["one two three", "nine"]
-    assert [i.node_id for i in fill_budget(items, 4, tok, stop_at_first_overflow=True)] == ["one two three"]
+    assert [i.node_id for i in fill_budget(items, 4, tok, stop_at_first_overflow=True)] == [
+        "one two three"
+    ]
     kept = fill_budget(items, 100, tok)
     assert [i.tokens for i in kept] == [3, 5, 1]
 

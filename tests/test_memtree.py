@@ -1,16 +1,22 @@
 """MemTree insertion and retrieval rules, pinned with hand-made embeddings and a fake LLM."""
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 import pytest
-
 from memtree_fakes import MergeLLM, make_tree, unit
 
 # a1, a2 nearly parallel; b orthogonal to both; c at cosine 0.6 with a1.
-TABLE = {"a1": [1, 0, 0, 0], "a2": [1, 0.2, 0, 0], "a3": [1, 0, 0.3, 0], "b": [0, 1, 0, 0],
-         "c": [0.6, 0, 0, 0.8], "d": [0, 0, 0, 1]}
+TABLE = {
+    "a1": [1, 0, 0, 0],
+    "a2": [1, 0.2, 0, 0],
+    "a3": [1, 0, 0.3, 0],
+    "b": [0, 1, 0, 0],
+    "c": [0.6, 0, 0, 0.8],
+    "d": [0, 0, 0, 1],
+}
 
 
 def test_first_unit_becomes_leaf_of_root_without_llm_calls():
@@ -93,7 +99,9 @@ def test_deeper_threshold_stops_descent():
 def test_threshold_forms():
     tree = make_tree(TABLE, base_threshold=0.4, rate=0.5)
     assert tree.depth_threshold(0) == pytest.approx(0.4)
-    assert tree.depth_threshold(1) == pytest.approx(0.4 * math.exp(0.5))  # empty tree: max_depth >= 1
+    assert tree.depth_threshold(1) == pytest.approx(
+        0.4 * math.exp(0.5)
+    )  # empty tree: max_depth >= 1
     for i, t in enumerate(["a1", "a2", "a3"]):
         tree.insert_unit(unit(t, i))
     assert tree.tree_max_depth == 3
@@ -105,7 +113,9 @@ def test_threshold_forms():
     # settings are checked from their declarations before a run starts (memsys.settings)
     from memharness.memsys.settings_check import check_target
 
-    problems = check_target({"_target_": "memharness.memsys.memtree.MemTree", "threshold_form": "linear"}, "memory")
+    problems = check_target(
+        {"_target_": "memharness.memsys.memtree.MemTree", "threshold_form": "linear"}, "memory"
+    )
     assert problems == ["memory.threshold_form='linear': expected one of scaled | exponential"]
 
 
@@ -157,7 +167,9 @@ def test_collapsed_retrieval_ranks_all_nodes_filters_and_fills_budget():
     sims = tree.embeddings[1:] @ q
     ranked = tree.collapsed_retrieve(q, 3)
     expect = (np.argsort(-sims, kind="stable")[:3] + 1).tolist()
-    assert [v for v, _ in ranked] == expect and 0 not in [v for v, _ in tree.collapsed_retrieve(q, 99)]
+    assert [v for v, _ in ranked] == expect and 0 not in [
+        v for v, _ in tree.collapsed_retrieve(q, 99)
+    ]
     assert [s for _, s in ranked] == sorted([s for _, s in ranked], reverse=True)
     tree.retrieve_threshold = 0.5
     assert all(s >= 0.5 for _, s in tree.collapsed_retrieve(q, 99))
@@ -166,7 +178,9 @@ def test_collapsed_retrieval_ranks_all_nodes_filters_and_fills_budget():
     items = tree.search("a1", budget_tokens=1000)
     assert len(items) == 2 and items[0].text == "a1" and items[0].level == 0
     top_parent = tree.children[0][0]
-    item = next(i for i in tree.search(tree.texts[top_parent], 1000) if i.node_id == tree.ids[top_parent])
+    item = next(
+        i for i in tree.search(tree.texts[top_parent], 1000) if i.node_id == tree.ids[top_parent]
+    )
     assert item.level == tree.height[top_parent] > 0 and len(item.source_unit_ids) == 3
     assert tree.search("a1", budget_tokens=1)[0].tokens <= 1
 
@@ -177,7 +191,7 @@ def test_traversal_retrieval_takes_top_k_per_level():
     ranked = tree.traversal_retrieve(q, 1)
     nodes = [v for v, _ in ranked]
     assert [tree.depth[v] for v in nodes] == list(range(1, len(nodes) + 1))
-    for parent, child in zip(nodes, nodes[1:]):
+    for parent, child in zip(nodes, nodes[1:], strict=False):
         assert tree.parent[child] == parent
         siblings = tree.children[parent]
         assert child == siblings[int(np.argmax(tree.embeddings[siblings] @ q))]
@@ -209,7 +223,9 @@ def test_an_insert_batch_is_embedded_in_one_request_and_builds_the_same_tree():
         one_by_one.insert_unit(u)
     # the units' texts went out together, once; only re-embeddings of aggregated paths follow
     assert batched.embedder.calls[0] == [u.text for u in units]
-    assert not any(call == [u.text] for call in batched.embedder.calls[1:] for u in units)  # none alone again
+    assert not any(
+        call == [u.text] for call in batched.embedder.calls[1:] for u in units
+    )  # none alone again
     assert len(batched.embedder.calls) < len(one_by_one.embedder.calls)
     assert batched.texts == one_by_one.texts and batched.children == one_by_one.children
     np.testing.assert_allclose(batched.embeddings, one_by_one.embeddings, atol=1e-6)

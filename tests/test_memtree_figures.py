@@ -1,11 +1,11 @@
 """eval.memtree_figures on synthetic run folders built from fake-model trees."""
+
 from __future__ import annotations
 
 import json
 
 import numpy as np
 import pytest
-
 from memharness.eval.report import memtree_figures as mf
 from memtree_fakes import make_tree, unit
 
@@ -41,20 +41,39 @@ def test_figures_and_order_spread(tmp_path, monkeypatch):
     for i, (mode, topk) in enumerate([("collapsed", 1), ("top_down", 1), ("top_down", 3)]):
         _run(runs, f"r{i}", 0.3, traversal=mode, top_k=topk)
     accs = [0.2, 0.4, 0.9]
-    trees = [_run(runs, f"o{i}", a, insert_order_seed=s) for i, (a, s) in enumerate(zip(accs, [1, 2, 3]))]
+    trees = [
+        _run(runs, f"o{i}", a, insert_order_seed=s)
+        for i, (a, s) in enumerate(zip(accs, [1, 2, 3], strict=False))
+    ]
     out = tmp_path / "fig"
     figures = []
     real_save = mf.save
-    monkeypatch.setattr(mf, "save", lambda fig, path, dpi=120: figures.append((path.name, fig)) or real_save(fig, path, dpi))
+    monkeypatch.setattr(
+        mf,
+        "save",
+        lambda fig, path, dpi=120: figures.append((path.name, fig)) or real_save(fig, path, dpi),
+    )
     written = {p.name for p in mf.main([str(runs), "--out", str(out)])}
-    assert {"fig_a6_depth_distribution.png", "fig_a7_threshold_accuracy.png", "fig_a4_retrieval_ablation.png",
-            "order_spread.md", "order_spread.json"} <= written
+    assert {
+        "fig_a6_depth_distribution.png",
+        "fig_a7_threshold_accuracy.png",
+        "fig_a4_retrieval_ablation.png",
+        "order_spread.md",
+        "order_spread.json",
+    } <= written
     assert sum(n.startswith("fig4_") and n.endswith(".png") for n in written) == 4 + 3 + 3
-    assert {n[:-4] for n in written if n.endswith(".png")} == {n[:-4] for n in written if n.endswith(".pdf")}
+    assert {n[:-4] for n in written if n.endswith(".png")} == {
+        n[:-4] for n in written if n.endswith(".pdf")
+    }
     assert (out / "sample" / "fig_a7_threshold_accuracy.pdf").read_bytes()[:4] == b"%PDF"
     heatmap = dict(figures)["fig_a7_threshold_accuracy.png"]
     cells = sorted(t.get_text() for t in heatmap.axes[0].texts)
-    assert cells == ["50.0\nn=4", "60.0\nn=4", "70.0\nn=4", "80.0\nn=4"]  # the score and its n in every cell
+    assert cells == [
+        "50.0\nn=4",
+        "60.0\nn=4",
+        "70.0\nn=4",
+        "80.0\nn=4",
+    ]  # the score and its n in every cell
     spread = json.loads((out / "sample" / "order_spread.json").read_text())
     # the default-order run with θ0=0.4, λ=0.5 (t3, accuracy 0.8) is one of the orders too
     assert spread["accuracy"]["n"] == 4

@@ -1,4 +1,5 @@
 """MemTree diagnostics (Table 5, revenue), persistence and the HTML view."""
+
 from __future__ import annotations
 
 import itertools
@@ -7,15 +8,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from memharness.memsys.memtree.memory import MemTree
 from memharness.memsys.hierarchy.diagnostics import structure_stats
 from memharness.memsys.hierarchy.revenue import revenue_exact, revenue_sampled
 from memharness.memsys.hierarchy.view import render_html
+from memharness.memsys.memtree.memory import MemTree
 from memtree_fakes import WordEmbedder, WordTokenizer, make_tree, unit
 
-TABLE = {"a1": [1, 0, 0, 0], "a2": [1, 0.2, 0, 0], "a3": [1, 0, 0.3, 0], "b": [0, 1, 0, 0],
-         "c": [0.6, 0, 0, 0.8], "d": [0, 0, 0, 1]}
+TABLE = {
+    "a1": [1, 0, 0, 0],
+    "a2": [1, 0.2, 0, 0],
+    "a3": [1, 0, 0.3, 0],
+    "b": [0, 1, 0, 0],
+    "c": [0.6, 0, 0, 0.8],
+    "d": [0, 0, 0, 1],
+}
 TEXTS = ["a1", "a2", "b", "a3", "d", "c"]
 
 
@@ -34,7 +40,9 @@ def test_structure_stats_match_the_tree():
     assert s["branching_nodes"] == s["nodes"] - s["leaf_nodes"]
     assert s["depth_max"] == max(tree.depth)
     assert s["depth_mean"] == pytest.approx(np.mean(tree.depth[1:]))
-    fanouts = [len(c) for v, c in enumerate(tree.children) if c and v != 0]  # the root is not counted
+    fanouts = [
+        len(c) for v, c in enumerate(tree.children) if c and v != 0
+    ]  # the root is not counted
     assert s["branching_factor"] == pytest.approx(np.mean(fanouts))
     assert s["height_to_width_ratio"] == pytest.approx(max(tree.depth) / np.median(fanouts))
     assert s["root_children"] == len(tree.children[0])
@@ -61,8 +69,15 @@ def test_branching_factor_without_the_root_reproduces_table5():
 def test_stats_json_has_table5_fig4_and_per_insertion_records():
     tree = _built()
     stats = json.loads(json.dumps(tree.stats()))
-    assert set(stats["structure"]) >= {"nodes", "leaf_nodes", "branching_nodes", "depth_max", "depth_mean",
-                                       "branching_factor", "height_to_width_ratio"}
+    assert set(stats["structure"]) >= {
+        "nodes",
+        "leaf_nodes",
+        "branching_nodes",
+        "depth_max",
+        "depth_mean",
+        "branching_factor",
+        "height_to_width_ratio",
+    }
     assert sum(d["nodes"] for d in stats["depth_profile"].values()) == tree.n_nodes - 1
     calls = [r["llm_calls"] for r in stats["insertions"]]
     assert len(calls) == len(TEXTS) and sum(calls) == tree.llm.calls
@@ -111,7 +126,10 @@ def test_revenue_rewards_grouping_similar_leaves():
     for tree in (grouped, flat):
         for i, t in enumerate("pqrs"):
             tree.insert_unit(unit(t, i))
-    assert structure_stats(flat.store)["depth_max"] == 1 and structure_stats(grouped.store)["depth_max"] == 2
+    assert (
+        structure_stats(flat.store)["depth_max"] == 1
+        and structure_stats(grouped.store)["depth_max"] == 2
+    )
     assert revenue_exact(flat.store)["revenue"] == pytest.approx(0.0)
     assert revenue_exact(grouped.store)["revenue"] > 0
 
@@ -120,10 +138,16 @@ def test_save_load_roundtrip_answers_the_same_without_llm_calls(tmp_path):
     tree = _built(top_k=3)
     tree.save(tmp_path)
     assert {p.name for p in tmp_path.iterdir()} == {"hierarchy.json", "embeddings.npy", "view.html"}
-    loaded = MemTree.load(tmp_path, llm=None, embedder=WordEmbedder(TABLE), tokenizer=WordTokenizer())
+    loaded = MemTree.load(
+        tmp_path, llm=None, embedder=WordEmbedder(TABLE), tokenizer=WordTokenizer()
+    )
     for q in ["a1", "b d", "c"]:
-        assert [(i.node_id, round(i.score, 6), i.source_unit_ids, i.level) for i in loaded.search(q, 100)] == \
-               [(i.node_id, round(i.score, 6), i.source_unit_ids, i.level) for i in tree.search(q, 100)]
+        assert [
+            (i.node_id, round(i.score, 6), i.source_unit_ids, i.level)
+            for i in loaded.search(q, 100)
+        ] == [
+            (i.node_id, round(i.score, 6), i.source_unit_ids, i.level) for i in tree.search(q, 100)
+        ]
     assert loaded.stats()["structure"] == tree.stats()["structure"]
     loaded.llm = tree.llm
     loaded.insert_unit(unit("a2 b", 99))  # keeps growing after reload
@@ -144,8 +168,18 @@ def test_trees_saved_before_the_core_still_load_and_answer_the_same():
     expected = json.loads((folder / "expected.json").read_text())
     loaded = MemTree.load(folder, embedder=WordEmbedder(TABLE), tokenizer=WordTokenizer())
     for q, items in expected["searches"].items():
-        assert [[i.node_id, round(i.score, 6), list(i.source_unit_ids), i.level] for i in loaded.search(q, 100)] == items
-    for key in ("nodes", "leaf_nodes", "branching_nodes", "depth_max", "depth_mean", "height_to_width_ratio"):
+        assert [
+            [i.node_id, round(i.score, 6), list(i.source_unit_ids), i.level]
+            for i in loaded.search(q, 100)
+        ] == items
+    for key in (
+        "nodes",
+        "leaf_nodes",
+        "branching_nodes",
+        "depth_max",
+        "depth_mean",
+        "height_to_width_ratio",
+    ):
         assert loaded.stats()["structure"][key] == pytest.approx(expected["structure"][key])
     assert loaded.traversal == "collapsed" and loaded.top_k == 3
 
@@ -168,6 +202,8 @@ def test_stats_after_save_and_load_equal_the_stats_before(tmp_path):
     before = json.loads(json.dumps(tree.stats()))
     assert before["units"] == len(TEXTS)
     tree.save(tmp_path)
-    loaded = MemTree.load(tmp_path, llm=None, embedder=WordEmbedder(TABLE), tokenizer=WordTokenizer())
+    loaded = MemTree.load(
+        tmp_path, llm=None, embedder=WordEmbedder(TABLE), tokenizer=WordTokenizer()
+    )
     assert json.loads(json.dumps(loaded.stats())) == before
     assert [u.id for u in loaded.units] == [u.id for u in tree.units]

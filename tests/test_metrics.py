@@ -2,8 +2,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from memharness.eval.metrics.lexical import MetricError, bootstrap_ci, exact_match, lexical_scores, normalize_answer, parse_choice, parse_judge, rouge, summarize, token_f1
+from memharness.eval.metrics.lexical import (
+    MetricError,
+    bootstrap_ci,
+    exact_match,
+    lexical_scores,
+    normalize_answer,
+    parse_choice,
+    parse_judge,
+    rouge,
+    summarize,
+    token_f1,
+)
 
 
 def test_squad_normalisation():
@@ -47,15 +57,37 @@ def test_lexical_scores_take_best_reference():
         lexical_scores("x", [])
 
 
-@pytest.mark.parametrize("reply,expected", [("1", 1), ("0", 0), (" 1\n", 1), ("'0'", 0), ("1.", 1),
-                                            ("yes", None), ("1 because it matches", None), ("", None),
-                                            ("10", None), ("0 1", None)])
+@pytest.mark.parametrize(
+    "reply,expected",
+    [
+        ("1", 1),
+        ("0", 0),
+        (" 1\n", 1),
+        ("'0'", 0),
+        ("1.", 1),
+        ("yes", None),
+        ("1 because it matches", None),
+        ("", None),
+        ("10", None),
+        ("0 1", None),
+    ],
+)
 def test_judge_parser(reply, expected):
     assert parse_judge(reply) == expected
 
 
-@pytest.mark.parametrize("reply,expected", [("B", 1), ("(C) the third", 2), ("A.", 0), ("answer: D", 3),
-                                            ("A or B", None), ("E", None), ("", None)])
+@pytest.mark.parametrize(
+    "reply,expected",
+    [
+        ("B", 1),
+        ("(C) the third", 2),
+        ("A.", 0),
+        ("answer: D", 3),
+        ("A or B", None),
+        ("E", None),
+        ("", None),
+    ],
+)
 def test_choice_parser(reply, expected):
     assert parse_choice(reply, 4) == expected
 

@@ -1,4 +1,5 @@
 """The distribution installs one import name (memharness) and every code and config folder."""
+
 from __future__ import annotations
 
 import tomllib
@@ -20,4 +21,6 @@ def test_every_code_and_config_folder_is_a_listed_package():
                 continue
             if (d / "__init__.py").exists() or (folder == "conf" and any(d.glob("*.yaml"))):
                 expected.add(".".join([package, *d.relative_to(base).parts]))
-    assert expected - listed == set(), f"add these to [tool.setuptools] packages: {sorted(expected - listed)}"
+    assert expected - listed == set(), (
+        f"add these to [tool.setuptools] packages: {sorted(expected - listed)}"
+    )

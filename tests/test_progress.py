@@ -1,4 +1,5 @@
 """Progress lines reach the log (run.log under Hydra) for every stage, the build stage included."""
+
 from __future__ import annotations
 
 import logging
@@ -14,8 +15,13 @@ def test_progress_lines_are_logged_for_the_episodes_and_the_audit(make_cfg, tmp_
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     try:
-        cfg = make_cfg("memory=memtree", "dataset.limit=3", "progress_interval_s=0.2",
-                       "llm.backend._target_=fakes.SlowScriptedChat", "+llm.backend.delay_s=0.05")
+        cfg = make_cfg(
+            "memory=memtree",
+            "dataset.limit=3",
+            "progress_interval_s=0.2",
+            "llm.backend._target_=fakes.SlowScriptedChat",
+            "+llm.backend.delay_s=0.05",
+        )
         run(cfg, tmp_path / "run")
     finally:
         logger.removeHandler(handler)
@@ -35,8 +41,15 @@ def test_progress_lines_are_logged_for_the_episodes_and_the_audit(make_cfg, tmp_
 def test_a_hydra_run_writes_progress_into_run_log(tmp_path):
     from test_cli import ROOT, run_py
 
-    proc = run_py(tmp_path, "memory=memtree", "dataset.limit=2", "llm=fake", "embedder=fake", "progress_interval_s=1",
-                  f"hydra.searchpath=[file://{ROOT / 'tests' / 'conf'}]")
+    proc = run_py(
+        tmp_path,
+        "memory=memtree",
+        "dataset.limit=2",
+        "llm=fake",
+        "embedder=fake",
+        "progress_interval_s=1",
+        f"hydra.searchpath=[file://{ROOT / 'tests' / 'conf'}]",
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     text = (tmp_path / "run" / "run.log").read_text()
     assert "progress build+retrieve+answer+judge: episodes" in text and "progress audit" in text

@@ -1,18 +1,24 @@
 """RAPTOR: chunker, clustering, build loop, retrieval and persistence, with hand-made embeddings
 and a summariser that echoes its inputs (the real UMAP where the test is about clustering)."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from raptor_fakes import EchoSummariser, PlainRaptor, WordTokenizer, make_raptor, two_blobs, unit, units
-
-from memharness.memsys.raptor import clustering as rc
 from memharness.memsys.hierarchy.memory import load_memory
-from memharness.memsys.raptor.memory import Raptor
+from memharness.memsys.raptor import clustering as rc
 from memharness.memsys.raptor.chunker import make_chunks, sentence_chunks
 from memharness.memsys.raptor.clustering import ClusterLog, ClusterSettings
+from memharness.memsys.raptor.memory import Raptor
 from memharness.memsys.services.tokens import get_tokenizer
+from raptor_fakes import (
+    EchoSummariser,
+    WordTokenizer,
+    make_raptor,
+    two_blobs,
+    unit,
+    units,
+)
 
 WT = WordTokenizer()
 
@@ -43,7 +49,9 @@ def test_a_clause_over_the_limit_stays_whole_and_no_empty_chunk_is_made():
 
 def test_punctuation_is_dropped_by_default_and_kept_on_request():
     text = ["Hi there. How are you? Fine: thanks, bye!"]
-    assert [c.text for c in sentence_chunks(units(text), WT, 100)] == ["Hi there How are you Fine: thanks, bye"]
+    assert [c.text for c in sentence_chunks(units(text), WT, 100)] == [
+        "Hi there How are you Fine: thanks, bye"
+    ]
     kept = sentence_chunks(units(text), WT, 100, keep_punctuation=True)
     assert [c.text for c in kept] == ["Hi there. How are you? Fine: thanks, bye!"]
     # the clause delimiters go too when an over-long sentence is cut at them
@@ -53,33 +61,54 @@ def test_punctuation_is_dropped_by_default_and_kept_on_request():
 def test_chunks_carry_the_units_they_overlap_and_a_sentence_cut_by_a_window_is_whole_again():
     u = [unit("The cat sat", 0, "doc"), unit(" on the mat. Dogs bark.", 1, "doc")]
     one = sentence_chunks(u, WT, 100)
-    assert [(c.text, c.units) for c in one] == [("The cat sat on the mat Dogs bark", (u[0].id, u[1].id))]
+    assert [(c.text, c.units) for c in one] == [
+        ("The cat sat on the mat Dogs bark", (u[0].id, u[1].id))
+    ]
     two = sentence_chunks(u, WT, 7)  # 6 + 2 words > 7
-    assert [(c.text, c.units) for c in two] == [("The cat sat on the mat", (u[0].id, u[1].id)),
-                                               ("Dogs bark", (u[1].id,))]
+    assert [(c.text, c.units) for c in two] == [
+        ("The cat sat on the mat", (u[0].id, u[1].id)),
+        ("Dogs bark", (u[1].id,)),
+    ]
 
 
 def test_packing_never_crosses_a_source_document_and_keeps_stream_order():
-    u = [unit("one. two.", 0, "A"), unit("three.", 1, "B"), unit("four", 2, "B"), unit("five", 3, "A")]
+    u = [
+        unit("one. two.", 0, "A"),
+        unit("three.", 1, "B"),
+        unit("four", 2, "B"),
+        unit("five", 3, "A"),
+    ]
     chunks = sentence_chunks(u, WT, 100)
-    assert [(c.text, c.units) for c in chunks] == [("one two", (u[0].id,)), ("three four", (u[1].id, u[2].id)),
-                                                   ("five", (u[3].id,))]
+    assert [(c.text, c.units) for c in chunks] == [
+        ("one two", (u[0].id,)),
+        ("three four", (u[1].id, u[2].id)),
+        ("five", (u[3].id,)),
+    ]
 
 
 def test_units_without_text_make_no_chunk_and_the_units_chunker_keeps_units_whole():
     u = [unit("alpha beta.", 0), unit("  ", 1), unit("gamma", 2)]
     assert [c.units for c in sentence_chunks(u, WT, 100)] == [(u[0].id, u[2].id)]
-    assert [(c.text, c.units) for c in make_chunks(u, "units", WT)] == [("alpha beta.", (u[0].id,)),
-                                                                        ("gamma", (u[2].id,))]
+    assert [(c.text, c.units) for c in make_chunks(u, "units", WT)] == [
+        ("alpha beta.", (u[0].id,)),
+        ("gamma", (u[2].id,)),
+    ]
     with pytest.raises(ValueError, match="memory.chunker"):
         make_chunks(u, "words", WT)
 
 
 def test_an_empty_unit_between_two_units_neither_glues_their_words_nor_counts_as_a_source():
-    u = [unit("Alpha beta", 0), unit("", 1), unit("gamma delta. Epsilon", 2), unit(" \n", 3), unit("zeta", 4)]
+    u = [
+        unit("Alpha beta", 0),
+        unit("", 1),
+        unit("gamma delta. Epsilon", 2),
+        unit(" \n", 3),
+        unit("zeta", 4),
+    ]
     chunks = sentence_chunks(u, WT, 100)
-    assert [(c.text, c.units) for c in chunks] == [("Alpha beta gamma delta Epsilon zeta",
-                                                    (u[0].id, u[2].id, u[4].id))]
+    assert [(c.text, c.units) for c in chunks] == [
+        ("Alpha beta gamma delta Epsilon zeta", (u[0].id, u[2].id, u[4].id))
+    ]
     memory = make_raptor(two_blobs(), chunker="sentences")
     memory.insert(u)
     memory.ensure_built()
@@ -105,7 +134,9 @@ def test_mixture_gives_a_point_between_two_clusters_both_and_the_others_one():
     assert k == 2
     a, b = labels[0][0], labels[60][0]
     assert a != b
-    assert all(labels[i] == [a] for i in range(60)) and all(labels[i] == [b] for i in range(60, 120))
+    assert all(labels[i] == [a] for i in range(60)) and all(
+        labels[i] == [b] for i in range(60, 120)
+    )
     assert sorted(labels[120]) == sorted([a, b])  # the midpoint joins both
     assert log.gmm_fits == 2 + 1 and log.fallback_assignments == 0
 
@@ -124,7 +155,9 @@ def test_a_node_with_no_posterior_above_threshold_joins_its_most_probable_cluste
     assert labels == [[0, 1], [0]] and log.fallback_assignments == 1
 
 
-def _planted(groups: int = 3, per: int = 10, dim: int = 16, noise: float = 0.05) -> tuple[np.ndarray, list[int]]:
+def _planted(
+    groups: int = 3, per: int = 10, dim: int = 16, noise: float = 0.05
+) -> tuple[np.ndarray, list[int]]:
     rng = np.random.default_rng(123)
     rows, truth = [], []
     for g in range(groups):
@@ -145,8 +178,12 @@ def test_umap_and_mixtures_recover_planted_clusters_deterministically_with_recor
     assert {i for c in first for i in c} == set(range(len(vectors)))  # every node placed
     assert all(len({truth[i] for i in c}) == 1 for c in first)  # no cluster mixes planted groups
     for g in range(3):  # every planted group is covered by clusters of its own
-        assert {i for c in first if truth[c[0]] == g for i in c} == {i for i, t in enumerate(truth) if t == g}
-    assert set(log1.seeds) == {"L1/global"} and log1.umap_calls == 1  # 10-node groups: no local step
+        assert {i for c in first if truth[c[0]] == g for i in c} == {
+            i for i, t in enumerate(truth) if t == g
+        }
+    assert (
+        set(log1.seeds) == {"L1/global"} and log1.umap_calls == 1
+    )  # 10-node groups: no local step
     assert log1.seeds["L1/global"]["umap"] == rc.step_seed(7, "L1/global", "umap")
     rc.raptor_clusters(vectors, [10] * len(vectors), settings, seed=8, log=log3)
     assert log3.seeds["L1/global"] != log1.seeds["L1/global"]
@@ -163,7 +200,9 @@ def test_global_clusters_over_reduction_dimension_plus_one_are_split_locally(mon
 
     monkeypatch.setattr(rc, "gmm_soft_labels", labels)
     log = ClusterLog()
-    clusters = rc.soft_clusters(np.zeros((14, 3)), ClusterSettings(), 0, "L1", log, reduce=lambda v, *a: v)
+    clusters = rc.soft_clusters(
+        np.zeros((14, 3)), ClusterSettings(), 0, "L1", log, reduce=lambda v, *a: v
+    )
     assert calls == [14, 12] and set(log.seeds) == {"L1/global", "L1/local0"}
     assert clusters == [list(range(6)), list(range(6, 12)), [12, 13]]
 
@@ -191,27 +230,39 @@ def test_clusters_over_the_token_limit_are_clustered_again(monkeypatch):
     assert inputs == [(8, "L1"), (6, "L1/r0")] and log.reclustered == 1
     # at exactly the limit nothing is clustered again
     inputs.clear()
-    assert rc.raptor_clusters(np.zeros((8, 2)), [100] * 8, ClusterSettings(max_length_in_cluster=600), 0,
-                              ClusterLog()) == script[8]
+    assert (
+        rc.raptor_clusters(
+            np.zeros((8, 2)), [100] * 8, ClusterSettings(max_length_in_cluster=600), 0, ClusterLog()
+        )
+        == script[8]
+    )
     assert inputs == [(8, "L1")]
 
 
-def test_a_cluster_equal_to_its_whole_input_is_clustered_again_once_under_a_derived_seed(monkeypatch):
+def test_a_cluster_equal_to_its_whole_input_is_clustered_again_once_under_a_derived_seed(
+    monkeypatch,
+):
     paths = []
 
-    def fake(vectors, settings, seed, path, log, reduce):  # whole on the first pass, split on the retry
+    def fake(
+        vectors, settings, seed, path, log, reduce
+    ):  # whole on the first pass, split on the retry
         paths.append(path)
         return [[0, 1, 2], [3, 4, 5]] if path == "L1/r0" else [list(range(len(vectors)))]
 
     monkeypatch.setattr(rc, "soft_clusters", fake)
     log = ClusterLog()
-    out = rc.raptor_clusters(np.zeros((6, 2)), [1000] * 6, ClusterSettings(max_length_in_cluster=3500), 0, log)
+    out = rc.raptor_clusters(
+        np.zeros((6, 2)), [1000] * 6, ClusterSettings(max_length_in_cluster=3500), 0, log
+    )
     assert out == [[0, 1, 2], [3, 4, 5]] and paths == ["L1", "L1/r0"]
     assert log.unsplittable == [] and log.whole_retries == 1 and log.reclustered == 1
     assert rc.step_seed(0, "L1/r0/global", "umap") != rc.step_seed(0, "L1/global", "umap")
 
 
-def test_a_cluster_that_stays_whole_on_its_retry_is_kept_and_counted_and_duplicates_are_summarised_once(monkeypatch):
+def test_a_cluster_that_stays_whole_on_its_retry_is_kept_and_counted_and_duplicates_are_summarised_once(
+    monkeypatch,
+):
     paths = []
 
     def fake(vectors, settings, seed, path, log, reduce):
@@ -222,7 +273,10 @@ def test_a_cluster_that_stays_whole_on_its_retry_is_kept_and_counted_and_duplica
     log = ClusterLog()
     out = rc.raptor_clusters(np.zeros((5, 2)), [1000] * 5, ClusterSettings(), 0, log)
     assert out == [[0, 1, 2, 3, 4]]
-    assert paths == ["L1", "L1/r0"]  # one retry; the duplicate of the whole input is not retried again
+    assert paths == [
+        "L1",
+        "L1/r0",
+    ]  # one retry; the duplicate of the whole input is not retried again
     assert log.unsplittable == [{"nodes": 5, "tokens": 5000}] and log.whole_retries == 1
     assert log.duplicate_clusters == 2  # once in the retry, once in the first pass
 
@@ -230,10 +284,14 @@ def test_a_cluster_that_stays_whole_on_its_retry_is_kept_and_counted_and_duplica
 def test_real_recursion_leaves_no_splittable_cluster_over_the_limit():
     vectors, _ = _planted(groups=2, per=20)
     log = ClusterLog()
-    out = rc.raptor_clusters(vectors, [100] * 40, ClusterSettings(max_length_in_cluster=350), 3, log)
+    out = rc.raptor_clusters(
+        vectors, [100] * 40, ClusterSettings(max_length_in_cluster=350), 3, log
+    )
     assert log.reclustered >= 1
     over = [c for c in out if len(c) > 1 and 100 * len(c) > 350]
-    assert len(over) <= len(log.unsplittable)  # anything still over the limit is recorded as unsplittable
+    assert len(over) <= len(
+        log.unsplittable
+    )  # anything still over the limit is recorded as unsplittable
     assert {i for c in out for i in c} == set(range(40))
 
 
@@ -268,13 +326,15 @@ def test_a_point_between_two_clusters_gets_two_parents_and_each_layer_is_one_bat
     assert len(parents) >= 2
     a_side = {store.texts.index(f"a{i}") for i in range(60)}
     kids = [set(store.children[p]) - {mid} for p in parents]
-    assert any(k <= a_side for k in kids) and any(k and not k & a_side for k in kids)  # one parent per side
+    assert any(k <= a_side for k in kids) and any(
+        k and not k & a_side for k in kids
+    )  # one parent per side
     for p in parents:
         assert unit("m", 120).id in store.source_units(p)
     # one batch per built layer, holding one request per new node of that layer
     built = memory.builds[-1]["layers"]
     assert len(llm.batches) == len(built) >= 1
-    for layer, batch in zip(built, llm.batches):
+    for layer, batch in zip(built, llm.batches, strict=False):
         assert len(batch) == layer["clusters"] == len(store.nodes_at_level(layer["layer"]))
     assert built[0]["multi_parent_children"] >= 1
     assert memory.stats()["structure"]["multi_parent_nodes"] >= 1
@@ -287,7 +347,9 @@ def test_a_point_between_two_clusters_gets_two_parents_and_each_layer_is_one_bat
 def test_layers_are_built_until_the_stop_rule_or_num_layers(monkeypatch):
     import memharness.memsys.raptor.memory as raptor_module
 
-    def pairs(vectors, tokens, settings, seed, log, path, reduce):  # clusters of two consecutive nodes
+    def pairs(
+        vectors, tokens, settings, seed, log, path, reduce
+    ):  # clusters of two consecutive nodes
         return [[i, i + 1] for i in range(0, len(vectors), 2)]
 
     monkeypatch.setattr(raptor_module, "raptor_clusters", pairs)
@@ -313,7 +375,9 @@ def test_layers_are_built_until_the_stop_rule_or_num_layers(monkeypatch):
 
 def test_a_failed_summary_is_counted_and_its_node_keeps_an_excerpt():
     table = two_blobs()
-    memory = make_raptor(table, llm=EchoSummariser(fail_on="a3"), max_clusters=3, summary_max_tokens=4)
+    memory = make_raptor(
+        table, llm=EchoSummariser(fail_on="a3"), max_clusters=3, summary_max_tokens=4
+    )
     memory.insert(units([f"a{i}" for i in range(15)] + [f"b{i}" for i in range(15)]))
     memory.ensure_built()
     store = memory.store
@@ -323,8 +387,14 @@ def test_a_failed_summary_is_counted_and_its_node_keeps_an_excerpt():
         members = [store.texts[c] for c in store.children[v]]
         assert store.texts[v].split() == members[:4]
     raptor = memory.stats()["raptor"]
-    assert raptor["summary_failures_total"] == len(failed) == raptor["last_build"]["layers"][0]["summary_failures"]
-    strict = make_raptor(table, llm=EchoSummariser(fail_on="a3"), max_clusters=3, summary_failure="raise")
+    assert (
+        raptor["summary_failures_total"]
+        == len(failed)
+        == raptor["last_build"]["layers"][0]["summary_failures"]
+    )
+    strict = make_raptor(
+        table, llm=EchoSummariser(fail_on="a3"), max_clusters=3, summary_failure="raise"
+    )
     strict.insert(units([f"a{i}" for i in range(15)] + [f"b{i}" for i in range(15)]))
     with pytest.raises(RuntimeError, match="summary of cluster .* failed: BackendError: boom"):
         strict.ensure_built()
@@ -345,10 +415,16 @@ def test_rebuilds_start_from_scratch_and_are_counted():
     assert len(memory.store.leaves()) == 30 and len(memory.store.nodes_at_level(0)) == 30  # not 45
     calls = stats["raptor"]["llm_calls_per_build"]
     assert calls[0] == first_calls and sum(calls) == memory.llm.calls
-    assert stats["raptor"]["llm_calls_per_layer"] == [r["llm_calls"] for r in stats["raptor"]["last_build"]["layers"]]
+    assert stats["raptor"]["llm_calls_per_layer"] == [
+        r["llm_calls"] for r in stats["raptor"]["last_build"]["layers"]
+    ]
     assert len(memory.retrievals) == 1  # the first tree's retrievals point at nodes that are gone
     layer = stats["raptor"]["last_build"]["layers"][0]
-    assert layer["clustering_s"] >= 0 and layer["summarize_s"] >= 0 and "L1/global" in layer["clustering"]["seeds"]
+    assert (
+        layer["clustering_s"] >= 0
+        and layer["summarize_s"] >= 0
+        and "L1/global" in layer["clustering"]["seeds"]
+    )
 
 
 def test_collapsed_retrieval_stops_at_the_first_overflow_and_carries_provenance():
@@ -376,17 +452,25 @@ def test_top_k_null_fills_the_budget_with_every_node_ranked_by_cosine():
     scores = [i.score for i in everything]
     assert scores == sorted(scores, reverse=True)
     budget = sum(i.tokens for i in everything[:12])
-    assert [i.node_id for i in memory.retrieve("a1", budget)] == [i.node_id for i in everything[:12]]
+    assert [i.node_id for i in memory.retrieve("a1", budget)] == [
+        i.node_id for i in everything[:12]
+    ]
     assert memory.stats()["traversal"]["top_k"] is None
 
 
 def test_the_default_summary_prompt_is_the_configured_one_and_keeps_the_papers_instruction():
-    import yaml
     from pathlib import Path
 
-    configured = yaml.safe_load((Path(__file__).parents[1] / "conf/memory/raptor.yaml").read_text())["summary_prompt"]
+    import yaml
+
+    configured = yaml.safe_load(
+        (Path(__file__).parents[1] / "conf/memory/raptor.yaml").read_text()
+    )["summary_prompt"]
     assert Raptor().summary_prompt == configured
-    assert "as many of their key details as you can" in configured and configured.count("{context}") == 1
+    assert (
+        "as many of their key details as you can" in configured
+        and configured.count("{context}") == 1
+    )
 
 
 def test_top_down_descends_from_the_top_layer_to_the_leaves():
@@ -395,7 +479,11 @@ def test_top_down_descends_from_the_top_layer_to_the_leaves():
     memory.insert(units([f"a{i}" for i in range(15)] + [f"b{i}" for i in range(15)]))
     items = memory.retrieve("b2", 10**6)
     levels = [i.level for i in items]
-    assert levels == sorted(levels, reverse=True) and levels[0] == memory.store.max_level() and levels[-1] == 0
+    assert (
+        levels == sorted(levels, reverse=True)
+        and levels[0] == memory.store.max_level()
+        and levels[-1] == 0
+    )
 
 
 def test_save_and_load_answer_without_rebuilding_or_llm_calls(tmp_path):
@@ -404,13 +492,19 @@ def test_save_and_load_answer_without_rebuilding_or_llm_calls(tmp_path):
     memory.insert(units([f"a{i}" for i in range(15)] + [f"b{i}" for i in range(15)]))
     before = memory.retrieve("a4", 1000)
     memory.save(tmp_path / "m")
-    assert {p.name for p in (tmp_path / "m").iterdir()} >= {"hierarchy.json", "embeddings.npy", "view.html"}
+    assert {p.name for p in (tmp_path / "m").iterdir()} >= {
+        "hierarchy.json",
+        "embeddings.npy",
+        "view.html",
+    }
     llm = EchoSummariser()
     loaded = load_memory(tmp_path / "m", llm=llm, embedder=memory.embedder, tokenizer=WT)
     assert isinstance(loaded, Raptor) and loaded.summary_prompt == memory.summary_prompt
     assert [i.node_id for i in loaded.retrieve("a4", 1000)] == [i.node_id for i in before]
     assert llm.calls == 0 and len(loaded.builds) == 1 and len(loaded.units) == 30
-    loaded.insert([unit("b5", 30)])  # a later insert rebuilds over every unit, the saved ones included
+    loaded.insert(
+        [unit("b5", 30)]
+    )  # a later insert rebuilds over every unit, the saved ones included
     loaded.ensure_built()
     assert len(loaded.store.leaves()) == 31 and len(loaded.builds) == 2
 
@@ -434,11 +528,20 @@ def test_bad_settings_name_the_key():
     def problems(**settings):
         return check_target({"_target_": "memharness.memsys.raptor.Raptor", **settings}, "memory")
 
-    assert problems() == [] and problems(top_k=None) == [] and problems(top_k=None, traversal="collapsed_expand") == []
-    for kw, key in [({"top_k": None, "traversal": "top_down"}, "memory.top_k"), ({"top_k": 0}, "memory.top_k"),
-                    ({"chunker": "words"}, "memory.chunker"), ({"summary_failure": "skip"}, "memory.summary_failure"),
-                    ({"summary_prompt": "no placeholder"}, "memory.summary_prompt"),
-                    ({"num_layers": -1}, "memory.num_layers"), ({"cluster_threshold": 1.5}, "memory.cluster_threshold"),
-                    ({"traversal": "beam"}, "memory.traversal")]:
+    assert (
+        problems() == []
+        and problems(top_k=None) == []
+        and problems(top_k=None, traversal="collapsed_expand") == []
+    )
+    for kw, key in [
+        ({"top_k": None, "traversal": "top_down"}, "memory.top_k"),
+        ({"top_k": 0}, "memory.top_k"),
+        ({"chunker": "words"}, "memory.chunker"),
+        ({"summary_failure": "skip"}, "memory.summary_failure"),
+        ({"summary_prompt": "no placeholder"}, "memory.summary_prompt"),
+        ({"num_layers": -1}, "memory.num_layers"),
+        ({"cluster_threshold": 1.5}, "memory.cluster_threshold"),
+        ({"traversal": "beam"}, "memory.traversal"),
+    ]:
         found = problems(**kw)
         assert len(found) == 1 and found[0].startswith(key), found

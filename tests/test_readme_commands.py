@@ -10,6 +10,7 @@ Each command in a ```bash block is classified:
 - ``make T``: ``make -n T`` (the target exists and expands); ``pip install -e '.[x]'``: the extra exists.
 An unknown kind of command fails the test, so a new README command must be taught here.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,7 +23,6 @@ from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
-
 from memharness.eval.run.validate import validate_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,10 +53,18 @@ def split_env(words: list[str]) -> tuple[dict[str, str], list[str]]:
 
 
 def needs_network(env: dict[str, str], args: list[str]) -> bool:
-    choices = {a.split("=", 1)[1] for a in args if a.split("=", 1)[0] in ("llm", "embedder", "judge", "judge@judge2")}
+    choices = {
+        a.split("=", 1)[1]
+        for a in args
+        if a.split("=", 1)[0] in ("llm", "embedder", "judge", "judge@judge2")
+    }
     dataset = next((a.split("=", 1)[1] for a in args if a.startswith("dataset=")), "sample")
-    return (bool(choices & NETWORK_CHOICES) or env.get("HF_HUB_OFFLINE") == "0" or any("<" in a for a in args)
-            or (dataset != "sample" and dataset not in FIXTURES))
+    return (
+        bool(choices & NETWORK_CHOICES)
+        or env.get("HF_HUB_OFFLINE") == "0"
+        or any("<" in a for a in args)
+        or (dataset != "sample" and dataset not in FIXTURES)
+    )
 
 
 def offline_overrides(args: list[str]) -> list[str]:
@@ -68,22 +76,44 @@ def offline_overrides(args: list[str]) -> list[str]:
         kept.append(f"dataset.loader.path={FIXTURES[dataset]}")
     if any(a.startswith("judge@judge2=") for a in args):
         kept.append("judge@judge2=fake")
-    return [*kept, f"hydra.searchpath=[file://{TEST_CONF}]", "llm=fake", "embedder=fake", "judge=fake",
-            "dataset.limit=1", "progress=false"]
+    return [
+        *kept,
+        f"hydra.searchpath=[file://{TEST_CONF}]",
+        "llm=fake",
+        "embedder=fake",
+        "judge=fake",
+        "dataset.limit=1",
+        "progress=false",
+    ]
 
 
 def compose_and_validate(args: list[str], tmp_path: Path) -> None:
-    overrides = [a for a in args if a != "-m"] + [f"data_dir={tmp_path / 'data'}", f"cache.path={tmp_path / 'c.sqlite'}"]
+    overrides = [a for a in args if a != "-m"] + [
+        f"data_dir={tmp_path / 'data'}",
+        f"cache.path={tmp_path / 'c.sqlite'}",
+    ]
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=[re.sub(r"<[^>]*>", "x", a) for a in overrides])
+        cfg = compose(
+            config_name="config", overrides=[re.sub(r"<[^>]*>", "x", a) for a in overrides]
+        )
     validate_config(cfg)
 
 
-def run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: int = 600) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT / "tests"),
-                "MEMHARNESS_CACHE": str(cwd / "cache.sqlite"), "MEMHARNESS_DATA": str(cwd / "data"), **env}
+def run(
+    cmd: list[str], cwd: Path, env: dict[str, str], timeout: int = 600
+) -> subprocess.CompletedProcess:
+    full_env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONPATH": str(ROOT / "tests"),
+        "MEMHARNESS_CACHE": str(cwd / "cache.sqlite"),
+        "MEMHARNESS_DATA": str(cwd / "data"),
+        **env,
+    }
     full_env.pop("OPENAI_API_KEY", None)
-    return subprocess.run(cmd, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        cmd, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def check(command: str, work: Path) -> str:
@@ -96,11 +126,15 @@ def check(command: str, work: Path) -> str:
     if head == "export":
         return "skipped (sets a variable)"
     if head == "make":
-        proc = subprocess.run(["make", "-n", words[1]], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            ["make", "-n", words[1]], cwd=ROOT, capture_output=True, text=True, timeout=60
+        )
         assert proc.returncode == 0, f"{command}: {proc.stderr}"
         return "make -n"
     if head == "pip":
-        extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+        extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+            "optional-dependencies"
+        ]
         wanted = re.findall(r"\.\[([\w,-]+)\]", command)
         assert wanted and all(e in extras for w in wanted for e in w.split(",")), command
         return "extra exists"
@@ -116,7 +150,9 @@ def check(command: str, work: Path) -> str:
         proc = run([sys.executable, str(work / "run.py"), *offline_overrides(args)], work, env)
         assert proc.returncode == 0, f"{command}:\n{proc.stderr[-3000:]}"
         return "ran with test doubles"
-    raise AssertionError(f"README command of an unknown kind (teach tests/test_readme_commands.py): {command}")
+    raise AssertionError(
+        f"README command of an unknown kind (teach tests/test_readme_commands.py): {command}"
+    )
 
 
 def test_readme_commands_are_found():
@@ -141,9 +177,14 @@ def test_every_readme_command_works(work):
     assert any(how.startswith("composed") for _, how in done)
 
 
-@pytest.mark.parametrize("command, kind", [
-    ("python run.py llm=openai", "composed"), ("HF_HUB_OFFLINE=0 python run.py dataset=msc", "composed"),
-    ("python run.py memory=nonexistent", "error")])
+@pytest.mark.parametrize(
+    "command, kind",
+    [
+        ("python run.py llm=openai", "composed"),
+        ("HF_HUB_OFFLINE=0 python run.py dataset=msc", "composed"),
+        ("python run.py memory=nonexistent", "error"),
+    ],
+)
 def test_the_checker_itself_can_fail(work, command, kind):
     if kind == "composed":
         assert check(command, work).startswith("composed")
@@ -158,11 +199,14 @@ def test_readme_table_commands_run_on_a_dataset_their_table_reads():
     """A paper-table experiment shown with dataset=X must run on a dataset the table's cells read,
     else the paper_report command after it can only print 'not run' (dataset=sample did, for Table 4)."""
     from memharness.eval.papers.store import load_all
+
     datasets: dict[str, set[str]] = {}
     for paper in load_all():
         for table in paper.tables:
             if table.experiment:
-                datasets.setdefault(table.experiment, set()).update(d for c in table.columns for d in c.datasets)
+                datasets.setdefault(table.experiment, set()).update(
+                    d for c in table.columns for d in c.datasets
+                )
     checked = 0
     for command in readme_commands((ROOT / "README.md").read_text()):
         words = shlex.split(command)
@@ -170,5 +214,7 @@ def test_readme_table_commands_run_on_a_dataset_their_table_reads():
         chosen = next((w.split("=", 1)[1] for w in words if w.startswith("dataset=")), None)
         if exp in datasets and chosen is not None:
             checked += 1
-            assert chosen in datasets[exp], f"{command}: {exp}'s tables read {sorted(datasets[exp])}, not {chosen}"
+            assert chosen in datasets[exp], (
+                f"{command}: {exp}'s tables read {sorted(datasets[exp])}, not {chosen}"
+            )
     assert checked >= 1

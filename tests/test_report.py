@@ -1,5 +1,6 @@
 """Reports from fixture run folders: comparable rows and groups, best marked by direction within a
 group only, CSV / long CSV / LaTeX, paired comparisons, figures in PNG and PDF."""
+
 from __future__ import annotations
 
 import csv
@@ -9,54 +10,113 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-
-from memharness.eval.report import plots
 from memharness.eval.metrics.lexical import summarize
-from memharness.eval.report.comparison import ReportError, build_report, find_runs, latest_per_config, load_run
 from memharness.eval.metrics.stats import mcnemar, paired_bootstrap
+from memharness.eval.report import plots
+from memharness.eval.report.comparison import (
+    ReportError,
+    build_report,
+    find_runs,
+    latest_per_config,
+    load_run,
+)
 
 
 def _summary(mean):
     return {"mean": mean, "n": 4, "ci_low": mean - 0.1, "ci_high": mean + 0.1}
 
 
-def write_run(root: Path, memory: str, stamp: str, judge: float, ctx: float, n: int = 4, dataset="sample",
-              overrides: list[str] | None = None) -> Path:
+def write_run(
+    root: Path,
+    memory: str,
+    stamp: str,
+    judge: float,
+    ctx: float,
+    n: int = 4,
+    dataset="sample",
+    overrides: list[str] | None = None,
+) -> Path:
     """A run folder as older harness versions wrote it (no config.yaml, no per-question metrics)."""
     folder = root / f"{memory}-{dataset}" / stamp
     folder.mkdir(parents=True)
-    counts = {"questions": n, "scored": n, "retrieve_failed": 0, "answer_failed": 0, "judge_failed": 0,
-              "judge_unparsed": 0, "mc_unparsed": 0}
-    metrics = {"memory": memory, "dataset": dataset, "counts": counts, "overrides": overrides or [],
-               "metrics": {"judge": _summary(judge), "f1": _summary(0.5), "context_tokens": _summary(ctx)},
-               "time": {"build_s": 1.0}, "calls": {"total": {"calls": 10}}}
+    counts = {
+        "questions": n,
+        "scored": n,
+        "retrieve_failed": 0,
+        "answer_failed": 0,
+        "judge_failed": 0,
+        "judge_unparsed": 0,
+        "mc_unparsed": 0,
+    }
+    metrics = {
+        "memory": memory,
+        "dataset": dataset,
+        "counts": counts,
+        "overrides": overrides or [],
+        "metrics": {"judge": _summary(judge), "f1": _summary(0.5), "context_tokens": _summary(ctx)},
+        "time": {"build_s": 1.0},
+        "calls": {"total": {"calls": 10}},
+    }
     (folder / "metrics.json").write_text(json.dumps(metrics))
     (folder / "samples.jsonl").write_text("".join(json.dumps({"i": i}) + "\n" for i in range(n)))
     return folder
 
 
-def write_full_run(root: Path, memory: str, stamp: str, judge: dict[str, float], config: dict | None = None,
-                   judge_model: str = "judge-a", f1: dict[str, float] | None = None, dataset: str = "sample",
-                   intrinsic_tokens: int = 100) -> Path:
+def write_full_run(
+    root: Path,
+    memory: str,
+    stamp: str,
+    judge: dict[str, float],
+    config: dict | None = None,
+    judge_model: str = "judge-a",
+    f1: dict[str, float] | None = None,
+    dataset: str = "sample",
+    intrinsic_tokens: int = 100,
+) -> Path:
     """A run folder as the runner writes it: config.yaml, per-question metrics, summaries, ledgers."""
     folder = root / f"{memory}-{dataset}" / stamp
     folder.mkdir(parents=True)
-    samples = [{"question_id": q, "status": "scored", "metrics": {"judge": v, **({"f1": f1[q]} if f1 else {})}}
-               for q, v in judge.items()]
+    samples = [
+        {
+            "question_id": q,
+            "status": "scored",
+            "metrics": {"judge": v, **({"f1": f1[q]} if f1 else {})},
+        }
+        for q, v in judge.items()
+    ]
     (folder / "samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
     values = list(judge.values())
     summaries = {"judge": summarize(values, 200, 0.95, 0)}
     if f1:
         summaries["f1"] = summarize(list(f1.values()), 200, 0.95, 0)
-    stage = {"calls": 2, "prompt_tokens": intrinsic_tokens, "completion_tokens": 0, "cost_usd": 0.0, "call_s": 1.0,
-             "embed_texts": 3}
-    metrics = {"memory": memory, "dataset": dataset, "seed": 0, "llm": "llama.cpp:Model-A.gguf:ctx4096",
-               "embedder": "st:mini", "judge": judge_model, "counts": {"questions": len(samples), "scored": len(samples)},
-               "metrics": summaries, "intrinsic": {"build": stage, "retrieve": {}, "answer": stage},
-               "calls": {"total": {"calls": 0}}}
+    stage = {
+        "calls": 2,
+        "prompt_tokens": intrinsic_tokens,
+        "completion_tokens": 0,
+        "cost_usd": 0.0,
+        "call_s": 1.0,
+        "embed_texts": 3,
+    }
+    metrics = {
+        "memory": memory,
+        "dataset": dataset,
+        "seed": 0,
+        "llm": "llama.cpp:Model-A.gguf:ctx4096",
+        "embedder": "st:mini",
+        "judge": judge_model,
+        "counts": {"questions": len(samples), "scored": len(samples)},
+        "metrics": summaries,
+        "intrinsic": {"build": stage, "retrieve": {}, "answer": stage},
+        "calls": {"total": {"calls": 0}},
+    }
     (folder / "metrics.json").write_text(json.dumps(metrics))
-    cfg = {"memory": {"name": memory, "top_k": 3}, "dataset": {"name": dataset, "limit": None}, "seed": 0,
-           "cache": {"enabled": True, "path": "/x"}, "eval": {"judge": {"prompt": "Decide ..."}}}
+    cfg = {
+        "memory": {"name": memory, "top_k": 3},
+        "dataset": {"name": dataset, "limit": None},
+        "seed": 0,
+        "cache": {"enabled": True, "path": "/x"},
+        "eval": {"judge": {"prompt": "Decide ..."}},
+    }
     for key, value in (config or {}).items():
         node = cfg
         *parents, leaf = key.split(".")
@@ -79,20 +139,30 @@ def test_tables_mark_best_by_direction(tmp_path):
     memtree_rows = [line for line in md.splitlines() if line.startswith("| memtree")]
     full_rows = [line for line in md.splitlines() if line.startswith("| full_context")]
     assert "**0.800 [0.700, 0.900]**" in memtree_rows[0]  # higher judge is better
-    assert any("**400.000" in r for r in full_rows) and not any("**900" in r for r in memtree_rows)  # lower context
+    assert any("**400.000" in r for r in full_rows) and not any(
+        "**900" in r for r in memtree_rows
+    )  # lower context
     assert md.count("**0.500 [0.400, 0.600]**") == 2  # a tie marks every tied run
     rows = list(csv.DictReader(out["csv"].open()))
     assert {r["memory"]: r["judge.mean"] for r in rows} == {"memtree": "0.8", "full_context": "0.6"}
-    assert {r["judge.ci_low"] for r in rows} == {"0.7000000000000001", "0.5"}  # the CIs are in the CSV
+    assert {r["judge.ci_low"] for r in rows} == {
+        "0.7000000000000001",
+        "0.5",
+    }  # the CIs are in the CSV
     assert "\\textbf{0.800" in out["tex"].read_text()
-    assert out["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out["pdf"].read_bytes()[:4] == b"%PDF"
+    assert (
+        out["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        and out["pdf"].read_bytes()[:4] == b"%PDF"
+    )
 
 
 def test_best_is_never_marked_across_question_sets_or_judges(tmp_path):
     runs = tmp_path / "runs"
-    write_full_run(runs, "full_context", "s1", {q: 1.0 for q in QS})                    # set A: 8 questions
-    write_full_run(runs, "memtree", "s1", {q: 0.0 for q in QS[:3]})                      # a 3-question subset
-    write_full_run(runs, "memorystream", "s1", {q: 0.0 for q in QS}, judge_model="judge-b")  # another judge
+    write_full_run(runs, "full_context", "s1", {q: 1.0 for q in QS})  # set A: 8 questions
+    write_full_run(runs, "memtree", "s1", {q: 0.0 for q in QS[:3]})  # a 3-question subset
+    write_full_run(
+        runs, "memorystream", "s1", {q: 0.0 for q in QS}, judge_model="judge-b"
+    )  # another judge
     out = build_report([runs], tmp_path / "t", "x")
     wide = pd.read_csv(out["csv"])
     assert wide["set"].nunique() == 3  # three comparable groups, none with two rows
@@ -108,27 +178,52 @@ def test_best_is_never_marked_across_question_sets_or_judges(tmp_path):
 
 def test_rows_are_identified_by_resolved_settings(tmp_path):
     runs = tmp_path / "runs"
-    write_full_run(runs, "memtree", "2026-01-01", {q: 0.0 for q in QS}, config={"memory.base_threshold": 0.1})
-    write_full_run(runs, "memtree", "2026-01-02", {q: 0.5 for q in QS}, config={"memory.base_threshold": 0.4})
+    write_full_run(
+        runs, "memtree", "2026-01-01", {q: 0.0 for q in QS}, config={"memory.base_threshold": 0.1}
+    )
+    write_full_run(
+        runs, "memtree", "2026-01-02", {q: 0.5 for q in QS}, config={"memory.base_threshold": 0.4}
+    )
     # cache off is not another experiment: the newer run replaces the older one with the same identity
-    write_full_run(runs, "memtree", "2026-01-03", {q: 1.0 for q in QS},
-                   config={"memory.base_threshold": 0.4, "cache.enabled": False})
+    write_full_run(
+        runs,
+        "memtree",
+        "2026-01-03",
+        {q: 1.0 for q in QS},
+        config={"memory.base_threshold": 0.4, "cache.enabled": False},
+    )
     kept = latest_per_config([load_run(f) for f in find_runs([runs])])
     assert sorted((r["setting"], r["metrics"]["judge"]["mean"]) for r in kept) == [
-        ("memory.base_threshold=0.1", 0.0), ("memory.base_threshold=0.4", 1.0)]
+        ("memory.base_threshold=0.1", 0.0),
+        ("memory.base_threshold=0.4", 1.0),
+    ]
     wide = pd.read_csv(build_report([runs], tmp_path / "t", "x")["csv"])
-    assert set(wide["llm"]) == {"llama.cpp:Model-A.gguf:ctx4096"} and set(wide["judge"]) == {"judge-a"}
-    assert set(wide["embedder"]) == {"st:mini"} and set(wide["n"]) == {8} and set(wide["seed"]) == {0}
+    assert set(wide["llm"]) == {"llama.cpp:Model-A.gguf:ctx4096"} and set(wide["judge"]) == {
+        "judge-a"
+    }
+    assert (
+        set(wide["embedder"]) == {"st:mini"} and set(wide["n"]) == {8} and set(wide["seed"]) == {0}
+    )
 
 
 def test_csv_long_format_and_latex_escaping(tmp_path):
     runs = tmp_path / "runs"
-    write_full_run(runs, "full_context", "s1", {q: 1.0 for q in QS}, config={"eval.note": "50% & $x_1$"})
-    write_full_run(runs, "mem_tree", "s1", {q: float(i % 2) for i, q in enumerate(QS)}, config={"eval.note": "#2"})
+    write_full_run(
+        runs, "full_context", "s1", {q: 1.0 for q in QS}, config={"eval.note": "50% & $x_1$"}
+    )
+    write_full_run(
+        runs,
+        "mem_tree",
+        "s1",
+        {q: float(i % 2) for i, q in enumerate(QS)},
+        config={"eval.note": "#2"},
+    )
     out = build_report([runs], tmp_path / "t", "x")
     long = pd.read_csv(out["long_csv"])
     judge = long[(long["metric"] == "judge") & (long["memory"] == "mem_tree")].iloc[0]
-    assert (judge["mean"], judge["n"], judge["kind"]) == (0.5, 8, "score") and judge["ci_low"] < 0.5 < judge["ci_high"]
+    assert (judge["mean"], judge["n"], judge["kind"]) == (0.5, 8, "score") and judge[
+        "ci_low"
+    ] < 0.5 < judge["ci_high"]
     cost = long[(long["metric"] == "method_tokens") & (long["memory"] == "mem_tree")].iloc[0]
     assert cost["mean"] == 200 and cost["kind"] == "cost"  # intrinsic: build + answer prompt tokens
     tex = out["tex"].read_text()
@@ -138,8 +233,8 @@ def test_csv_long_format_and_latex_escaping(tmp_path):
 
 def test_paired_comparison_against_the_baseline(tmp_path):
     runs = tmp_path / "runs"
-    base = {q: v for q, v in zip(QS, [1, 1, 0, 0, 1, 0, 1, 1])}
-    other = {q: v for q, v in zip(QS, [1, 0, 1, 1, 1, 1, 1, 1])}
+    base = {q: v for q, v in zip(QS, [1, 1, 0, 0, 1, 0, 1, 1], strict=False)}
+    other = {q: v for q, v in zip(QS, [1, 0, 1, 1, 1, 1, 1, 1], strict=False)}
     f1_base = {q: 0.1 * i for i, q in enumerate(QS)}
     f1_other = {q: 0.1 * i + 0.05 for i, q in enumerate(QS)}
     write_full_run(runs, "full_context", "s1", {q: float(v) for q, v in base.items()}, f1=f1_base)
@@ -150,8 +245,12 @@ def test_paired_comparison_against_the_baseline(tmp_path):
     assert paired.loc["judge", "n_pairs"] == 8 and paired.loc["judge", "test"] == "mcnemar"
     assert paired.loc["judge", "p"] == pytest.approx(mcnemar(a, b)["p"])
     assert paired.loc["judge", "diff"] == pytest.approx(0.25)
-    assert paired.loc["judge", "ci_low"] == pytest.approx(paired_bootstrap(a, b, 500, 0.95, 0)["ci_low"])
-    assert paired.loc["f1", "test"] == "permutation" and paired.loc["f1", "p"] == pytest.approx(2 / 256)
+    assert paired.loc["judge", "ci_low"] == pytest.approx(
+        paired_bootstrap(a, b, 500, 0.95, 0)["ci_low"]
+    )
+    assert paired.loc["f1", "test"] == "permutation" and paired.loc["f1", "p"] == pytest.approx(
+        2 / 256
+    )
     md = out["md"].read_text()
     assert "## Paired comparison against full_context" in md and "**+0.050 [+0.050, +0.050]**" in md
 
@@ -171,8 +270,14 @@ def test_report_errors_are_raised(tmp_path):
 def test_runs_of_a_sweep_without_config_keep_one_row_per_override(tmp_path):
     runs = tmp_path / "runs"
     for i, theta in enumerate(("0.1", "0.4", "0.4")):
-        write_run(runs, "memtree", f"2026-01-0{i + 1}_00-00-00", judge=0.1 * (i + 1), ctx=1,
-                  overrides=["memory=memtree", f"memory.base_threshold={theta}", "hydra.run.dir=x"])
+        write_run(
+            runs,
+            "memtree",
+            f"2026-01-0{i + 1}_00-00-00",
+            judge=0.1 * (i + 1),
+            ctx=1,
+            overrides=["memory=memtree", f"memory.base_threshold={theta}", "hydra.run.dir=x"],
+        )
     out = build_report([runs], tmp_path / "tables", "sweep")
     scores = out["md"].read_text().split("## Scores")[1].split("##")[0]
     rows = [line for line in scores.splitlines() if line.startswith("| memtree")]
@@ -193,4 +298,6 @@ def test_figures_widen_until_no_labels_overlap(tmp_path):
     assert plots.overlapping_labels(fig)  # the check sees the collision
     paths = plots._save(fig, tmp_path, "crowded")
     assert plots.overlapping_labels(fig) == []
-    assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size > 0 for p in paths)
+    assert [p.suffix for p in paths] == [".png", ".pdf"] and all(
+        p.stat().st_size > 0 for p in paths
+    )

@@ -1,16 +1,18 @@
 """The runner with seeded fakes: run-folder contents, failure accounting, budgets, warm cache."""
+
 from __future__ import annotations
 
 import json
-
-import pytest
 from pathlib import Path
 
+import pytest
 from memharness.data_prep.base import subset
 from memharness.data_prep.sample import load as load_sample
 from memharness.eval.run.runner import run
 
-JUDGE = "You are grading answers"  # a phrase only the judge prompt (conf/eval/default.yaml) contains
+JUDGE = (
+    "You are grading answers"  # a phrase only the judge prompt (conf/eval/default.yaml) contains
+)
 SCRIPT = f'[["Which striker","perhaps"],["{JUDGE}","1"]]'
 
 
@@ -19,13 +21,17 @@ def _samples(out):
 
 
 def test_full_run_records_every_sample_and_counts_failures(make_cfg, tmp_path):
-    cfg = make_cfg("memory=full_context", f"llm.backend.script={SCRIPT}", "llm.backend.fail_on=Which ankle")
+    cfg = make_cfg(
+        "memory=full_context", f"llm.backend.script={SCRIPT}", "llm.backend.fail_on=Which ankle"
+    )
     out = tmp_path / "run"
     metrics = run(cfg, out)
     samples = _samples(out)
     dataset = load_sample()
     assert len(samples) == dataset.num_questions == metrics["counts"]["questions"]
-    assert {s["question_id"] for s in samples} == {q.id for e in dataset.episodes for q in e.questions}
+    assert {s["question_id"] for s in samples} == {
+        q.id for e in dataset.episodes for q in e.questions
+    }
     failed = [s for s in samples if s["status"] == "answer_failed"]
     assert [s["question"] for s in failed] == ["Which ankle was sprained during training?"]
     assert "scripted failure" in failed[0]["error"] and "judge" not in failed[0]["metrics"]
@@ -41,7 +47,12 @@ def test_full_run_records_every_sample_and_counts_failures(make_cfg, tmp_path):
 def test_run_folder_holds_provenance(make_cfg, tmp_path):
     out = tmp_path / "run"
     metrics = run(make_cfg("memory=full_context", "dataset.limit=3"), out)
-    assert {p.name for p in out.iterdir()} >= {"config.yaml", "samples.jsonl", "metrics.json", "memory_stats.json"}
+    assert {p.name for p in out.iterdir()} >= {
+        "config.yaml",
+        "samples.jsonl",
+        "metrics.json",
+        "memory_stats.json",
+    }
     on_disk = json.loads((out / "metrics.json").read_text())
     assert on_disk["data"]["checksum"] == subset(load_sample(), 3, 0, "type").checksum()
     assert on_disk["seed"] == 0 and on_disk["env"]["git"]["sha"]
@@ -51,9 +62,17 @@ def test_run_folder_holds_provenance(make_cfg, tmp_path):
     # written by the judge, 3 x 3 canary verdicts (one of them equals a verdict already made: a cache hit)
     assert on_disk["calls"]["answer"]["calls"] == 3 and on_disk["calls"]["judge"]["calls"] == 3
     audit = on_disk["calls"]["audit"]
-    assert audit["calls"] + audit["cache_hits"] == 3 + 3 + 3 * 3 == on_disk["intrinsic"]["audit"]["calls"]
+    assert (
+        audit["calls"] + audit["cache_hits"]
+        == 3 + 3 + 3 * 3
+        == on_disk["intrinsic"]["audit"]["calls"]
+    )
     subset_record = on_disk["data"]["subset"]
-    assert (subset_record["limit"], subset_record["subset_seed"], subset_record["stratify_by"]) == (3, 0, "type")
+    assert (subset_record["limit"], subset_record["subset_seed"], subset_record["stratify_by"]) == (
+        3,
+        0,
+        "type",
+    )
     assert sorted(subset_record["question_ids"]) == sorted(s["question_id"] for s in _samples(out))
     assert sum(v["kept"] for v in subset_record["strata"].values()) == 3
     assert on_disk["judge"] == on_disk["llm"] == "fake-chat" and on_disk["judge_config"] == "same"
@@ -93,7 +112,10 @@ def test_warm_rerun_makes_no_backend_calls(make_cfg, tmp_path):
     assert cold["calls"]["total"]["calls"] > 0 and cold["calls"]["total"]["embed_calls"] > 0
     assert warm["calls"]["total"]["calls"] == 0 and warm["calls"]["total"]["embed_calls"] == 0
     # the cold run already served repeated requests (e.g. a canary equal to an answer) from the cache
-    assert warm["calls"]["total"]["cache_hits"] == cold["calls"]["total"]["calls"] + cold["calls"]["total"]["cache_hits"]
+    assert (
+        warm["calls"]["total"]["cache_hits"]
+        == cold["calls"]["total"]["calls"] + cold["calls"]["total"]["cache_hits"]
+    )
     assert warm["metrics"] == cold["metrics"]
 
 
@@ -102,47 +124,93 @@ def test_multiple_choice_mode_scores_letters(make_cfg, tmp_path):
     from memharness.eval.run.answer import answer_request, is_multiple_choice, mc_correct
     from memharness.memsys.types import Question
 
-    q = Question(id="q", text="Which?", answers=(), position=0, options=("red", "blue", "green"), gold_option=1)
+    q = Question(
+        id="q",
+        text="Which?",
+        answers=(),
+        position=0,
+        options=("red", "blue", "green"),
+        gold_option=1,
+    )
     cfg = make_cfg().eval.answer
     req = answer_request(q, [], cfg)
     assert req.choices == ("A", "B", "C") and "(B) blue" in req.messages[-1][1]
     assert is_multiple_choice(q, "auto") and not is_multiple_choice(q, "generative")
-    assert mc_correct(q, "B") == (1, 1.0) and mc_correct(q, "C") == (2, 0.0) and mc_correct(q, "??") == (None, 0.0)
-    many = Question(id="q11", text="Which?", answers=(), position=0, options=tuple("abcdefghijk"), gold_option=10)
+    assert (
+        mc_correct(q, "B") == (1, 1.0)
+        and mc_correct(q, "C") == (2, 0.0)
+        and mc_correct(q, "??") == (None, 0.0)
+    )
+    many = Question(
+        id="q11",
+        text="Which?",
+        answers=(),
+        position=0,
+        options=tuple("abcdefghijk"),
+        gold_option=10,
+    )
     with pytest.raises(ValueError, match="question q11 has 11 options; .*at most 10 options"):
         is_multiple_choice(many, "auto")
-    assert not is_multiple_choice(many, "generative")  # options that are not asked for are no problem
-    ten = Question(id="q10", text="Which?", answers=(), position=0, options=tuple("abcdefghij"), gold_option=9)
+    assert not is_multiple_choice(
+        many, "generative"
+    )  # options that are not asked for are no problem
+    ten = Question(
+        id="q10", text="Which?", answers=(), position=0, options=tuple("abcdefghij"), gold_option=9
+    )
     assert answer_request(ten, [], cfg).choices == tuple("ABCDEFGHIJ")
 
 
 def test_generative_agents_scoring_normalises_components(make_cfg, tmp_path):
     out = tmp_path / "run"
-    run(make_cfg("memory=memorystream", "memory.scoring=generative_agents", "dataset.limit=2",
-                 'llm.backend.script=[["Rating","7"]]'), out)
+    run(
+        make_cfg(
+            "memory=memorystream",
+            "memory.scoring=generative_agents",
+            "dataset.limit=2",
+            'llm.backend.script=[["Rating","7"]]',
+        ),
+        out,
+    )
     stats = json.loads((out / "memory_stats.json").read_text())
     for ep in stats.values():
         assert ep["importance_unparsed"] == 0 and ep["importance_mean"] == 7.0
 
 
 def test_judge_calibration_exposes_a_judge_that_always_says_one(make_cfg, tmp_path):
-    always_one = run(make_cfg("memory=full_context", "dataset.limit=4", f'llm.backend.script=[["{JUDGE}","1"]]'),
-                     tmp_path / "a")["judge_calibration"]
-    assert always_one == {"n": 4, "says_1_to_reference": 1.0, "says_0_to_other_reference": 0.0, "unparsed": 0, "failed": 0}
+    always_one = run(
+        make_cfg("memory=full_context", "dataset.limit=4", f'llm.backend.script=[["{JUDGE}","1"]]'),
+        tmp_path / "a",
+    )["judge_calibration"]
+    assert always_one == {
+        "n": 4,
+        "says_1_to_reference": 1.0,
+        "says_0_to_other_reference": 0.0,
+        "unparsed": 0,
+        "failed": 0,
+    }
     # another model id, so the first run's cached replies do not apply;
     # a judge that says 1 only when the prediction repeats the reference word for word
-    cfg = make_cfg("memory=full_context", "dataset.limit=4", "+llm.backend.model_id=fake-strict-judge")
+    cfg = make_cfg(
+        "memory=full_context", "dataset.limit=4", "+llm.backend.model_id=fake-strict-judge"
+    )
     from memharness.eval.run.answer import reference_text
 
-    ref = reference_text(subset(load_sample(), 4, 0, "type").episodes[0].questions[0])  # one of the 4 references
+    ref = reference_text(
+        subset(load_sample(), 4, 0, "type").episodes[0].questions[0]
+    )  # one of the 4 references
     cfg.llm.backend.script = [[f"Reference: {ref} | Predicted: {ref} ->", "1"], [JUDGE, "0"]]
     cal = run(cfg, tmp_path / "b")["judge_calibration"]
-    assert cal == {"n": 4, "says_1_to_reference": 0.25, "says_0_to_other_reference": 1.0, "unparsed": 0, "failed": 0}
+    assert cal == {
+        "n": 4,
+        "says_1_to_reference": 0.25,
+        "says_0_to_other_reference": 1.0,
+        "unparsed": 0,
+        "failed": 0,
+    }
 
 
 def test_integrity_problems_are_recorded_not_fatal(make_cfg, tmp_path):
-    cfg = make_cfg("memory=full_context",
-                   "dataset.loader._target_=fakes.dataset_with_problems")
+    cfg = make_cfg("memory=full_context", "dataset.loader._target_=fakes.dataset_with_problems")
     metrics = run(cfg, tmp_path / "r")
     assert metrics["data"]["metadata"]["integrity"] == {"empty_texts": 1, "dangling_evidence": 1}
     assert metrics["counts"]["questions"] == 1 and metrics["counts"]["scored"] == 1
@@ -150,11 +218,18 @@ def test_integrity_problems_are_recorded_not_fatal(make_cfg, tmp_path):
 
 def test_multiple_choice_run_on_quality_fixture(make_cfg, tmp_path):
     fixture = Path(__file__).resolve().parent / "fixtures" / "quality"
-    cfg = make_cfg("dataset=quality", "memory=full_context", f"dataset.loader.path={fixture}",
-                   "dataset.loader.mode=multiple_choice", 'llm.backend.script=[["Options:","B"]]')
+    cfg = make_cfg(
+        "dataset=quality",
+        "memory=full_context",
+        f"dataset.loader.path={fixture}",
+        "dataset.loader.mode=multiple_choice",
+        'llm.backend.script=[["Options:","B"]]',
+    )
     metrics = run(cfg, tmp_path / "r")
     samples = _samples(tmp_path / "r")
-    assert samples and all(s["mode"] == "multiple_choice" and "judge" not in s["metrics"] for s in samples)
+    assert samples and all(
+        s["mode"] == "multiple_choice" and "judge" not in s["metrics"] for s in samples
+    )
     assert all(s["predicted_option"] == 1 and "(B)" in s["prompt"] for s in samples)
     expected = sum(s["gold_option"] == 1 for s in samples) / len(samples)
     assert metrics["metrics"]["mc_accuracy"]["mean"] == pytest.approx(expected)
@@ -163,16 +238,29 @@ def test_multiple_choice_run_on_quality_fixture(make_cfg, tmp_path):
 
 def test_unparsed_multiple_choice_reply_counts_as_wrong(make_cfg, tmp_path):
     fixture = Path(__file__).resolve().parent / "fixtures" / "quality"
-    cfg = make_cfg("dataset=quality", "memory=full_context", f"dataset.loader.path={fixture}",
-                   "dataset.loader.mode=multiple_choice", 'llm.backend.script=[["Options:","none of them"]]')
+    cfg = make_cfg(
+        "dataset=quality",
+        "memory=full_context",
+        f"dataset.loader.path={fixture}",
+        "dataset.loader.mode=multiple_choice",
+        'llm.backend.script=[["Options:","none of them"]]',
+    )
     metrics = run(cfg, tmp_path / "r")
     n = metrics["counts"]["questions"]
     assert metrics["counts"]["mc_unparsed"] == n and metrics["metrics"]["mc_accuracy"] == {
-        "mean": 0.0, "n": n, "ci_low": 0.0, "ci_high": 0.0}
+        "mean": 0.0,
+        "n": n,
+        "ci_low": 0.0,
+        "ci_high": 0.0,
+    }
 
 
-def test_a_memory_that_fails_to_build_fails_its_episode_questions_and_the_run_goes_on(make_cfg, tmp_path):
-    cfg = make_cfg("memory=full_context", "memory._target_=fakes.FailingMemory", "+memory.fail_on=greyhound")
+def test_a_memory_that_fails_to_build_fails_its_episode_questions_and_the_run_goes_on(
+    make_cfg, tmp_path
+):
+    cfg = make_cfg(
+        "memory=full_context", "memory._target_=fakes.FailingMemory", "+memory.fail_on=greyhound"
+    )
     metrics = run(cfg, tmp_path / "r")
     samples = _samples(tmp_path / "r")
     failed = [s for s in samples if s["status"] == "build_failed"]

@@ -1,12 +1,20 @@
 """Paired statistics and agreement against values computed by hand."""
+
 from __future__ import annotations
 
 import itertools
 
 import numpy as np
 import pytest
-
-from memharness.eval.metrics.stats import StatsError, cohen_kappa, is_binary, mcnemar, paired_bootstrap, paired_permutation, paired_test
+from memharness.eval.metrics.stats import (
+    StatsError,
+    cohen_kappa,
+    is_binary,
+    mcnemar,
+    paired_bootstrap,
+    paired_permutation,
+    paired_test,
+)
 
 
 def test_mcnemar_exact_binomial_by_hand():
@@ -30,7 +38,9 @@ def test_paired_bootstrap_matches_the_exact_resampling_distribution():
     assert result["diff"] == pytest.approx(2 / 3) and result["n"] == 3
     assert (result["ci_low"], result["ci_high"]) == pytest.approx((1 / 3, 1.0))
     # resampling keeps pairs together: a shift shared by both runs does not widen the interval
-    shifted = paired_bootstrap([x + 5 * i for i, x in enumerate(a)], [5.0 * i for i in range(3)], 20000, 0.8, 1)
+    shifted = paired_bootstrap(
+        [x + 5 * i for i, x in enumerate(a)], [5.0 * i for i in range(3)], 20000, 0.8, 1
+    )
     assert (shifted["ci_low"], shifted["ci_high"]) == pytest.approx((1 / 3, 1.0))
     constant = paired_bootstrap([0.7, 0.5], [0.2, 0.0], resamples=100)
     assert (constant["ci_low"], constant["ci_high"]) == pytest.approx((0.5, 0.5))
@@ -38,7 +48,10 @@ def test_paired_bootstrap_matches_the_exact_resampling_distribution():
 
 def test_paired_permutation_exact_by_hand():
     # differences 1, 2, 3, 4: only all-plus and all-minus reach |mean| 2.5 -> p = 2/16
-    assert paired_permutation([1, 2, 3, 4], [0, 0, 0, 0]) == {"p": pytest.approx(0.125), "exact": True}
+    assert paired_permutation([1, 2, 3, 4], [0, 0, 0, 0]) == {
+        "p": pytest.approx(0.125),
+        "exact": True,
+    }
     # differences 1, -1: every sign pattern has |mean| 0 or 1 >= 0 -> p = 1
     assert paired_permutation([1, 0], [0, 1])["p"] == 1.0
     big = paired_permutation(np.arange(40) + 1.0, np.zeros(40), resamples=999, seed=0)
@@ -58,7 +71,9 @@ def test_cohen_kappa_on_a_hand_made_table():
     a = [1] * 20 + [1] * 5 + [0] * 10 + [0] * 15
     b = [1] * 20 + [0] * 5 + [1] * 10 + [0] * 15
     k = cohen_kappa(a, b)
-    assert k["kappa"] == pytest.approx(0.4) and k["agreement"] == pytest.approx(0.7) and k["n"] == 50
+    assert (
+        k["kappa"] == pytest.approx(0.4) and k["agreement"] == pytest.approx(0.7) and k["n"] == 50
+    )
     assert cohen_kappa([1, 0, 1], [1, 0, 1])["kappa"] == pytest.approx(1.0)
     assert cohen_kappa([1, 1], [1, 1])["kappa"] is None  # chance agreement 1: undefined
     assert cohen_kappa([1, 0], [0, 1])["kappa"] == pytest.approx(-1.0)

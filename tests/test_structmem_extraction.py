@@ -1,54 +1,82 @@
 """Structural memory extraction α: parsing of each structure from hand-written replies (malformed
 lines counted), one concurrent batch per insert, provenance to chunks, documents and dataset units."""
+
 from __future__ import annotations
 
 import pytest
-from structmem_fakes import FACTS_REPLY, PROMPTS, TRIPLES_REPLY, FakeLLM, by_kind, make_memory, unit
-
-from memharness.memsys.structmem.extraction import (ExtractionCounts, extract, parse_atomic_facts, parse_summary,
-                                                    parse_triples, source_chunks)
 from memharness.memsys.services.tokens import get_tokenizer
+from memharness.memsys.structmem.extraction import (
+    ExtractionCounts,
+    extract,
+    parse_atomic_facts,
+    parse_summary,
+    parse_triples,
+    source_chunks,
+)
+from structmem_fakes import FACTS_REPLY, PROMPTS, TRIPLES_REPLY, FakeLLM, by_kind, make_memory, unit
 
 MAX_TOKENS = {"triples": 64, "atomic_facts": 64, "summaries": 64}
 
 
 def test_triples_are_parsed_and_malformed_lines_counted():
     triples, malformed = parse_triples(TRIPLES_REPLY)
-    assert triples == [("Nora", "adopted", "grey cat"), ("Nora", "named cat", "Pepper"), ("Nora", "lives in", "Leeds")]
+    assert triples == [
+        ("Nora", "adopted", "grey cat"),
+        ("Nora", "named cat", "Pepper"),
+        ("Nora", "lives in", "Leeds"),
+    ]
     assert malformed == 3  # the preamble, a two-part line and a line with an empty head
 
 
 def test_a_bracket_inside_a_triple_is_kept():
-    assert parse_triples("1. Pepper; weighs; 4 kg (at one year)") == ([("Pepper", "weighs", "4 kg (at one year)")], 0)
-    assert parse_triples("1) (Pepper; likes; fish)\n2: Nora; owns; Pepper") == \
-        ([("Pepper", "likes", "fish"), ("Nora", "owns", "Pepper")], 0)
+    assert parse_triples("1. Pepper; weighs; 4 kg (at one year)") == (
+        [("Pepper", "weighs", "4 kg (at one year)")],
+        0,
+    )
+    assert parse_triples("1) (Pepper; likes; fish)\n2: Nora; owns; Pepper") == (
+        [("Pepper", "likes", "fish"), ("Nora", "owns", "Pepper")],
+        0,
+    )
 
 
 def test_atomic_facts_keep_their_key_elements_and_count_what_breaks_the_format():
     facts, malformed, keyless = parse_atomic_facts(FACTS_REPLY)
-    assert facts == [("Nora adopted a grey cat on Monday.", ("Nora", "grey cat", "Monday")),
-                     ("Nora named the cat Pepper.", ("Nora", "Pepper")),
-                     ("Nora lives in Leeds.", ())]
+    assert facts == [
+        ("Nora adopted a grey cat on Monday.", ("Nora", "grey cat", "Monday")),
+        ("Nora named the cat Pepper.", ("Nora", "Pepper")),
+        ("Nora lives in Leeds.", ()),
+    ]
     assert (malformed, keyless) == (2, 1)
 
 
 def test_a_summary_is_the_whole_reply_and_an_empty_reply_is_malformed():
-    assert parse_summary("  Summary: Nora adopted Pepper.\nShe lives in Leeds. ") == \
-        (["Nora adopted Pepper.\nShe lives in Leeds."], 0)
+    assert parse_summary("  Summary: Nora adopted Pepper.\nShe lives in Leeds. ") == (
+        ["Nora adopted Pepper.\nShe lives in Leeds."],
+        0,
+    )
     assert parse_summary("   \n") == ([], 1)
 
 
 def test_mixed_extraction_is_one_concurrent_batch_with_kinds_and_provenance():
     llm = FakeLLM(by_kind())
-    chunks = source_chunks([unit("Nora adopted a cat.", 0, "doc-a"), unit("Nora lives in Leeds.", 1, "doc-b")],
-                           get_tokenizer(), None)
+    chunks = source_chunks(
+        [unit("Nora adopted a cat.", 0, "doc-a"), unit("Nora lives in Leeds.", 1, "doc-b")],
+        get_tokenizer(),
+        None,
+    )
     counts = ExtractionCounts()
-    units = extract(llm, chunks, ("chunks", "triples", "atomic_facts", "summaries"), PROMPTS, MAX_TOKENS, counts)
+    units = extract(
+        llm, chunks, ("chunks", "triples", "atomic_facts", "summaries"), PROMPTS, MAX_TOKENS, counts
+    )
     assert len(llm.batches) == 1 and len(llm.batches[0]) == 2 * 3  # chunks need no call
     assert all(r.max_tokens == 64 for r in llm.batches[0])
     # chunk-major, kinds in order within a chunk: 1 chunk + 3 triples + 3 facts + 1 summary per chunk
-    assert [u.kind for u in units[:8]] == ["chunks"] + ["triples"] * 3 + ["atomic_facts"] * 3 + ["summaries"]
-    assert {u.chunk.doc_id for u in units[:8]} == {"doc-a"} and {u.chunk.doc_id for u in units[8:]} == {"doc-b"}
+    assert [u.kind for u in units[:8]] == ["chunks"] + ["triples"] * 3 + ["atomic_facts"] * 3 + [
+        "summaries"
+    ]
+    assert {u.chunk.doc_id for u in units[:8]} == {"doc-a"} and {
+        u.chunk.doc_id for u in units[8:]
+    } == {"doc-b"}
     assert units[0].text == "Nora adopted a cat." and units[1].text == "Nora; adopted; grey cat"
     assert counts.to_json()["requests"] == {"triples": 2, "atomic_facts": 2, "summaries": 2}
     assert counts.malformed_lines == {"triples": 6, "atomic_facts": 4, "summaries": 0}
@@ -58,7 +86,9 @@ def test_mixed_extraction_is_one_concurrent_batch_with_kinds_and_provenance():
 
 def test_a_failed_call_is_counted_and_gives_no_unit():
     llm = FakeLLM(lambda p: None if "Leeds" in p else by_kind()(p))
-    chunks = source_chunks([unit("Nora adopted a cat.", 0), unit("Nora lives in Leeds.", 1)], get_tokenizer(), None)
+    chunks = source_chunks(
+        [unit("Nora adopted a cat.", 0), unit("Nora lives in Leeds.", 1)], get_tokenizer(), None
+    )
     counts = ExtractionCounts()
     units = extract(llm, chunks, ("triples",), PROMPTS, MAX_TOKENS, counts)
     assert counts.failed["triples"] == 1 and counts.requests["triples"] == 2
@@ -83,7 +113,9 @@ def test_the_store_keeps_kind_chunk_document_and_unit_provenance():
     store = memory.store
     assert len(store) == 2 * 8 and set(store.levels) == {0}
     kinds = [m["kind"] for m in store.meta]
-    assert kinds.count("chunks") == 2 and kinds.count("triples") == 6 and kinds.count("summaries") == 2
+    assert (
+        kinds.count("chunks") == 2 and kinds.count("triples") == 6 and kinds.count("summaries") == 2
+    )
     for v in range(len(store)):
         owner = units[0] if v < 8 else units[1]
         assert store.source_units(v) == (owner.id,)
@@ -91,12 +123,17 @@ def test_the_store_keeps_kind_chunk_document_and_unit_provenance():
     fact = kinds.index("atomic_facts")
     assert store.meta[fact]["keys"] == ["Nora", "grey cat", "Monday"]
     stats = memory.stats()
-    assert stats["extraction"]["malformed_lines"]["triples"] == 6 and stats["units_by_kind"]["atomic_facts"] == 6
+    assert (
+        stats["extraction"]["malformed_lines"]["triples"] == 6
+        and stats["units_by_kind"]["atomic_facts"] == 6
+    )
     assert len(set(store.ids)) == len(store)  # content-addressed ids, unique
 
 
-@pytest.mark.parametrize("structure,calls", [("chunks", 0), ("triples", 1), ("atomic_facts", 1), ("summaries", 1),
-                                             ("mixed", 3)])
+@pytest.mark.parametrize(
+    "structure,calls",
+    [("chunks", 0), ("triples", 1), ("atomic_facts", 1), ("summaries", 1), ("mixed", 3)],
+)
 def test_extraction_calls_per_chunk_by_structure(structure, calls):
     llm = FakeLLM(by_kind())
     memory = make_memory(llm, structure=structure)
@@ -109,14 +146,29 @@ def test_bad_settings_name_the_key():
     from memharness.memsys.settings_check import check_target
 
     def problems(**settings):
-        return check_target({"_target_": "memharness.memsys.structmem.memory.StructuralMemory",
-                             "prompts": PROMPTS, **settings}, "memory")
+        return check_target(
+            {
+                "_target_": "memharness.memsys.structmem.memory.StructuralMemory",
+                "prompts": PROMPTS,
+                **settings,
+            },
+            "memory",
+        )
 
     assert problems() == []
-    assert problems(structure="graphs")[0].startswith("memory.structure='graphs': expected one of chunks")
-    assert problems(retrieval="twice")[0].startswith("memory.retrieval='twice': expected one of single")
+    assert problems(structure="graphs")[0].startswith(
+        "memory.structure='graphs': expected one of chunks"
+    )
+    assert problems(retrieval="twice")[0].startswith(
+        "memory.retrieval='twice': expected one of single"
+    )
     assert problems(top_r=0) == ["memory.top_r=0: expected an integer >= 1"]
     assert problems(structure="triples", prompts={**PROMPTS, "triples": "no placeholder"}) == [
-        "memory.prompts.triples: must contain the placeholder(s) {text}"]
+        "memory.prompts.triples: must contain the placeholder(s) {text}"
+    ]
     with pytest.raises(ValueError, match=r"memory.prompts.triples.*\{text\}"):
-        make_memory(FakeLLM(by_kind()), structure="triples", prompts={**PROMPTS, "triples": "no placeholder"})
+        make_memory(
+            FakeLLM(by_kind()),
+            structure="triples",
+            prompts={**PROMPTS, "triples": "no placeholder"},
+        )

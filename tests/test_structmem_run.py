@@ -1,5 +1,6 @@
 """Structural memory through run.py: the real embedded models on the sample, and a sweep over
 structures x retrievals writing one run folder per cell and one table."""
+
 from __future__ import annotations
 
 import json
@@ -18,11 +19,25 @@ def test_mixed_iterative_on_the_sample_with_the_real_embedded_models(tmp_path):
     """SmolLM2-135M + MiniLM. About 65 LLM calls (3 per chunk): a few minutes on an idle 2-core CPU with the
     output caps lowered; one llama.cpp thread, as its spinning threads crawl when the cores are shared
     (35 s vs 70 s per extraction call measured at load 20), hence also the long timeout."""
-    proc = run_py(tmp_path, "memory=structmem", "memory.structure=mixed", "memory.retrieval=iterative",
-                  "dataset=sample", "dataset.limit=2", "llm=local_tiny", "llm.backend.n_threads=1",
-                  "memory.extract_max_tokens.triples=48", "memory.extract_max_tokens.atomic_facts=48",
-                  "memory.extract_max_tokens.summaries=48", "memory.thought_max_tokens=32", "memory.turns=2",
-                  "memory.top_t=5", "memory.top_k=10", "eval.judge.calibration_max=0", timeout=3600)
+    proc = run_py(
+        tmp_path,
+        "memory=structmem",
+        "memory.structure=mixed",
+        "memory.retrieval=iterative",
+        "dataset=sample",
+        "dataset.limit=2",
+        "llm=local_tiny",
+        "llm.backend.n_threads=1",
+        "memory.extract_max_tokens.triples=48",
+        "memory.extract_max_tokens.atomic_facts=48",
+        "memory.extract_max_tokens.summaries=48",
+        "memory.thought_max_tokens=32",
+        "memory.turns=2",
+        "memory.top_t=5",
+        "memory.top_k=10",
+        "eval.judge.calibration_max=0",
+        timeout=3600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = tmp_path / "run"
     metrics = json.loads((out / "metrics.json").read_text())
@@ -34,19 +49,40 @@ def test_mixed_iterative_on_the_sample_with_the_real_embedded_models(tmp_path):
         # three extraction requests per chunk, every one answered by the real model (failures counted)
         assert ex["requests"] == {k: ex["chunks"] for k in ("triples", "atomic_facts", "summaries")}
         assert sum(ex["failed"].values()) == 0
-        assert episode["units_by_kind"]["chunks"] == ex["chunks"] and episode["units_by_kind"]["summaries"] >= 1
-        assert episode["retrieval_counts"]["thought_requests"] == episode["retrieval_counts"]["questions"]  # N - 1
-    assert metrics["calls"]["build"]["calls"] == sum(3 * e["extraction"]["chunks"] for e in stats.values())
+        assert (
+            episode["units_by_kind"]["chunks"] == ex["chunks"]
+            and episode["units_by_kind"]["summaries"] >= 1
+        )
+        assert (
+            episode["retrieval_counts"]["thought_requests"]
+            == episode["retrieval_counts"]["questions"]
+        )  # N - 1
+    assert metrics["calls"]["build"]["calls"] == sum(
+        3 * e["extraction"]["chunks"] for e in stats.values()
+    )
     for s in samples:
-        assert s["status"] == "scored" and s["retrieved"] and all(i["source_unit_ids"] for i in s["retrieved"])
+        assert (
+            s["status"] == "scored"
+            and s["retrieved"]
+            and all(i["source_unit_ids"] for i in s["retrieved"])
+        )
 
 
 @pytest.mark.slow
 def test_a_sweep_over_structures_and_retrievals_writes_one_folder_per_cell_and_one_table(tmp_path):
-    proc = run_py(tmp_path, "memory=structmem", f"memory.structure={','.join(STRUCTURES)}",
-                  f"memory.retrieval={','.join(RETRIEVALS)}", "dataset=sample", "dataset.limit=1",
-                  "llm=fake_structmem", "embedder=fake", "eval.judge.enabled=false",
-                  f"hydra.searchpath=[file://{ROOT / 'tests' / 'conf'}]", multirun=True)
+    proc = run_py(
+        tmp_path,
+        "memory=structmem",
+        f"memory.structure={','.join(STRUCTURES)}",
+        f"memory.retrieval={','.join(RETRIEVALS)}",
+        "dataset=sample",
+        "dataset.limit=1",
+        "llm=fake_structmem",
+        "embedder=fake",
+        "eval.judge.enabled=false",
+        f"hydra.searchpath=[file://{ROOT / 'tests' / 'conf'}]",
+        multirun=True,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     runs = sorted(p.parent for p in (tmp_path / "runs").rglob("metrics.json"))
     assert len(runs) == len(STRUCTURES) * len(RETRIEVALS)
@@ -56,13 +92,29 @@ def test_a_sweep_over_structures_and_retrievals_writes_one_folder_per_cell_and_o
         overrides = dict(o.split("=", 1) for o in metrics["overrides"] if o.startswith("memory."))
         cells.add((overrides["memory.structure"], overrides["memory.retrieval"]))
     assert cells == {(s, r) for s in STRUCTURES for r in RETRIEVALS}
-    tables = subprocess.run([sys.executable, "-m", "memharness.eval.report.comparison", str(tmp_path / "runs"), "--out",
-                             str(tmp_path / "tables"), "--name", "grid"], cwd=ROOT, capture_output=True, text=True)
+    tables = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memharness.eval.report.comparison",
+            str(tmp_path / "runs"),
+            "--out",
+            str(tmp_path / "tables"),
+            "--name",
+            "grid",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert tables.returncode == 0, tables.stderr
     scores = (tmp_path / "tables" / "grid.md").read_text().split("## Scores")[1].split("\n## ")[0]
-    rows = [line for line in scores.splitlines()
-            if line.startswith("| structmem |")]
+    rows = [line for line in scores.splitlines() if line.startswith("| structmem |")]
     assert len(rows) == len(STRUCTURES) * len(RETRIEVALS)
     assert {(s, r) for s in STRUCTURES for r in RETRIEVALS} == {
-        (s, r) for s in STRUCTURES for r in RETRIEVALS for row in rows
-        if f"memory.structure={s} " in row and f"memory.retrieval={r}" in row}
+        (s, r)
+        for s in STRUCTURES
+        for r in RETRIEVALS
+        for row in rows
+        if f"memory.structure={s} " in row and f"memory.retrieval={r}" in row
+    }

@@ -1,4 +1,5 @@
 """Run every benchmark module in ``eval/bench/`` and write the figures to results/bench/."""
+
 from __future__ import annotations
 
 import importlib
@@ -12,7 +13,9 @@ from memharness.eval import bench
 
 
 def main(names: list[str]) -> None:
-    modules = names or sorted(m.name for m in pkgutil.iter_modules(bench.__path__) if not m.name.startswith("_"))
+    modules = names or sorted(
+        m.name for m in pkgutil.iter_modules(bench.__path__) if not m.name.startswith("_")
+    )
     figures = {}
     for name in modules:
         print(f"== bench {name}", flush=True)

@@ -17,6 +17,7 @@ configs (``conf/memory/<name>.yaml``, code defaults), so the figures are for CAM
    each in ``SYSTEMS`` once their configs exist (``rebuild("raptor")``, ``rebuild("graphrag")``).
 Wall-clock figures measured on a shared machine are provisional.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -26,18 +27,18 @@ import shutil
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
-
-from memharness.memsys.services.embed import Embedder
-from memharness.memsys.services.llm import LLM
-from memharness.memsys.services.types import Completion
 from memharness.memsys.hierarchy import load_memory
 from memharness.memsys.hierarchy.diagnostics import coherence, level_profile
+from memharness.memsys.services.embed import Embedder
+from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.tokens import get_tokenizer
+from memharness.memsys.services.types import Completion
 from memharness.memsys.types import Unit, content_id
 
 DIM, TOPICS = 384, 40
@@ -61,7 +62,9 @@ class TagChat:
         prompt = request.messages[-1][1]
         tags = Counter(re.findall(r"\bc\d+\b", prompt))
         tag = tags.most_common(1)[0][0] if tags else "c0"
-        return Completion(text=f"summary about {tag} {hashlib.md5(prompt.encode()).hexdigest()[:8]}")
+        return Completion(
+            text=f"summary about {tag} {hashlib.md5(prompt.encode()).hexdigest()[:8]}"
+        )
 
 
 class TopicEmbed:
@@ -77,7 +80,10 @@ class TopicEmbed:
         for t in texts:
             m = re.search(r"\bc(\d+)\b", t)
             rng = np.random.default_rng(int(hashlib.md5(t.encode()).hexdigest()[:8], 16))
-            rows.append(self.centres[int(m.group(1)) if m else 0] * 3.5 + rng.standard_normal(DIM).astype(np.float32))
+            rows.append(
+                self.centres[int(m.group(1)) if m else 0] * 3.5
+                + rng.standard_normal(DIM).astype(np.float32)
+            )
         out = np.stack(rows)
         return out / np.linalg.norm(out, axis=1, keepdims=True)
 
@@ -88,8 +94,15 @@ def chunks(n: int, start: int = 0) -> list[Unit]:
     topics: list[int] = []
     while len(topics) < start + n:
         topics += [int(rng.integers(TOPICS))] * int(rng.integers(3, 13))
-    return [Unit(id=content_id("bench-cam", i, prefix="u-"), text=f"chunk {i} about c{topics[i]}",
-                 source_id="book", position=i) for i in range(start, start + n)]
+    return [
+        Unit(
+            id=content_id("bench-cam", i, prefix="u-"),
+            text=f"chunk {i} about c{topics[i]}",
+            source_id="book",
+            position=i,
+        )
+        for i in range(start, start + n)
+    ]
 
 
 def services(latency_s: float) -> SimpleNamespace:
@@ -100,12 +113,14 @@ def services(latency_s: float) -> SimpleNamespace:
 def make_memory(name: str, svc: SimpleNamespace, **overrides: Any) -> Any:
     """The memory of ``conf/memory/<name>.yaml`` (resolved in the full config), with overrides."""
     from hydra import compose, initialize_config_dir
-
     from memharness.eval.run.runner import build_memory
 
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=[f"memory={name}", "dataset=novelqa"]
-                      + [f"memory.{k}={v}" for k, v in overrides.items()])
+        cfg = compose(
+            config_name="config",
+            overrides=[f"memory={name}", "dataset=novelqa"]
+            + [f"memory.{k}={v}" for k, v in overrides.items()],
+        )
     return build_memory(cfg, svc)
 
 
@@ -133,18 +148,22 @@ def online(name: str, **overrides: Any) -> Trial:
             svc.llm.close()
             built[len(base)] = folder / str(len(base))
         svc = services(LATENCY_S)
-        memory = load_memory(built[len(base)], llm=svc.llm, embedder=svc.embedder, tokenizer=svc.tokenizer)
+        memory = load_memory(
+            built[len(base)], llm=svc.llm, embedder=svc.embedder, tokenizer=svc.tokenizer
+        )
         start = time.perf_counter()
         memory.insert(batch)
         memory.ensure_built()
         out = {"seconds": time.perf_counter() - start, "llm_calls": calls(svc), "memory": memory}
         svc.llm.close()
         return out
+
     return trial
 
 
 def rebuild(name: str, **overrides: Any) -> Trial:
     """An offline rebuild: everything so far (base + batch) built from scratch with the stub's latency."""
+
     def trial(base: list[Unit], batch: list[Unit]) -> dict[str, Any]:
         svc = services(LATENCY_S)
         memory = make_memory(name, svc, **overrides)
@@ -154,6 +173,7 @@ def rebuild(name: str, **overrides: Any) -> Trial:
         out = {"seconds": time.perf_counter() - start, "llm_calls": calls(svc), "memory": memory}
         svc.llm.close()
         return out
+
     return trial
 
 
@@ -169,19 +189,31 @@ SYSTEMS: dict[str, Callable[[], Trial]] = {
 def shape(memory: Any) -> dict[str, Any]:
     levels = level_profile(memory.store, memory.tokenizer)
     gap = coherence(memory.store, seed=0).get("1", {}).get("gap")
-    return {"nodes_per_level": [levels[k]["nodes"] for k in sorted(levels, key=int)], "coherence_gap_level1": gap,
-            "multi_parent_nodes": sum(len(p) > 1 for p in memory.store.parents)}
+    return {
+        "nodes_per_level": [levels[k]["nodes"] for k in sorted(levels, key=int)],
+        "coherence_gap_level1": gap,
+        "multi_parent_nodes": sum(len(p) > 1 for p in memory.store.parents),
+    }
 
 
 def online_vs_rebuild() -> dict[str, Any]:
     base, batch = chunks(BASE), chunks(BATCH, BASE)
     up = online("cam")(base, batch)
     full = rebuild("cam", construction="offline")(base, batch)
-    return {"base_chunks": BASE, "batch": BATCH, "stub_latency_s": LATENCY_S, "max_in_flight": MAX_IN_FLIGHT,
-            "online_seconds": up["seconds"], "online_llm_calls": up["llm_calls"],
-            "rebuild_seconds": full["seconds"], "rebuild_llm_calls": full["llm_calls"],
-            "time_ratio": full["seconds"] / up["seconds"], "call_ratio": full["llm_calls"] / max(1, up["llm_calls"]),
-            "online_shape": shape(up["memory"]), "rebuild_shape": shape(full["memory"])}
+    return {
+        "base_chunks": BASE,
+        "batch": BATCH,
+        "stub_latency_s": LATENCY_S,
+        "max_in_flight": MAX_IN_FLIGHT,
+        "online_seconds": up["seconds"],
+        "online_llm_calls": up["llm_calls"],
+        "rebuild_seconds": full["seconds"],
+        "rebuild_llm_calls": full["llm_calls"],
+        "time_ratio": full["seconds"] / up["seconds"],
+        "call_ratio": full["llm_calls"] / max(1, up["llm_calls"]),
+        "online_shape": shape(up["memory"]),
+        "rebuild_shape": shape(full["memory"]),
+    }
 
 
 def batch_curve(out: Path) -> dict[str, Any]:
@@ -193,7 +225,10 @@ def batch_curve(out: Path) -> dict[str, Any]:
         for b in BATCH_SIZES:
             r = trial(base, chunks(b, BASE))
             curve[name][b] = {"seconds": r["seconds"], "llm_calls": r["llm_calls"]}
-            print(f"   {name:>22} batch {b:>4}: {r['seconds']:7.2f} s, {r['llm_calls']:>5} LLM calls", flush=True)
+            print(
+                f"   {name:>22} batch {b:>4}: {r['seconds']:7.2f} s, {r['llm_calls']:>5} LLM calls",
+                flush=True,
+            )
     plot(curve, out / "cam_batches.png")
     return curve
 
@@ -209,14 +244,16 @@ def plot(curve: dict[str, dict[int, dict[str, float]]], path: Path) -> None:
         sizes = sorted(points)
         axes[0].plot(sizes, [points[b]["seconds"] for b in sizes], marker="o", label=name)
         axes[1].plot(sizes, [points[b]["llm_calls"] for b in sizes], marker="o", label=name)
-    for ax, label in zip(axes, ("seconds per batch", "LLM calls per batch")):
+    for ax, label in zip(axes, ("seconds per batch", "LLM calls per batch"), strict=False):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel(f"batch size (chunks, into a {BASE}-chunk memory)")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
-    fig.suptitle(f"Insertion cost per batch, stub LLM {LATENCY_S * 1000:.0f} ms x {MAX_IN_FLIGHT} in flight")
+    fig.suptitle(
+        f"Insertion cost per batch, stub LLM {LATENCY_S * 1000:.0f} ms x {MAX_IN_FLIGHT} in flight"
+    )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
@@ -227,11 +264,13 @@ def main() -> dict[str, Any]:
     """Run both CAM benchmarks, print a summary and return the figures."""
     out = Path("results/bench")
     r = online_vs_rebuild()
-    print(f"CAM, {r['base_chunks']}-chunk memory + a batch of {r['batch']} (stub LLM {LATENCY_S * 1000:.0f} ms, "
-          f"{MAX_IN_FLIGHT} in flight): online update {r['online_seconds']:.2f} s / {r['online_llm_calls']} LLM calls, "
-          f"full offline rebuild {r['rebuild_seconds']:.2f} s / {r['rebuild_llm_calls']} calls -> "
-          f"x{r['time_ratio']:.1f} faster, x{r['call_ratio']:.1f} fewer calls "
-          f"(paper: over x{PAPER_CLAIM:.0f}){'' if r['time_ratio'] > PAPER_CLAIM else '  <-- below the claim'}")
+    print(
+        f"CAM, {r['base_chunks']}-chunk memory + a batch of {r['batch']} (stub LLM {LATENCY_S * 1000:.0f} ms, "
+        f"{MAX_IN_FLIGHT} in flight): online update {r['online_seconds']:.2f} s / {r['online_llm_calls']} LLM calls, "
+        f"full offline rebuild {r['rebuild_seconds']:.2f} s / {r['rebuild_llm_calls']} calls -> "
+        f"x{r['time_ratio']:.1f} faster, x{r['call_ratio']:.1f} fewer calls "
+        f"(paper: over x{PAPER_CLAIM:.0f}){'' if r['time_ratio'] > PAPER_CLAIM else '  <-- below the claim'}"
+    )
     print(f"   shape online {r['online_shape']}\n   shape rebuild {r['rebuild_shape']}")
     curve = batch_curve(out)
     print(f"   plot: {out / 'cam_batches.png'}")

@@ -8,6 +8,7 @@ excluded (target < 5 ms); collapsed retrieval latency at 100,000 nodes (target <
 query; one float32 matrix-vector product over 100k x 384 is memory-bound, ~12 ms on an idle
 2-core box, so the median rises with other load: the best run is printed too); memory per node.
 """
+
 from __future__ import annotations
 
 import copy
@@ -19,11 +20,10 @@ import tracemalloc
 from typing import Any
 
 import numpy as np
-
+from memharness.memsys.memtree.memory import MemTree
 from memharness.memsys.services.embed import Embedder
 from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.types import Completion
-from memharness.memsys.memtree.memory import MemTree
 from memharness.memsys.types import Unit, content_id
 
 DIM, CLUSTERS = 384, 40
@@ -55,7 +55,9 @@ class StubChat:
             time.sleep(self.latency_s)
         _, current, new = request.messages[-1][1].split("|", 2)
         tag = re.search(r"c\d+", new).group(0)
-        out = Completion(text=f"summary {tag} {hashlib.md5((current + new).encode()).hexdigest()[:8]}")
+        out = Completion(
+            text=f"summary {tag} {hashlib.md5((current + new).encode()).hexdigest()[:8]}"
+        )
         self.clock.add(time.perf_counter() - start)
         return out
 
@@ -89,14 +91,27 @@ class WordCount:
 
 def _units(n: int, start: int = 0) -> list[Unit]:
     rng = np.random.default_rng(start + 1)
-    return [Unit(id=content_id("bench", i, prefix="u-"), text=f"unit {i} about c{int(rng.integers(CLUSTERS))}",
-                 source_id="bench", position=i) for i in range(start, start + n)]
+    return [
+        Unit(
+            id=content_id("bench", i, prefix="u-"),
+            text=f"unit {i} about c{int(rng.integers(CLUSTERS))}",
+            source_id="bench",
+            position=i,
+        )
+        for i in range(start, start + n)
+    ]
 
 
 def _tree(latency_s: float, clock: _Clock, parallel: bool = True) -> MemTree:
     llm = LLM(StubChat(latency_s, clock), max_in_flight=8, progress=False)
-    return MemTree(llm=llm, embedder=Embedder(StubEmbed(clock)), tokenizer=WordCount(),
-                   aggregate_prompt=PROMPT, parallel_updates=parallel, top_k=10)
+    return MemTree(
+        llm=llm,
+        embedder=Embedder(StubEmbed(clock)),
+        tokenizer=WordCount(),
+        aggregate_prompt=PROMPT,
+        parallel_updates=parallel,
+        top_k=10,
+    )
 
 
 def overhead_at(nodes: int = 3000, probe: int = 200) -> tuple[MemTree, dict[str, float]]:
@@ -114,8 +129,12 @@ def overhead_at(nodes: int = 3000, probe: int = 200) -> tuple[MemTree, dict[str,
         tree.insert_unit(u)
     wall = time.perf_counter() - start
     calls = np.mean([r["llm_calls"] for r in tree.insertions[-probe:]])
-    return tree, {"nodes": tree.n_nodes, "overhead_ms_per_insertion": 1000 * (wall - clock.seconds) / probe,
-                  "llm_calls_per_insertion": float(calls), "max_depth": tree.tree_max_depth}
+    return tree, {
+        "nodes": tree.n_nodes,
+        "overhead_ms_per_insertion": 1000 * (wall - clock.seconds) / probe,
+        "llm_calls_per_insertion": float(calls),
+        "max_depth": tree.tree_max_depth,
+    }
 
 
 def parallel_vs_serial(base: MemTree, latency_s: float = 0.02, n: int = 40) -> dict[str, float]:
@@ -146,7 +165,9 @@ def synthetic_tree(n_nodes: int, seed: int = 0) -> MemTree:
     tree = _tree(0.0, clock)
     rng = np.random.default_rng(seed)
     centres = StubEmbed(clock).centres
-    vecs = centres[rng.integers(CLUSTERS, size=n_nodes)] * 1.2 + rng.standard_normal((n_nodes, DIM)).astype(np.float32)
+    vecs = centres[rng.integers(CLUSTERS, size=n_nodes)] * 1.2 + rng.standard_normal(
+        (n_nodes, DIM)
+    ).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     for i in range(1, n_nodes):
         parent = int(rng.integers(i)) if i > 1 else 0
@@ -174,11 +195,15 @@ def retrieval_at(n_nodes: int = 100_000, queries: int = 50) -> dict[str, float]:
         t = time.perf_counter()
         tree.search(f"question {i} c{i % CLUSTERS}", 10**6)
         search_ms.append(1000 * (time.perf_counter() - t))
-    return {"nodes": n_nodes, "collapsed_rank_ms_p50": float(np.median(rank_ms)),
-            "collapsed_rank_ms_min": float(np.min(rank_ms)),
-            "collapsed_search_ms_p50": float(np.median(search_ms)),
-            "collapsed_search_ms_p95": float(np.percentile(search_ms, 95)),
-            "bytes_per_node": current / n_nodes, "embedding_bytes_per_node": DIM * 4}
+    return {
+        "nodes": n_nodes,
+        "collapsed_rank_ms_p50": float(np.median(rank_ms)),
+        "collapsed_rank_ms_min": float(np.min(rank_ms)),
+        "collapsed_search_ms_p50": float(np.median(search_ms)),
+        "collapsed_search_ms_p95": float(np.percentile(search_ms, 95)),
+        "bytes_per_node": current / n_nodes,
+        "embedding_bytes_per_node": DIM * 4,
+    }
 
 
 def main() -> dict[str, Any]:
@@ -187,18 +212,30 @@ def main() -> dict[str, Any]:
     speed = parallel_vs_serial(tree)
     tree.llm.close()
     retrieval = retrieval_at()
-    results = {"memtree_parallel_updates": speed, "memtree_overhead": overhead, "memtree_retrieval": retrieval}
-    print(f"MemTree parallel vs serial path updates (stub LLM {speed['stub_latency_s'] * 1000:.0f} ms): "
-          f"{speed['parallel_insertions_per_s']:.1f} vs {speed['serial_insertions_per_s']:.1f} insertions/s "
-          f"-> x{speed['parallel_over_serial']:.2f}")
-    print(f"MemTree harness overhead at {overhead['nodes']} nodes: {overhead['overhead_ms_per_insertion']:.2f} ms "
-          f"per insertion excl. backends (target < 5 ms; {overhead['llm_calls_per_insertion']:.1f} LLM calls, "
-          f"max depth {overhead['max_depth']})")
-    print(f"MemTree collapsed retrieval at {retrieval['nodes']} nodes: ranking p50 {retrieval['collapsed_rank_ms_p50']:.1f} ms "
-          f"(best {retrieval['collapsed_rank_ms_min']:.1f} ms, the unloaded-machine figure), "
-          f"full search p50 {retrieval['collapsed_search_ms_p50']:.1f} ms / p95 {retrieval['collapsed_search_ms_p95']:.1f} ms "
-          f"(target < 20 ms); memory {retrieval['bytes_per_node']:.0f} B/node "
-          f"({retrieval['embedding_bytes_per_node']} B of it the embedding)")
+    results = {
+        "memtree_parallel_updates": speed,
+        "memtree_overhead": overhead,
+        "memtree_retrieval": retrieval,
+    }
+    print(
+        f"MemTree parallel vs serial path updates (stub LLM {speed['stub_latency_s'] * 1000:.0f} ms): "
+        f"{speed['parallel_insertions_per_s']:.1f} vs {speed['serial_insertions_per_s']:.1f} insertions/s "
+        f"-> x{speed['parallel_over_serial']:.2f}"
+    )
+    print(
+        f"MemTree harness overhead at {overhead['nodes']} nodes: {overhead['overhead_ms_per_insertion']:.2f} ms "
+        f"per insertion excl. backends (target < 5 ms; {overhead['llm_calls_per_insertion']:.1f} LLM calls, "
+        f"max depth {overhead['max_depth']})"
+    )
+    print(
+        f"MemTree collapsed retrieval at {retrieval['nodes']} nodes: "
+        f"ranking p50 {retrieval['collapsed_rank_ms_p50']:.1f} ms "
+        f"(best {retrieval['collapsed_rank_ms_min']:.1f} ms, the unloaded-machine figure), "
+        f"full search p50 {retrieval['collapsed_search_ms_p50']:.1f} ms "
+        f"/ p95 {retrieval['collapsed_search_ms_p95']:.1f} ms "
+        f"(target < 20 ms); memory {retrieval['bytes_per_node']:.0f} B/node "
+        f"({retrieval['embedding_bytes_per_node']} B of it the embedding)"
+    )
     return results
 
 

@@ -15,6 +15,7 @@ calls per leaf of the synthetic build are those of a corpus with that structure;
 says so. UMAP's first call compiles numba code (tens of seconds), counted in the first layer's
 clustering time.
 """
+
 from __future__ import annotations
 
 import collections
@@ -24,12 +25,11 @@ import time
 from typing import Any
 
 import numpy as np
-
+from memharness.memsys.raptor.memory import Raptor
 from memharness.memsys.services.embed import Embedder
 from memharness.memsys.services.llm import LLM
-from memharness.memsys.services.types import Completion
-from memharness.memsys.raptor.memory import Raptor
 from memharness.memsys.services.tokens import get_tokenizer
+from memharness.memsys.services.types import Completion
 from memharness.memsys.types import Unit, content_id
 
 DIM, TOPICS = 384, 40
@@ -52,7 +52,10 @@ class StubChat:
         prompt = request.messages[-1][1]
         tags = collections.Counter(TAG.findall(prompt)).most_common(1)
         digest = hashlib.md5(prompt.encode()).hexdigest()
-        return Completion(text=f"summary of c{tags[0][0] if tags else 0} " + " ".join(digest[i % 32] * 3 for i in range(78)))
+        return Completion(
+            text=f"summary of c{tags[0][0] if tags else 0} "
+            + " ".join(digest[i % 32] * 3 for i in range(78))
+        )
 
 
 class StubEmbed:
@@ -67,7 +70,9 @@ class StubEmbed:
         rows = []
         for t in texts:
             m = TAG.search(t)
-            noise = np.random.default_rng(int(hashlib.md5(t.encode()).hexdigest()[:8], 16)).standard_normal(DIM)
+            noise = np.random.default_rng(
+                int(hashlib.md5(t.encode()).hexdigest()[:8], 16)
+            ).standard_normal(DIM)
             if m:
                 rows.append(self.centres[int(m.group(1)) % TOPICS] * 1.2 + noise)
             else:  # bag of hashed words, so texts that share words are similar
@@ -90,31 +95,60 @@ def synthetic_units(n: int, words: int = 90) -> list[Unit]:
     """``n`` units of ``words`` words, each about one of the planted topics."""
     rng = np.random.default_rng(1)
     topics = rng.integers(TOPICS, size=n)
-    return [Unit(id=content_id("bench-raptor", i, prefix="u-"),
-                 text=f"unit {i} about c{t} " + " ".join(f"w{x}" for x in rng.integers(5000, size=words - 4)),
-                 source_id=f"doc{i // 50}", position=i) for i, t in enumerate(topics)]
+    return [
+        Unit(
+            id=content_id("bench-raptor", i, prefix="u-"),
+            text=f"unit {i} about c{t} "
+            + " ".join(f"w{x}" for x in rng.integers(5000, size=words - 4)),
+            source_id=f"doc{i // 50}",
+            position=i,
+        )
+        for i, t in enumerate(topics)
+    ]
 
 
 def build_at(leaves: int = 10_000, latency_s: float = 1.0, in_flight: int = 4096) -> dict[str, Any]:
     """Build RAPTOR over ``leaves`` synthetic leaves with a stub LLM of fixed latency."""
     llm = LLM(StubChat(latency_s), max_in_flight=in_flight, progress=False)
-    memory = Raptor(llm=llm, embedder=Embedder(StubEmbed()), tokenizer=WordCount(), chunker="units",
-                    summary_prompt="Summarise:\n{context}", seed=0)
+    memory = Raptor(
+        llm=llm,
+        embedder=Embedder(StubEmbed()),
+        tokenizer=WordCount(),
+        chunker="units",
+        summary_prompt="Summarise:\n{context}",
+        seed=0,
+    )
     memory.insert(synthetic_units(leaves))
     start = time.perf_counter()
     memory.ensure_built()
     wall = time.perf_counter() - start
     llm.close()
     build = memory.builds[-1]
-    layers = [{"layer": r["layer"], "nodes_in": r["nodes_in"], "llm_calls": r["llm_calls"],
-               "clustering_s": r["clustering_s"], "summarize_s": r["summarize_s"],
-               "summarize_over_latency": r["summarize_s"] / latency_s, "wall_s": r["wall_s"],
-               "reclustered": r["clustering"]["reclustered"], "umap_calls": r["clustering"]["umap_calls"]}
-              for r in build["layers"]]
-    return {"leaves": build["leaves"], "stub_latency_s": latency_s, "in_flight": in_flight, "build_s": wall,
-            "clustering_s": build["clustering_s"], "llm_calls": build["llm_calls"],
-            "llm_calls_per_leaf": build["llm_calls"] / build["leaves"], "layers": layers,
-            "stop": build["stop"]}
+    layers = [
+        {
+            "layer": r["layer"],
+            "nodes_in": r["nodes_in"],
+            "llm_calls": r["llm_calls"],
+            "clustering_s": r["clustering_s"],
+            "summarize_s": r["summarize_s"],
+            "summarize_over_latency": r["summarize_s"] / latency_s,
+            "wall_s": r["wall_s"],
+            "reclustered": r["clustering"]["reclustered"],
+            "umap_calls": r["clustering"]["umap_calls"],
+        }
+        for r in build["layers"]
+    ]
+    return {
+        "leaves": build["leaves"],
+        "stub_latency_s": latency_s,
+        "in_flight": in_flight,
+        "build_s": wall,
+        "clustering_s": build["clustering_s"],
+        "llm_calls": build["llm_calls"],
+        "llm_calls_per_leaf": build["llm_calls"] / build["leaves"],
+        "layers": layers,
+        "stop": build["stop"],
+    }
 
 
 def sample_calls() -> dict[str, Any]:
@@ -125,8 +159,13 @@ def sample_calls() -> dict[str, Any]:
     llm = LLM(StubChat(0.0), max_in_flight=64, progress=False)
     per_episode, leaves, tokens = {}, 0, 0
     for episode in load().episodes:
-        memory = Raptor(llm=llm, embedder=Embedder(StubEmbed()), tokenizer=tokenizer,
-                        summary_prompt="Summarise:\n{context}", seed=0)
+        memory = Raptor(
+            llm=llm,
+            embedder=Embedder(StubEmbed()),
+            tokenizer=tokenizer,
+            summary_prompt="Summarise:\n{context}",
+            seed=0,
+        )
         memory.insert(episode.units)
         memory.ensure_built()
         build = memory.builds[-1]
@@ -134,8 +173,12 @@ def sample_calls() -> dict[str, Any]:
         leaves += build["leaves"]
         tokens += sum(memory.store.tokens(v, tokenizer) for v in memory.store.leaves())
     llm.close()
-    return {"episodes": per_episode, "llm_calls": sum(e["llm_calls"] for e in per_episode.values()),
-            "leaves": leaves, "tokens_per_leaf": tokens / leaves}
+    return {
+        "episodes": per_episode,
+        "llm_calls": sum(e["llm_calls"] for e in per_episode.values()),
+        "leaves": leaves,
+        "tokens_per_leaf": tokens / leaves,
+    }
 
 
 def extrapolate(sample: dict[str, Any], synthetic: dict[str, Any]) -> dict[str, Any]:
@@ -144,11 +187,17 @@ def extrapolate(sample: dict[str, Any], synthetic: dict[str, Any]) -> dict[str, 
     corpus_tokens = MULTIHOP_ARTICLES * MULTIHOP_TOKENS_PER_ARTICLE
     leaves_low, leaves_high = corpus_tokens / 100, corpus_tokens / sample["tokens_per_leaf"]
     rate = synthetic["llm_calls_per_leaf"]
-    return {"corpus_tokens": corpus_tokens, "leaves_range": [round(leaves_low), round(leaves_high)],
-            "llm_calls_per_leaf": rate, "llm_calls_range": [round(leaves_low * rate), round(leaves_high * rate)],
-            "memtree_table_a2": MEMTREE_TABLE_A2_RAPTOR_CALLS,
-            "table_a2_calls_per_leaf_range": [MEMTREE_TABLE_A2_RAPTOR_CALLS / leaves_high,
-                                              MEMTREE_TABLE_A2_RAPTOR_CALLS / leaves_low]}
+    return {
+        "corpus_tokens": corpus_tokens,
+        "leaves_range": [round(leaves_low), round(leaves_high)],
+        "llm_calls_per_leaf": rate,
+        "llm_calls_range": [round(leaves_low * rate), round(leaves_high * rate)],
+        "memtree_table_a2": MEMTREE_TABLE_A2_RAPTOR_CALLS,
+        "table_a2_calls_per_leaf_range": [
+            MEMTREE_TABLE_A2_RAPTOR_CALLS / leaves_high,
+            MEMTREE_TABLE_A2_RAPTOR_CALLS / leaves_low,
+        ],
+    }
 
 
 def main(leaves: int = 10_000) -> dict[str, Any]:
@@ -156,29 +205,43 @@ def main(leaves: int = 10_000) -> dict[str, Any]:
     synthetic = build_at(leaves)
     sample = sample_calls()
     multihop = extrapolate(sample, synthetic)
-    print(f"RAPTOR build at {synthetic['leaves']} leaves (stub LLM {synthetic['stub_latency_s']:.1f} s, "
-          f"{synthetic['in_flight']} in flight): {synthetic['build_s']:.1f} s, of it clustering outside LLM calls "
-          f"{synthetic['clustering_s']:.1f} s; {synthetic['llm_calls']} LLM calls "
-          f"({synthetic['llm_calls_per_leaf']:.3f} per leaf); stop: {synthetic['stop']}")
+    print(
+        f"RAPTOR build at {synthetic['leaves']} leaves (stub LLM {synthetic['stub_latency_s']:.1f} s, "
+        f"{synthetic['in_flight']} in flight): {synthetic['build_s']:.1f} s, of it clustering outside LLM calls "
+        f"{synthetic['clustering_s']:.1f} s; {synthetic['llm_calls']} LLM calls "
+        f"({synthetic['llm_calls_per_leaf']:.3f} per leaf); stop: {synthetic['stop']}"
+    )
     for r in synthetic["layers"]:
         flag = "" if r["summarize_over_latency"] <= 1.5 else "  MISS"
-        print(f"  layer {r['layer']}: {r['nodes_in']} nodes in, {r['llm_calls']} LLM calls; clustering "
-              f"{r['clustering_s']:.1f} s ({r['umap_calls']} UMAP runs, {r['reclustered']} re-clustered); "
-              f"summary batch {r['summarize_s']:.2f} s = {r['summarize_over_latency']:.2f} x one LLM latency "
-              f"(target <= 1.5){flag}; layer wall {r['wall_s']:.1f} s")
-    per_episode = ", ".join(f"{k}: {v['llm_calls']}/{v['leaves']}" for k, v in sample["episodes"].items())
-    print(f"RAPTOR LLM calls to build the sample (stub LLM): {sample['llm_calls']} over {sample['leaves']} leaves "
-          f"({per_episode}); "
-          f"{sample['tokens_per_leaf']:.0f} tokens per leaf")
+        print(
+            f"  layer {r['layer']}: {r['nodes_in']} nodes in, {r['llm_calls']} LLM calls; clustering "
+            f"{r['clustering_s']:.1f} s ({r['umap_calls']} UMAP runs, {r['reclustered']} re-clustered); "
+            f"summary batch {r['summarize_s']:.2f} s = {r['summarize_over_latency']:.2f} x one LLM latency "
+            f"(target <= 1.5){flag}; layer wall {r['wall_s']:.1f} s"
+        )
+    per_episode = ", ".join(
+        f"{k}: {v['llm_calls']}/{v['leaves']}" for k, v in sample["episodes"].items()
+    )
+    print(
+        f"RAPTOR LLM calls to build the sample (stub LLM): {sample['llm_calls']} over {sample['leaves']} leaves "
+        f"({per_episode}); "
+        f"{sample['tokens_per_leaf']:.0f} tokens per leaf"
+    )
     lo, hi = multihop["llm_calls_range"]
-    print(f"  extrapolated to MultiHop-RAG ({MULTIHOP_ARTICLES} articles x {MULTIHOP_TOKENS_PER_ARTICLE} tokens = "
-          f"{multihop['leaves_range'][0]}-{multihop['leaves_range'][1]} leaves at {multihop['llm_calls_per_leaf']:.3f} "
-          f"calls per leaf, the synthetic build's rate): {lo}-{hi} LLM calls; MemTree Table A.2: "
-          f"{MEMTREE_TABLE_A2_RAPTOR_CALLS} (= {multihop['table_a2_calls_per_leaf_range'][0]:.3f}-"
-          f"{multihop['table_a2_calls_per_leaf_range'][1]:.3f} per leaf). The rate depends on the corpus's "
-          f"cluster structure (40 planted topics here); the sample itself is too small to build more than "
-          f"one layer")
-    return {"raptor_build": synthetic, "raptor_sample": sample, "raptor_multihop_extrapolation": multihop}
+    print(
+        f"  extrapolated to MultiHop-RAG ({MULTIHOP_ARTICLES} articles x {MULTIHOP_TOKENS_PER_ARTICLE} tokens = "
+        f"{multihop['leaves_range'][0]}-{multihop['leaves_range'][1]} leaves at {multihop['llm_calls_per_leaf']:.3f} "
+        f"calls per leaf, the synthetic build's rate): {lo}-{hi} LLM calls; MemTree Table A.2: "
+        f"{MEMTREE_TABLE_A2_RAPTOR_CALLS} (= {multihop['table_a2_calls_per_leaf_range'][0]:.3f}-"
+        f"{multihop['table_a2_calls_per_leaf_range'][1]:.3f} per leaf). The rate depends on the corpus's "
+        f"cluster structure (40 planted topics here); the sample itself is too small to build more than "
+        f"one layer"
+    )
+    return {
+        "raptor_build": synthetic,
+        "raptor_sample": sample,
+        "raptor_multihop_extrapolation": multihop,
+    }
 
 
 if __name__ == "__main__":

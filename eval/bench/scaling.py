@@ -23,6 +23,7 @@ process's one-time imports and tokenizer loading first.
 
 Every figure is measured on whatever machine runs it: under load, the ratios are lower bounds.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,7 +49,9 @@ def msc_file(folder: Path, episodes: int = EPISODES) -> Path:
         row["metadata"]["initial_data_id"] = f"{row['metadata']['initial_data_id']}-{i}"
         # the fixture's sessions, REPEAT times over with their own texts: about 20 rounds per dialogue
         sessions = row.get("previous_dialogs", [])
-        row["previous_dialogs"] = [json.loads(json.dumps(d)) for _ in range(REPEAT) for d in sessions]
+        row["previous_dialogs"] = [
+            json.loads(json.dumps(d)) for _ in range(REPEAT) for d in sessions
+        ]
         for j, session in enumerate(row["previous_dialogs"]):
             for turn in session["dialog"]:
                 turn["text"] = f"{turn['text']} (dialogue {i}, part {j})"
@@ -65,16 +68,34 @@ def _cfg(tmp: Path, overrides: list[str]) -> Any:
     from hydra import compose, initialize_config_dir
 
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        return compose("config", overrides=[f"cache.path={tmp / 'cache' / 'calls.sqlite'}", f"data_dir={tmp / 'data'}",
-                                            "progress=false", *overrides])
+        return compose(
+            "config",
+            overrides=[
+                f"cache.path={tmp / 'cache' / 'calls.sqlite'}",
+                f"data_dir={tmp / 'data'}",
+                "progress=false",
+                *overrides,
+            ],
+        )
 
 
 def _server_overrides(url: str) -> list[str]:
-    return ["llm=openai", f"llm.backend.base_url={url}", "llm.backend.api_key_env=null", "llm.backend.model=bench",
-            "llm.backend.structured=guided_choice", "llm.backend.check_connection=false", "embedder=openai",
-            f"embedder.backend.base_url={url}", "embedder.backend.api_key_env=null",
-            f"llm.max_in_flight={IN_FLIGHT}", f"run.episodes_in_flight={EPISODES}", "cache.enabled=false",
-            "eval.judge.calibration_max=0", "eval.judge_audit.lenient=false"]
+    return [
+        "llm=openai",
+        f"llm.backend.base_url={url}",
+        "llm.backend.api_key_env=null",
+        "llm.backend.model=bench",
+        "llm.backend.structured=guided_choice",
+        "llm.backend.check_connection=false",
+        "embedder=openai",
+        f"embedder.backend.base_url={url}",
+        "embedder.backend.api_key_env=null",
+        f"llm.max_in_flight={IN_FLIGHT}",
+        f"run.episodes_in_flight={EPISODES}",
+        "cache.enabled=false",
+        "eval.judge.calibration_max=0",
+        "eval.judge_audit.lenient=false",
+    ]
 
 
 def chain_rounds(memory: str, stats: dict[str, Any]) -> int:
@@ -86,8 +107,9 @@ def chain_rounds(memory: str, stats: dict[str, Any]) -> int:
     return build + 2  # one answer round, one judge round
 
 
-def whole_run(tmp: Path, url: str, memory: str, extra: list[str], name: str,
-              data: tuple[str, ...] = ()) -> dict[str, Any]:
+def whole_run(
+    tmp: Path, url: str, memory: str, extra: list[str], name: str, data: tuple[str, ...] = ()
+) -> dict[str, Any]:
     from memharness.eval.run.runner import run
 
     out = tmp / name
@@ -101,25 +123,40 @@ def whole_run(tmp: Path, url: str, memory: str, extra: list[str], name: str,
     chain = max(chain_rounds(memory, s) for s in stats.values())
     ideal = max(calls * LATENCY_S / IN_FLIGHT, chain * LATENCY_S)
     build = metrics["calls"]["build"]
-    return {f"{name}_efficiency": ideal / wall, f"{name}_wall_s": wall, f"{name}_ideal_s": ideal,
-            f"{name}_chat_calls": calls, f"{name}_longest_chain": chain,
-            f"{name}_concurrency": metrics["time"]["concurrency"], f"{name}_harness_s": metrics["time"]["harness_s"],
-            f"{name}_build_calls": build["calls"] + build["cache_hits"] + build["embed_calls"],
-            f"{name}_episodes": metrics["data"]["episodes"]}
+    return {
+        f"{name}_efficiency": ideal / wall,
+        f"{name}_wall_s": wall,
+        f"{name}_ideal_s": ideal,
+        f"{name}_chat_calls": calls,
+        f"{name}_longest_chain": chain,
+        f"{name}_concurrency": metrics["time"]["concurrency"],
+        f"{name}_harness_s": metrics["time"]["harness_s"],
+        f"{name}_build_calls": build["calls"] + build["cache_hits"] + build["embed_calls"],
+        f"{name}_episodes": metrics["data"]["episodes"],
+    }
 
 
 def dry_run_vs_actual(tmp: Path, url: str) -> dict[str, Any]:
     from memharness.eval.run.estimate import dry_run
     from memharness.eval.run.runner import run
 
-    overrides = ["memory=memtree", "dataset=sample", *_server_overrides(url), "snapshots.enabled=false"]
+    overrides = [
+        "memory=memtree",
+        "dataset=sample",
+        *_server_overrides(url),
+        "snapshots.enabled=false",
+    ]
     est = dry_run(_cfg(tmp, [*overrides, "estimate.embedder=configured"]), tmp / "dry")
     lexical = dry_run(_cfg(tmp, overrides), tmp / "dry-lexical")["total"]["calls"]  # no call at all
     actual = run(_cfg(tmp, overrides), tmp / "actual")["intrinsic"]["total"]["calls"]
     estimated = est["total"]["calls"]
-    return {"dry_run_estimated_calls": estimated, "dry_run_actual_calls": actual,
-            "dry_run_error": abs(estimated - actual) / max(1, actual),
-            "dry_run_lexical_estimated_calls": lexical, "dry_run_lexical_error": abs(lexical - actual) / max(1, actual)}
+    return {
+        "dry_run_estimated_calls": estimated,
+        "dry_run_actual_calls": actual,
+        "dry_run_error": abs(estimated - actual) / max(1, actual),
+        "dry_run_lexical_estimated_calls": lexical,
+        "dry_run_lexical_error": abs(lexical - actual) / max(1, actual),
+    }
 
 
 def main() -> dict[str, Any]:
@@ -128,17 +165,32 @@ def main() -> dict[str, Any]:
         tmp = Path(name)
         msc_file(tmp / "msc")
         with _ServerProcess(latency_ms=LATENCY_S * 1000) as srv:
-            whole_run(tmp, srv.url, "memtree", [], "warm_up", ("dataset=sample",))  # imports, tokenizer: once per process
+            whole_run(
+                tmp, srv.url, "memtree", [], "warm_up", ("dataset=sample",)
+            )  # imports, tokenizer: once per process
             figures.update(whole_run(tmp, srv.url, "memtree", [], "memtree"))
             figures.update(whole_run(tmp, srv.url, "memtree", ["memory.top_k=1"], "memtree_top_k1"))
-            figures.update(whole_run(tmp, srv.url, "memorystream", ["memory.scoring=generative_agents"],
-                                     "memorystream"))
+            figures.update(
+                whole_run(
+                    tmp,
+                    srv.url,
+                    "memorystream",
+                    ["memory.scoring=generative_agents"],
+                    "memorystream",
+                )
+            )
             figures.update(dry_run_vs_actual(tmp, srv.url))
     figures["snapshot_second_point_build_calls"] = figures.pop("memtree_top_k1_build_calls")
-    for key in [k for k in figures if k.startswith("memtree_top_k1_")]:  # its memories were loaded, not built:
+    for key in [
+        k for k in figures if k.startswith("memtree_top_k1_")
+    ]:  # its memories were loaded, not built:
         figures.pop(key)  # an efficiency against the build's chain would mean nothing
-    targets = {"memtree_efficiency": ">= 0.8", "memorystream_efficiency": ">= 0.8",
-               "snapshot_second_point_build_calls": "== 0", "dry_run_error": "<= 0.10"}
+    targets = {
+        "memtree_efficiency": ">= 0.8",
+        "memorystream_efficiency": ">= 0.8",
+        "snapshot_second_point_build_calls": "== 0",
+        "dry_run_error": "<= 0.10",
+    }
     print_figures(figures, targets, 36)
     return figures
 

@@ -13,6 +13,7 @@ Reports, each measured in one run:
   (expected N - 1 with ``iterative_final: best_score``, N with ``final_query``).
 Wall-clock figures measured on a shared machine are provisional.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,20 +21,29 @@ import time
 from typing import Any
 
 import numpy as np
-
+from memharness.memsys.hierarchy.store import HierarchyStore
 from memharness.memsys.services.embed import Embedder
 from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.types import Completion
-from memharness.memsys.hierarchy.store import HierarchyStore
 from memharness.memsys.structmem import StructuralMemory
 from memharness.memsys.structmem.scoring import BM25Index, Retriever
 from memharness.memsys.types import Unit, content_id
 
 DIM, VOCAB, UNITS, K = 384, 30_000, 100_000, 100
-PROMPTS = {"triples": "T {text}", "atomic_facts": "A {text}", "summaries": "S {text}",
-           "rerank": "R {question} {output_format} {documents}", "thought": "H {context} {question}"}
-REPLIES = {"T": "1. a; b; c\n2. d; e; f", "A": "1. a fact. | a | fact", "S": "a summary",
-           "R": '{"ratings": [{"document": 1, "relevance_score": 5}]}', "H": "a thought. So the answer is: x."}
+PROMPTS = {
+    "triples": "T {text}",
+    "atomic_facts": "A {text}",
+    "summaries": "S {text}",
+    "rerank": "R {question} {output_format} {documents}",
+    "thought": "H {context} {question}",
+}
+REPLIES = {
+    "T": "1. a; b; c\n2. d; e; f",
+    "A": "1. a fact. | a | fact",
+    "S": "a summary",
+    "R": '{"ratings": [{"document": 1, "relevance_score": 5}]}',
+    "H": "a thought. So the answer is: x.",
+}
 TARGET_DENSE_MS = 20.0
 
 
@@ -56,7 +66,9 @@ class StubEmbed:
     model_id = "stub-embed"
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        return np.stack([np.random.default_rng(abs(hash(t)) % 2**32).standard_normal(DIM) for t in texts])
+        return np.stack(
+            [np.random.default_rng(abs(hash(t)) % 2**32).standard_normal(DIM) for t in texts]
+        )
 
 
 class WordCount:
@@ -66,24 +78,46 @@ class WordCount:
 
 def _memory(**params: Any) -> tuple[StructuralMemory, StubChat]:
     chat = StubChat()
-    memory = StructuralMemory(llm=LLM(chat, max_in_flight=8, progress=False), embedder=Embedder(StubEmbed()),
-                              tokenizer=WordCount(), prompts=PROMPTS, rerank_formats={"json": "json"}, **params)
+    memory = StructuralMemory(
+        llm=LLM(chat, max_in_flight=8, progress=False),
+        embedder=Embedder(StubEmbed()),
+        tokenizer=WordCount(),
+        prompts=PROMPTS,
+        rerank_formats={"json": "json"},
+        **params,
+    )
     return memory, chat
 
 
 def _units(n: int) -> list[Unit]:
-    return [Unit(id=content_id("b", i, prefix="u-"), text=f"chunk {i} text", source_id=f"d{i % 7}", position=i)
-            for i in range(n)]
+    return [
+        Unit(
+            id=content_id("b", i, prefix="u-"),
+            text=f"chunk {i} text",
+            source_id=f"d{i % 7}",
+            position=i,
+        )
+        for i in range(n)
+    ]
 
 
 def extraction_calls(chunks: int = 40) -> dict[str, Any]:
     """Extraction requests per chunk for each structure, and concurrent batches per insert."""
     out = {}
-    for structure, expected in (("chunks", 0), ("triples", 1), ("atomic_facts", 1), ("summaries", 1), ("mixed", 3)):
+    for structure, expected in (
+        ("chunks", 0),
+        ("triples", 1),
+        ("atomic_facts", 1),
+        ("summaries", 1),
+        ("mixed", 3),
+    ):
         memory, chat = _memory(structure=structure)
         memory.insert(_units(chunks))
-        out[structure] = {"requests_per_chunk": chat.requests / chunks, "expected": expected,
-                          "ok": chat.requests == expected * chunks}
+        out[structure] = {
+            "requests_per_chunk": chat.requests / chunks,
+            "expected": expected,
+            "ok": chat.requests == expected * chunks,
+        }
         memory.llm.close()
     return out
 
@@ -97,7 +131,7 @@ def _synthetic_corpus(n: int, seed: int = 0) -> list[str]:
     words = rng.choice(VOCAB, size=int(lengths.sum()), p=p)
     out, at = [], 0
     for length in lengths:
-        out.append(" ".join(f"w{w}" for w in words[at:at + length]))
+        out.append(" ".join(f"w{w}" for w in words[at : at + length]))
         at += length
     return out
 
@@ -121,12 +155,18 @@ def topk_latency(n: int = UNITS, queries: int = 30, k: int = K) -> dict[str, Any
     vectors = np.random.default_rng(2).standard_normal((n, DIM)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     store = HierarchyStore()
-    store.add_nodes([f"n{i}" for i in range(n)], texts, vectors, level=0, units=[(f"u{i}",) for i in range(n)])
+    store.add_nodes(
+        [f"n{i}" for i in range(n)], texts, vectors, level=0, units=[(f"u{i}",) for i in range(n)]
+    )
     queries_text = [" ".join(q.split()[:8]) for q in _synthetic_corpus(queries, seed=3)]
     start = time.perf_counter()
     index = BM25Index(texts)
-    out: dict[str, Any] = {"units": n, "k": k, "bm25_build_s": time.perf_counter() - start,
-                           "bm25_candidates_mean": float(np.mean([index.scores(q)[0].size for q in queries_text]))}
+    out: dict[str, Any] = {
+        "units": n,
+        "k": k,
+        "bm25_build_s": time.perf_counter() - start,
+        "bm25_candidates_mean": float(np.mean([index.scores(q)[0].size for q in queries_text])),
+    }
     for scorer in ("dense", "bm25", "hybrid"):
         retriever = Retriever(store, _QueryEmbed(), scorer)
         retriever._bm25 = index  # built once above (the memory rebuilds it only after inserts)
@@ -135,7 +175,10 @@ def topk_latency(n: int = UNITS, queries: int = 30, k: int = K) -> dict[str, Any
             t = time.perf_counter()
             ranked = retriever.rank(query, k)
             ms.append(1000 * (time.perf_counter() - t))
-        out[f"{scorer}_ms_p50"], out[f"{scorer}_ms_p95"] = float(np.median(ms)), float(np.percentile(ms, 95))
+        out[f"{scorer}_ms_p50"], out[f"{scorer}_ms_p95"] = (
+            float(np.median(ms)),
+            float(np.percentile(ms, 95)),
+        )
         out[f"{scorer}_returned"] = len(ranked)
     return out
 
@@ -143,17 +186,26 @@ def topk_latency(n: int = UNITS, queries: int = 30, k: int = K) -> dict[str, Any
 def llm_calls_per_question(questions: int = 5) -> dict[str, Any]:
     """Retrieval-stage LLM requests per question for rerank (K = 100, R = 10) and iterative (N = 4)."""
     out = {}
-    for name, params, expected in (("rerank", {"retrieval": "rerank", "top_k": K, "top_r": 10}, math.ceil(K / 10)),
-                                   ("iterative_best_score", {"retrieval": "iterative", "turns": 4, "top_t": 50}, 3),
-                                   ("iterative_final_query", {"retrieval": "iterative", "turns": 4, "top_t": 50,
-                                                              "iterative_final": "final_query"}, 4)):
+    for name, params, expected in (
+        ("rerank", {"retrieval": "rerank", "top_k": K, "top_r": 10}, math.ceil(K / 10)),
+        ("iterative_best_score", {"retrieval": "iterative", "turns": 4, "top_t": 50}, 3),
+        (
+            "iterative_final_query",
+            {"retrieval": "iterative", "turns": 4, "top_t": 50, "iterative_final": "final_query"},
+            4,
+        ),
+    ):
         memory, chat = _memory(structure="chunks", **params)
         memory.insert(_units(300))
         before = chat.requests
         for i in range(questions):
             memory.retrieve(f"question {i}", 10**6)
         per_q = (chat.requests - before) / questions
-        out[name] = {"llm_requests_per_question": per_q, "expected": expected, "ok": per_q == expected}
+        out[name] = {
+            "llm_requests_per_question": per_q,
+            "expected": expected,
+            "ok": per_q == expected,
+        }
         memory.llm.close()
     return out
 
@@ -163,19 +215,34 @@ def main() -> dict[str, Any]:
     extraction = extraction_calls()
     latency = topk_latency()
     calls = llm_calls_per_question()
-    print("structmem extraction requests per chunk: " + ", ".join(
-        f"{s} {r['requests_per_chunk']:g}{'' if r['ok'] else ' (MISS: expected ' + str(r['expected']) + ')'}"
-        for s, r in extraction.items()))
+    print(
+        "structmem extraction requests per chunk: "
+        + ", ".join(
+            f"{s} {r['requests_per_chunk']:g}{'' if r['ok'] else ' (MISS: expected ' + str(r['expected']) + ')'}"
+            for s, r in extraction.items()
+        )
+    )
     miss = "" if latency["dense_ms_p50"] < TARGET_DENSE_MS else "  MISS"
-    print(f"structmem top-{latency['k']} over {latency['units']:,} units: dense p50 {latency['dense_ms_p50']:.1f} ms / "
-          f"p95 {latency['dense_ms_p95']:.1f} ms (target < {TARGET_DENSE_MS:.0f} ms){miss}; "
-          f"BM25 p50 {latency['bm25_ms_p50']:.1f} ms / p95 {latency['bm25_ms_p95']:.1f} ms "
-          f"({latency['bm25_candidates_mean']:,.0f} candidate units per query, index build {latency['bm25_build_s']:.1f} s); "
-          f"hybrid p50 {latency['hybrid_ms_p50']:.1f} ms")
-    print("structmem LLM requests per question: " + ", ".join(
-        f"{n} {r['llm_requests_per_question']:g}{'' if r['ok'] else ' (MISS: expected ' + str(r['expected']) + ')'}"
-        for n, r in calls.items()))
-    return {"structmem_extraction": extraction, "structmem_topk": latency, "structmem_llm_calls": calls}
+    print(
+        f"structmem top-{latency['k']} over {latency['units']:,} units: dense p50 {latency['dense_ms_p50']:.1f} ms / "
+        f"p95 {latency['dense_ms_p95']:.1f} ms (target < {TARGET_DENSE_MS:.0f} ms){miss}; "
+        f"BM25 p50 {latency['bm25_ms_p50']:.1f} ms / p95 {latency['bm25_ms_p95']:.1f} ms "
+        f"({latency['bm25_candidates_mean']:,.0f} candidate units per query, "
+        f"index build {latency['bm25_build_s']:.1f} s); "
+        f"hybrid p50 {latency['hybrid_ms_p50']:.1f} ms"
+    )
+    print(
+        "structmem LLM requests per question: "
+        + ", ".join(
+            f"{n} {r['llm_requests_per_question']:g}{'' if r['ok'] else ' (MISS: expected ' + str(r['expected']) + ')'}"
+            for n, r in calls.items()
+        )
+    )
+    return {
+        "structmem_extraction": extraction,
+        "structmem_topk": latency,
+        "structmem_llm_calls": calls,
+    }
 
 
 if __name__ == "__main__":

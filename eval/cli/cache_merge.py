@@ -7,6 +7,7 @@ where INTO is on a local disk, or while no job runs). An entry INTO already hold
 are content-addressed, so two jobs that made the same call stored the same key. The next sweep,
 pointed at INTO, pays for none of those calls again.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,7 +39,9 @@ def merge(into: Path, paths: list[Path]) -> dict[str, int]:
                 for table, key in (("chat", "chat_added"), ("embed", "embed_added")):
                     before = conn.execute(f"SELECT COUNT(*) FROM main.{table}").fetchone()[0]
                     conn.execute(f"INSERT OR IGNORE INTO main.{table} SELECT * FROM src.{table}")
-                    counts[key] += conn.execute(f"SELECT COUNT(*) FROM main.{table}").fetchone()[0] - before
+                    counts[key] += (
+                        conn.execute(f"SELECT COUNT(*) FROM main.{table}").fetchone()[0] - before
+                    )
                 conn.execute("COMMIT")
             finally:
                 conn.execute("DETACH DATABASE src")
@@ -49,9 +52,13 @@ def merge(into: Path, paths: list[Path]) -> dict[str, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Merge per-job call caches (cache.mode=per_job) into one.")
+    parser = argparse.ArgumentParser(
+        description="Merge per-job call caches (cache.mode=per_job) into one."
+    )
     parser.add_argument("into", type=Path, help="the shared cache (cache.path of the next sweep)")
-    parser.add_argument("sources", type=Path, nargs="+", help="cache files, or sweep folders holding calls.sqlite")
+    parser.add_argument(
+        "sources", type=Path, nargs="+", help="cache files, or sweep folders holding calls.sqlite"
+    )
     args = parser.parse_args(argv)
     missing = [str(p) for p in args.sources if not p.exists()]
     if missing:
@@ -62,8 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     except sqlite3.Error as err:
         print(f"error: could not merge into {args.into}: {err}", file=sys.stderr)
         return 2
-    print(f"merged {counts['files']} caches into {args.into}: {counts['chat_added']} chat and "
-          f"{counts['embed_added']} embedding entries added")
+    print(
+        f"merged {counts['files']} caches into {args.into}: {counts['chat_added']} chat and "
+        f"{counts['embed_added']} embedding entries added"
+    )
     return 0
 
 

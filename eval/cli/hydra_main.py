@@ -6,6 +6,7 @@
 The configs ship inside the package (``memharness.conf``), so the command works from any folder;
 run folders, the call cache and downloads go under the current folder unless configured.
 """
+
 from __future__ import annotations
 
 import logging
@@ -19,9 +20,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf
-
 from memharness.eval.cli.sweeps import already_done, register_resolvers
+from omegaconf import DictConfig, OmegaConf
 
 log = logging.getLogger("memharness")
 register_resolvers()
@@ -36,7 +36,9 @@ def hydra_main(cfg: DictConfig) -> float | None:
     out_dir = Path(hc.runtime.output_dir)
     if cfg.get("sweep_only") and hc.mode != RunMode.MULTIRUN:
         chosen = hc.runtime.choices.get("experiment")
-        return refuse(f"experiment={chosen} is a sweep; run it with -m (python run.py -m experiment={chosen})")
+        return refuse(
+            f"experiment={chosen} is a sweep; run it with -m (python run.py -m experiment={chosen})"
+        )
     if cfg.get("skip_done") and already_done(out_dir, OmegaConf.to_container(cfg, resolve=True)):
         log.info("skip_done: %s already holds a finished run with this config; skipped", out_dir)
         return None

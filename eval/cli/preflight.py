@@ -6,6 +6,7 @@ multirun, that the sweep folder can be written. A key pasted where a variable *n
 (``*.api_key_env=<the key>``) stops the command here, so it never reaches Hydra's own files. Any
 problem is printed as ``error: <one line>`` and the command exits with status 2.
 """
+
 from __future__ import annotations
 
 import sys
@@ -15,14 +16,12 @@ from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, OmegaConf, open_dict, read_write
-
+from memharness.eval.cli.run_command import key_env_overrides, print_error
+from memharness.eval.run import failures
 from memharness.memsys.services.secrets import install_log_redaction, register_secret_value
 from memharness.memsys.services.types import ConfigError
 from memharness.memsys.settings import looks_like_key
-
-from memharness.eval.run import failures
-from memharness.eval.cli.run_command import key_env_overrides, print_error
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 
 class Preflight(Callback):
@@ -62,9 +61,11 @@ def _key_problems(config: DictConfig) -> list[str]:
         for value in bad:
             register_secret_value(value)
         if bad:
-            problems.append(f"{key}: expected the NAME of an environment variable that holds the key (such as "
-                            "OPENAI_API_KEY); the value given is not a variable name and may be the key itself, so "
-                            "it is not shown. Export the key in a variable and pass that variable's name")
+            problems.append(
+                f"{key}: expected the NAME of an environment variable that holds the key (such as "
+                "OPENAI_API_KEY); the value given is not a variable name and may be the key itself, so "
+                "it is not shown. Export the key in a variable and pass that variable's name"
+            )
     return problems
 
 
@@ -79,8 +80,10 @@ def writable_problems(folder: str, setting: str) -> list[str]:
     except OSError as err:
         blocker = next((p for p in [path, *path.parents] if p.exists() and not p.is_dir()), None)
         reason = f"{blocker} is a file, not a folder" if blocker else (err.strerror or str(err))
-        return [f"{setting}={folder!r}: cannot create or write the output folder ({reason}); "
-                f"choose a writable folder with {setting}=<path>"]
+        return [
+            f"{setting}={folder!r}: cannot create or write the output folder ({reason}); "
+            f"choose a writable folder with {setting}=<path>"
+        ]
     return []
 
 

@@ -5,6 +5,7 @@ multirun); ``exit_status`` is the worst exit code of them all (``eval.failures``
 A user's mistake never shows a traceback: it is printed as ``error: <one line>`` on stderr, with
 the setting or file to change, and every secret is masked.
 """
+
 from __future__ import annotations
 
 import logging
@@ -12,15 +13,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
-
 from memharness.data_prep.base import DatasetError
-from memharness.memsys.services.secrets import install_log_redaction, redact_text, register_secret_value
+from memharness.eval.record import folder as run_io
+from memharness.eval.run import failures
+from memharness.memsys.services.secrets import (
+    install_log_redaction,
+    redact_text,
+    register_secret_value,
+)
 from memharness.memsys.services.types import ConfigError, RunAborted
 from memharness.memsys.settings import looks_like_key
-
-from memharness.eval.run import failures
-from memharness.eval.record import folder as run_io
+from omegaconf import DictConfig, OmegaConf
 
 log = logging.getLogger("memharness")
 _exit_codes: list[int] = []
@@ -36,7 +39,7 @@ def guard_argv(argv: list[str]) -> None:
     """Before Hydra parses anything: a key pasted into an ``*api_key_env=`` override is registered as a
     secret (masked in every log line and file) and every log record is redacted from now on."""
     install_log_redaction()
-    for key, values in key_env_overrides(argv):
+    for _key, values in key_env_overrides(argv):
         for value in values:
             if value and value.lower() != "null" and looks_like_key(value):
                 register_secret_value(value)
@@ -52,7 +55,9 @@ def key_env_overrides(overrides: list[str]) -> list[tuple[str, list[str]]]:
     return out
 
 
-def run_command(cfg: DictConfig, out_dir: Path, overrides: list[str], sweep_dir: Path | None = None) -> float | None:
+def run_command(
+    cfg: DictConfig, out_dir: Path, overrides: list[str], sweep_dir: Path | None = None
+) -> float | None:
     """Run one evaluation; print errors as single lines; record the exit code; return judge accuracy."""
     from memharness.eval.run.loggers import log_run
     from memharness.eval.run.runner import run
@@ -60,7 +65,9 @@ def run_command(cfg: DictConfig, out_dir: Path, overrides: list[str], sweep_dir:
 
     install_log_redaction()
     try:
-        problems = config_problems(cfg)  # also registers the key variables, so the redaction below masks them
+        problems = config_problems(
+            cfg
+        )  # also registers the key variables, so the redaction below masks them
     except ConfigError as err:
         problems = str(err).splitlines()
     run_io.redact_files(out_dir / ".hydra")
@@ -76,7 +83,11 @@ def run_command(cfg: DictConfig, out_dir: Path, overrides: list[str], sweep_dir:
     except (ConfigError, DatasetError) as err:
         return _fail(failures.EXIT_USER_ERROR, str(err), out_dir)
     except RunAborted as err:
-        return _fail(failures.EXIT_ABORTED, f"{err}\nthe run stopped; {out_dir} is marked incomplete", out_dir)
+        return _fail(
+            failures.EXIT_ABORTED,
+            f"{err}\nthe run stopped; {out_dir} is marked incomplete",
+            out_dir,
+        )
     except KeyboardInterrupt:
         _mark(out_dir, "interrupted (Ctrl-C)")
         raise
@@ -95,9 +106,17 @@ def _dry_run(cfg: DictConfig, out_dir: Path, overrides: list[str]) -> None:
     except (ConfigError, DatasetError) as err:
         return _fail(failures.EXIT_USER_ERROR, str(err), out_dir)
     t = est["total"]
-    log.info("dry run (%s): %.0f LLM calls, %.0f prompt + %.0f completion tokens, %.0f embedding requests, "
-             "$%.4f estimated -> %s", est["label"], t["calls"], t["prompt_tokens"], t["completion_tokens"],
-             t["embed_requests"], t["cost_usd"], out_dir / "estimate.json")
+    log.info(
+        "dry run (%s): %.0f LLM calls, %.0f prompt + %.0f completion tokens, %.0f embedding requests, "
+        "$%.4f estimated -> %s",
+        est["label"],
+        t["calls"],
+        t["prompt_tokens"],
+        t["completion_tokens"],
+        t["embed_requests"],
+        t["cost_usd"],
+        out_dir / "estimate.json",
+    )
     _exit_codes.append(failures.EXIT_OK)
     return None
 
@@ -107,9 +126,17 @@ def _report(cfg: DictConfig, metrics: dict[str, Any], out_dir: Path) -> float | 
     for line in failures.stage_warnings(metrics):
         log.warning(line)
     judge = metrics["metrics"].get("judge", {}).get("mean")
-    log.info("%s on %s: judge=%s scored=%d/%d failed=%d judge_unparsed=%d -> %s", cfg.memory.name, cfg.dataset.name,
-             "n/a" if judge is None else f"{judge:.3f}", counts["scored"], counts["questions"], result["failed"],
-             counts["judge_unparsed"], out_dir)
+    log.info(
+        "%s on %s: judge=%s scored=%d/%d failed=%d judge_unparsed=%d -> %s",
+        cfg.memory.name,
+        cfg.dataset.name,
+        "n/a" if judge is None else f"{judge:.3f}",
+        counts["scored"],
+        counts["questions"],
+        result["failed"],
+        counts["judge_unparsed"],
+        out_dir,
+    )
     if result["exit_code"]:
         print_error("\n".join(result["problems"]) + f"\nthe run's files are in {out_dir}")
     _exit_codes.append(result["exit_code"])

@@ -10,6 +10,7 @@
 - Experiment files that only make sense as sweeps set ``sweep_only: true``; running one without
   ``-m`` is refused with a message saying so.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -22,13 +23,23 @@ from omegaconf import DictConfig, OmegaConf
 
 log = logging.getLogger("memharness")
 _LEFT_OUT = ("memory", "dataset", "progress", "skip_done")
-_NOT_SETTINGS = ("progress", "skip_done", "run", "snapshots", "budget")  # never make a finished run a different one
+_NOT_SETTINGS = (
+    "progress",
+    "skip_done",
+    "run",
+    "snapshots",
+    "budget",
+)  # never make a finished run a different one
 _MAX = 120
 
 
 def setting_dirname(override_dirname: str) -> str:
     """A folder name for one setting: its overrides, '/' made safe, long ones shortened with a hash."""
-    parts = [p for p in override_dirname.split(",") if p and p.split("=", 1)[0].lstrip("+~") not in _LEFT_OUT]
+    parts = [
+        p
+        for p in override_dirname.split(",")
+        if p and p.split("=", 1)[0].lstrip("+~") not in _LEFT_OUT
+    ]
     name = ",".join(parts).replace("/", "_").replace(" ", "") or "defaults"
     if len(name) > _MAX:
         name = name[: _MAX - 13] + "~" + hashlib.sha256(name.encode()).hexdigest()[:12]
@@ -51,9 +62,13 @@ def already_done(out_dir: Path, resolved: dict[str, Any]) -> bool:
         return False
 
     def setting(c: dict[str, Any]) -> dict[str, Any]:
-        return {k: v for k, v in c.items() if k not in _NOT_SETTINGS}  # display, scheduling, reuse, spending limit
+        return {
+            k: v for k, v in c.items() if k not in _NOT_SETTINGS
+        }  # display, scheduling, reuse, spending limit
 
-    return setting(OmegaConf.to_container(OmegaConf.load(saved))) == setting(config_snapshot(resolved))
+    return setting(OmegaConf.to_container(OmegaConf.load(saved))) == setting(
+        config_snapshot(resolved)
+    )
 
 
 class SweepSummary(Callback):
@@ -65,7 +80,11 @@ class SweepSummary(Callback):
         folder = Path(config.hydra.sweep.dir)
         try:
             written = build_report([folder], folder, "summary", latest_only=False)
-        except (ReportError, OSError, ValueError) as err:  # a failed summary must not fail the sweep
+        except (
+            ReportError,
+            OSError,
+            ValueError,
+        ) as err:  # a failed summary must not fail the sweep
             log.warning("no sweep summary for %s: %s", folder, err)
             return
         log.info("sweep summary: %s", ", ".join(str(p) for p in written.values()))

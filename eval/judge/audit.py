@@ -12,64 +12,93 @@
 
 Calls go to the ``audit`` stage, so they never count as the method's or the judge's own cost.
 """
+
 from __future__ import annotations
 
 import random
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from omegaconf import DictConfig
-
-from memharness.memsys.services.llm import LLM
-from memharness.memsys.services.types import ChatRequest
-from memharness.memsys.types import Question
-
-from memharness.eval.run.answer import judge_request, reference_text
 from memharness.eval.judge.judges import Judges
 from memharness.eval.metrics.lexical import normalize_answer, parse_judge, token_f1
 from memharness.eval.metrics.stats import cohen_kappa
+from memharness.eval.run.answer import judge_request, reference_text
+from memharness.memsys.services.llm import LLM
+from memharness.memsys.services.types import ChatRequest
+from memharness.memsys.types import Question
+from omegaconf import DictConfig
 
 
-def verdicts(llm: LLM, prompt_cfg: Any, cases: Sequence[tuple[Question, str, str]], desc: str) -> list[dict]:
+def verdicts(
+    llm: LLM, prompt_cfg: Any, cases: Sequence[tuple[Question, str, str]], desc: str
+) -> list[dict]:
     """Judge (question, reference, answer) cases; each result has verdict (0/1/None) and status."""
     if not cases:
         return []
-    completions = llm.complete([judge_request(q, ref, ans, prompt_cfg) for q, ref, ans in cases], desc=desc)
+    completions = llm.complete(
+        [judge_request(q, ref, ans, prompt_cfg) for q, ref, ans in cases], desc=desc
+    )
     out = []
     for comp in completions:
         v = parse_judge(comp.text) if comp.ok else None
-        out.append({"verdict": v, "reply": comp.text,
-                    "status": "judge_failed" if not comp.ok else ("parsed" if v is not None else "judge_unparsed")})
+        out.append(
+            {
+                "verdict": v,
+                "reply": comp.text,
+                "status": "judge_failed"
+                if not comp.ok
+                else ("parsed" if v is not None else "judge_unparsed"),
+            }
+        )
     return out
 
 
 def agreement(a: Sequence[float | None], b: Sequence[dict]) -> dict[str, Any] | None:
     """κ, agreement and both accuracies over the items both verdicts parsed, plus the second
     verdicts' failures (``b``: results of ``verdicts``), which are counted, never dropped."""
-    pairs = [(x, y["verdict"]) for x, y in zip(a, b) if x is not None and y["verdict"] is not None]
-    failures = {"unparsed": sum(r["status"] == "judge_unparsed" for r in b),
-                "failed": sum(r["status"] == "judge_failed" for r in b)}
+    pairs = [
+        (x, y["verdict"])
+        for x, y in zip(a, b, strict=False)
+        if x is not None and y["verdict"] is not None
+    ]
+    failures = {
+        "unparsed": sum(r["status"] == "judge_unparsed" for r in b),
+        "failed": sum(r["status"] == "judge_failed" for r in b),
+    }
     if not pairs:
         return {"kappa": None, "agreement": None, "n": 0, **failures}
     xs, ys = [int(x) for x, _ in pairs], [int(y) for _, y in pairs]
-    return {**cohen_kappa(xs, ys), "accuracy_a": sum(xs) / len(xs), "accuracy_b": sum(ys) / len(ys), **failures}
+    return {
+        **cohen_kappa(xs, ys),
+        "accuracy_a": sum(xs) / len(xs),
+        "accuracy_b": sum(ys) / len(ys),
+        **failures,
+    }
 
 
 def _rate(results: Sequence[dict], accept: bool) -> dict[str, Any]:
     parsed = [r["verdict"] for r in results if r["verdict"] is not None]
     hits = sum(v == int(accept) for v in parsed)
-    return {"rate": hits / len(parsed) if parsed else None, "n": len(parsed),
-            "unparsed": sum(r["status"] == "judge_unparsed" for r in results),
-            "failed": sum(r["status"] == "judge_failed" for r in results)}
+    return {
+        "rate": hits / len(parsed) if parsed else None,
+        "n": len(parsed),
+        "unparsed": sum(r["status"] == "judge_unparsed" for r in results),
+        "failed": sum(r["status"] == "judge_failed" for r in results),
+    }
 
 
-def canary_cases(questions: Sequence[Question], k: int, seed: int) -> tuple[list[Question], list[tuple]]:
+def canary_cases(
+    questions: Sequence[Question], k: int, seed: int
+) -> tuple[list[Question], list[tuple]]:
     """A seeded sample of ``k`` questions and, for each, another sampled question's reference
     (the next one whose normalised reference differs; none when all are alike)."""
     rng = random.Random(seed)
-    picked = [questions[i] for i in sorted(rng.sample(range(len(questions)), min(k, len(questions))))]
+    picked = [
+        questions[i] for i in sorted(rng.sample(range(len(questions)), min(k, len(questions))))
+    ]
     refs = [reference_text(q) for q in picked]
     others = []
-    for i, (q, ref) in enumerate(zip(picked, refs)):
+    for i, (q, ref) in enumerate(zip(picked, refs, strict=False)):
         for j in range(1, len(picked)):
             other = refs[(i + j) % len(picked)]
             if normalize_answer(other) != normalize_answer(ref):
@@ -78,16 +107,26 @@ def canary_cases(questions: Sequence[Question], k: int, seed: int) -> tuple[list
     return picked, others
 
 
-def wrong_answers(llm: LLM, questions: Sequence[Question], audit_cfg: Any) -> tuple[list[tuple], int]:
+def wrong_answers(
+    llm: LLM, questions: Sequence[Question], audit_cfg: Any
+) -> tuple[list[tuple], int]:
     """Plausible wrong answers written by the judge LLM; too-close or empty ones are discarded (counted)."""
-    requests = [ChatRequest.user(audit_cfg.wrong_prompt.format(question=q.text, reference=reference_text(q)),
-                                 max_tokens=int(audit_cfg.get("wrong_max_tokens", 32))) for q in questions]
+    requests = [
+        ChatRequest.user(
+            audit_cfg.wrong_prompt.format(question=q.text, reference=reference_text(q)),
+            max_tokens=int(audit_cfg.get("wrong_max_tokens", 32)),
+        )
+        for q in questions
+    ]
     cases, discarded = [], 0
-    for q, comp in zip(questions, llm.complete(requests, desc="wrong answers")):
+    for q, comp in zip(questions, llm.complete(requests, desc="wrong answers"), strict=False):
         text = comp.text.strip().splitlines()[0].strip() if comp.ok and comp.text.strip() else ""
         ref = reference_text(q)
-        if not text or normalize_answer(text) == normalize_answer(ref) or \
-                token_f1(text, ref) >= float(audit_cfg.get("wrong_max_f1", 0.6)):
+        if (
+            not text
+            or normalize_answer(text) == normalize_answer(ref)
+            or token_f1(text, ref) >= float(audit_cfg.get("wrong_max_f1", 0.6))
+        ):
             discarded += 1
             continue
         cases.append((q, ref, text))
@@ -99,66 +138,104 @@ def canary_set(author: LLM, questions: Sequence[Question], cfg: DictConfig) -> d
     audit_cfg = cfg.eval.judge_audit
     picked, others = canary_cases(questions, int(audit_cfg.get("canaries", 8)), int(cfg.seed))
     own = [(q, reference_text(q), reference_text(q)) for q in picked]
-    wrong, discarded = wrong_answers(author, picked, audit_cfg) if audit_cfg.get("wrong_answers", True) else ([], 0)
-    return {"questions": len(picked), "discarded": discarded,
-            "groups": (("reference", own), ("other_answer", others), ("wrong_answer", wrong))}
+    wrong, discarded = (
+        wrong_answers(author, picked, audit_cfg)
+        if audit_cfg.get("wrong_answers", True)
+        else ([], 0)
+    )
+    return {
+        "questions": len(picked),
+        "discarded": discarded,
+        "groups": (("reference", own), ("other_answer", others), ("wrong_answer", wrong)),
+    }
 
 
 def judge_canaries(judge: LLM, canary: dict[str, Any], cfg: DictConfig) -> dict[str, Any]:
     """One judge's verdicts on the canaries: its true-accept and false-accept rates, and every case."""
-    results = {kind: verdicts(judge, cfg.eval.judge, cases, f"canary {kind}") for kind, cases in canary["groups"]}
-    cases = [{"kind": kind, "question_id": q.id, "answer": ans, **r}
-             for kind, group in canary["groups"] for (q, _, ans), r in zip(group, results[kind])]
-    return {"questions": canary["questions"], "accepts_reference": _rate(results["reference"], True),
-            "false_accept_other": _rate(results["other_answer"], True),
-            "false_accept_wrong": {**_rate(results["wrong_answer"], True), "discarded": canary["discarded"]},
-            "cases": cases}
+    results = {
+        kind: verdicts(judge, cfg.eval.judge, cases, f"canary {kind}")
+        for kind, cases in canary["groups"]
+    }
+    cases = [
+        {"kind": kind, "question_id": q.id, "answer": ans, **r}
+        for kind, group in canary["groups"]
+        for (q, _, ans), r in zip(group, results[kind], strict=False)
+    ]
+    return {
+        "questions": canary["questions"],
+        "accepts_reference": _rate(results["reference"], True),
+        "false_accept_other": _rate(results["other_answer"], True),
+        "false_accept_wrong": {
+            **_rate(results["wrong_answer"], True),
+            "discarded": canary["discarded"],
+        },
+        "cases": cases,
+    }
 
 
 def legacy_calibration(section: dict[str, Any]) -> dict[str, Any] | None:
     """The older ``judge_calibration`` record (reference vs another reference) from the canaries."""
-    cases = [c for c in (section.get("canaries") or {}).get("cases", []) if c["kind"] in ("reference", "other_answer")]
+    cases = [
+        c
+        for c in (section.get("canaries") or {}).get("cases", [])
+        if c["kind"] in ("reference", "other_answer")
+    ]
     ref = [c for c in cases if c["kind"] == "reference"]
     other = [c for c in cases if c["kind"] == "other_answer"]
     if len(ref) < 2:
         return None
-    return {"n": len(ref), "says_1_to_reference": sum(c["verdict"] == 1 for c in ref) / len(ref),
-            "says_0_to_other_reference": sum(c["verdict"] == 0 for c in other) / len(ref),
-            "unparsed": sum(c["status"] == "judge_unparsed" for c in cases),
-            "failed": sum(c["status"] == "judge_failed" for c in cases)}
+    return {
+        "n": len(ref),
+        "says_1_to_reference": sum(c["verdict"] == 1 for c in ref) / len(ref),
+        "says_0_to_other_reference": sum(c["verdict"] == 0 for c in other) / len(ref),
+        "unparsed": sum(c["status"] == "judge_unparsed" for c in cases),
+        "failed": sum(c["status"] == "judge_failed" for c in cases),
+    }
 
 
-def audit(pending: Sequence[tuple[Question, Any, dict]], cfg: DictConfig, services: Any,
-          judges: Judges) -> dict[str, Any] | None:
+def audit(
+    pending: Sequence[tuple[Question, Any, dict]], cfg: DictConfig, services: Any, judges: Judges
+) -> dict[str, Any] | None:
     """Run the audit over the judged samples; adds ``judge_lenient`` / ``judge2`` to their metrics."""
     audit_cfg = cfg.eval.get("judge_audit")
-    todo = [(q, r) for q, _, r in pending if r["status"] == "scored" and r.get("mode") == "generative"]
+    todo = [
+        (q, r) for q, _, r in pending if r["status"] == "scored" and r.get("mode") == "generative"
+    ]
     if audit_cfg is None or not todo:
         return None
     for _, r in todo:  # an empty answer is wrong under every judge and is never sent to one
         if r.get("answer_empty"):
-            r["metrics"].update({k: 0.0 for k in ("judge_lenient", "judge2") if _enabled(k, audit_cfg, judges)})
+            r["metrics"].update(
+                {k: 0.0 for k in ("judge_lenient", "judge2") if _enabled(k, audit_cfg, judges)}
+            )
     todo = [(q, r) for q, r in todo if not r.get("answer_empty")]
     section: dict[str, Any] = {**judges.describe(), "n": len(todo)}
     strict = [r["metrics"].get("judge") for _, r in todo]
     cases = [(q, reference_text(q), r["prediction"]) for q, r in todo]
     with services.meter.stage("audit"):
         if audit_cfg.get("lenient", True):
-            lenient_cfg = {"prompt": audit_cfg.lenient_prompt, "max_tokens": cfg.eval.judge.max_tokens}
+            lenient_cfg = {
+                "prompt": audit_cfg.lenient_prompt,
+                "max_tokens": cfg.eval.judge.max_tokens,
+            }
             lenient = verdicts(judges.primary, _Obj(lenient_cfg), cases, "lenient judge")
-            for (_, r), v in zip(todo, lenient):
+            for (_, r), v in zip(todo, lenient, strict=False):
                 r["judge_lenient_status"] = v["status"]
-                r["metrics"]["judge_lenient"] = None if v["verdict"] is None else float(v["verdict"])
+                r["metrics"]["judge_lenient"] = (
+                    None if v["verdict"] is None else float(v["verdict"])
+                )
             section["strict_vs_lenient"] = agreement(strict, lenient)
         if judges.second is not None:
             second = verdicts(judges.second, cfg.eval.judge, cases, "second judge")
-            for (_, r), v in zip(todo, second):
+            for (_, r), v in zip(todo, second, strict=False):
                 r["judge2_status"] = v["status"]
                 r["metrics"]["judge2"] = None if v["verdict"] is None else float(v["verdict"])
             section["judge_vs_judge2"] = agreement(strict, second)
         questions = [q for q, _ in todo]
         if int(audit_cfg.get("canaries", 0)) >= 2 and len(questions) >= 2:
-            canary = canary_set(judges.primary, questions, cfg)  # the judge LLM writes the wrong answers
+            canary = canary_set(
+                judges.primary, questions, cfg
+            )  # the judge LLM writes the wrong answers
             section["canaries"] = judge_canaries(judges.primary, canary, cfg)
             if judges.second is not None:
                 section["canaries_judge2"] = judge_canaries(judges.second, canary, cfg)
@@ -166,7 +243,11 @@ def audit(pending: Sequence[tuple[Question, Any, dict]], cfg: DictConfig, servic
 
 
 def _enabled(metric: str, audit_cfg: Any, judges: Judges) -> bool:
-    return bool(audit_cfg.get("lenient", True)) if metric == "judge_lenient" else judges.second is not None
+    return (
+        bool(audit_cfg.get("lenient", True))
+        if metric == "judge_lenient"
+        else judges.second is not None
+    )
 
 
 class _Obj(dict):

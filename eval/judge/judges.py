@@ -7,16 +7,16 @@ equals the run's LLM shares that LLM object (one model in memory, one cache name
 gets its own backend behind the same cache and meter, so its calls have their own cache identity
 (its model id) and their own cost (stage ``judge``, its prices merged into the meter's).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
-
 from memharness.memsys.services.factory import Services
 from memharness.memsys.services.llm import LLM, RetryPolicy
 from memharness.memsys.services.types import ConfigError
+from omegaconf import DictConfig, OmegaConf
 
 
 @dataclass
@@ -30,7 +30,10 @@ class Judges:
 
     def describe(self) -> dict[str, Any]:
         """What metrics.json records: each judge's config name and model id."""
-        out: dict[str, Any] = {"judge": self.primary.model_id, "judge_config": self.names.get("judge", "same")}
+        out: dict[str, Any] = {
+            "judge": self.primary.model_id,
+            "judge_config": self.names.get("judge", "same"),
+        }
         if self.second is not None:
             out.update(judge2=self.second.model_id, judge2_config=self.names.get("judge2"))
         return out
@@ -45,14 +48,19 @@ def _section(cfg: DictConfig, key: str) -> dict[str, Any] | None:
     if node is None:
         return None
     if not isinstance(node, DictConfig):
-        raise ConfigError(f"{key}={node!r} is not a judge config: choose it with `judge@{key}=<name>` "
-                          f"(a file in conf/judge/, e.g. judge@{key}=local_tiny)" if key == "judge2" else
-                          f"{key}={node!r} is not a judge config: choose one of conf/judge/ with `{key}=<name>`")
+        raise ConfigError(
+            f"{key}={node!r} is not a judge config: choose it with `judge@{key}=<name>` "
+            f"(a file in conf/judge/, e.g. judge@{key}=local_tiny)"
+            if key == "judge2"
+            else f"{key}={node!r} is not a judge config: choose one of conf/judge/ with `{key}=<name>`"
+        )
     plain = OmegaConf.to_container(node, resolve=True)
     return None if not plain.get("backend") else plain
 
 
-def _build(cfg: DictConfig, key: str, services: Services, known: list[tuple[dict, LLM]]) -> tuple[LLM, bool]:
+def _build(
+    cfg: DictConfig, key: str, services: Services, known: list[tuple[dict, LLM]]
+) -> tuple[LLM, bool]:
     """The LLM for judge section ``key``: an existing one with the same backend, else a new one."""
     section = _section(cfg, key)
     backend = section["backend"]
@@ -61,9 +69,16 @@ def _build(cfg: DictConfig, key: str, services: Services, known: list[tuple[dict
             return llm, False
     services.meter.prices.update(section.get("prices") or {})
     # the run's deadline and budget hold for the judges' calls too
-    llm = LLM(services.make_backend(cfg[key], key), meter=services.meter, cache=services.cache,
-              max_in_flight=int(section.get("max_in_flight", 8)), retry=RetryPolicy(**(section.get("retry") or {})),
-              progress=bool(cfg.get("progress", True)), deadline=services.deadline, budget=services.budget)
+    llm = LLM(
+        services.make_backend(cfg[key], key),
+        meter=services.meter,
+        cache=services.cache,
+        max_in_flight=int(section.get("max_in_flight", 8)),
+        retry=RetryPolicy(**(section.get("retry") or {})),
+        progress=bool(cfg.get("progress", True)),
+        deadline=services.deadline,
+        budget=services.budget,
+    )
     return llm, True
 
 

@@ -16,6 +16,7 @@ Reported: accuracy over all items (an unparsed or failed verdict counts as wrong
 apart), false accepts (label 0 judged 1) and false rejects (label 1 judged 0) with counts and
 rates, per-kind and per-domain accuracy, every error, and the judge config (model, prompt hash).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,16 +25,16 @@ import json
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
+from memharness.eval.metrics.lexical import parse_judge
+from memharness.eval.run.answer import judge_request
 from memharness.memsys.services.types import ConfigError
 from memharness.memsys.types import Question
-
-from memharness.eval.run.answer import judge_request
-from memharness.eval.metrics.lexical import parse_judge
 
 BUNDLED = files("memharness.eval.judge").joinpath("items.jsonl")
 FIELDS = {"id": str, "question": str, "reference": str, "prediction": str, "label": int}
@@ -67,12 +68,21 @@ def load_items(path: str | Path | None = None) -> tuple[list[JudgeItem], str]:
             raise ConfigError(f"{where}: not JSON ({err})") from err
         for key, typ in FIELDS.items():
             if not isinstance(rec.get(key), typ):
-                raise ConfigError(f"{where}: field {key!r} should be {typ.__name__}, got {rec.get(key)!r}")
+                raise ConfigError(
+                    f"{where}: field {key!r} should be {typ.__name__}, got {rec.get(key)!r}"
+                )
         if rec["label"] not in (0, 1) or rec["id"] in seen:
-            raise ConfigError(f"{where}: label must be 0 or 1 and ids unique (id {rec['id']!r}, label {rec['label']!r})")
+            raise ConfigError(
+                f"{where}: label must be 0 or 1 and ids unique (id {rec['id']!r}, label {rec['label']!r})"
+            )
         seen.add(rec["id"])
-        items.append(JudgeItem(**{k: rec[k] for k in FIELDS}, kind=str(rec.get("kind", "")),
-                               domain=str(rec.get("domain", ""))))
+        items.append(
+            JudgeItem(
+                **{k: rec[k] for k in FIELDS},
+                kind=str(rec.get("kind", "")),
+                domain=str(rec.get("domain", "")),
+            )
+        )
     if not items:
         raise ConfigError(f"{source}: no judge items")
     return items, hashlib.sha256(raw).hexdigest()
@@ -85,15 +95,35 @@ def judge_settings(cfg: Any) -> Any:
 
 def judge_items(items: Sequence[JudgeItem], llm: Any, judge_cfg: Any) -> list[dict[str, Any]]:
     """One verdict per item through the runner's own judge request; failures are kept, not dropped."""
-    requests = [judge_request(Question(id=it.id, text=it.question, answers=(it.reference,), position=0),
-                              it.reference, it.prediction, judge_cfg) for it in items]
+    requests = [
+        judge_request(
+            Question(id=it.id, text=it.question, answers=(it.reference,), position=0),
+            it.reference,
+            it.prediction,
+            judge_cfg,
+        )
+        for it in items
+    ]
     completions = llm.complete(requests, desc="judge_eval")
     results = []
-    for it, comp in zip(items, completions):
+    for it, comp in zip(items, completions, strict=False):
         verdict = parse_judge(comp.text) if comp.ok else None
-        status = "judge_failed" if not comp.ok else ("judge_unparsed" if verdict is None else "parsed")
-        results.append({"id": it.id, "kind": it.kind, "domain": it.domain, "label": it.label, "verdict": verdict,
-                        "reply": comp.text, "status": status, "error": comp.error, "cached": comp.cached})
+        status = (
+            "judge_failed" if not comp.ok else ("judge_unparsed" if verdict is None else "parsed")
+        )
+        results.append(
+            {
+                "id": it.id,
+                "kind": it.kind,
+                "domain": it.domain,
+                "label": it.label,
+                "verdict": verdict,
+                "reply": comp.text,
+                "status": status,
+                "error": comp.error,
+                "cached": comp.cached,
+            }
+        )
     return results
 
 
@@ -108,47 +138,71 @@ def score(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     correct = sum(r["verdict"] == r["label"] for r in results)
     false_accepts = sum(r["verdict"] == 1 for r in neg)
     false_rejects = sum(r["verdict"] == 0 for r in pos)
-    groups: dict[str, dict[str, list[int]]] = {"kind": defaultdict(list), "domain": defaultdict(list)}
+    groups: dict[str, dict[str, list[int]]] = {
+        "kind": defaultdict(list),
+        "domain": defaultdict(list),
+    }
     for r in results:
         for key in groups:
             groups[key][r[key] or "-"].append(int(r["verdict"] == r["label"]))
-    return {"n": len(results), "positives": len(pos), "negatives": len(neg), "correct": correct,
-            "accuracy": _rate(correct, len(results)),
-            "false_accepts": false_accepts, "false_accept_rate": _rate(false_accepts, len(neg)),
-            "false_rejects": false_rejects, "false_reject_rate": _rate(false_rejects, len(pos)),
-            "unparsed": sum(r["status"] == "judge_unparsed" for r in results),
-            "failed": sum(r["status"] == "judge_failed" for r in results),
-            "by": {key: {name: {"n": len(v), "accuracy": sum(v) / len(v)} for name, v in sorted(g.items())}
-                   for key, g in groups.items()}}
+    return {
+        "n": len(results),
+        "positives": len(pos),
+        "negatives": len(neg),
+        "correct": correct,
+        "accuracy": _rate(correct, len(results)),
+        "false_accepts": false_accepts,
+        "false_accept_rate": _rate(false_accepts, len(neg)),
+        "false_rejects": false_rejects,
+        "false_reject_rate": _rate(false_rejects, len(pos)),
+        "unparsed": sum(r["status"] == "judge_unparsed" for r in results),
+        "failed": sum(r["status"] == "judge_failed" for r in results),
+        "by": {
+            key: {name: {"n": len(v), "accuracy": sum(v) / len(v)} for name, v in sorted(g.items())}
+            for key, g in groups.items()
+        },
+    }
 
 
 def judge_config_summary(cfg: Any, model_id: str) -> dict[str, Any]:
     judge = judge_settings(cfg)
-    return {"model": model_id, "prompt_sha256": hashlib.sha256(str(judge.prompt).encode()).hexdigest()[:16],
-            "max_tokens": int(judge.max_tokens), "choices": ["0", "1"]}
+    return {
+        "model": model_id,
+        "prompt_sha256": hashlib.sha256(str(judge.prompt).encode()).hexdigest()[:16],
+        "max_tokens": int(judge.max_tokens),
+        "choices": ["0", "1"],
+    }
 
 
 def render(report: dict[str, Any], items: Sequence[JudgeItem]) -> str:
     """A short plain-text report for the terminal."""
     s, c = report["scores"], report["judge"]
     pct = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
-    lines = [f"judge: {c['model']}  prompt sha256 {c['prompt_sha256']}  max_tokens {c['max_tokens']}",
-             f"items: {report['items']['path']} ({s['n']}: {s['positives']} right, {s['negatives']} wrong; "
-             f"sha256 {report['items']['sha256'][:16]})",
-             f"accuracy       {pct(s['accuracy'])}  ({s['correct']}/{s['n']})",
-             f"false accepts  {pct(s['false_accept_rate'])}  ({s['false_accepts']}/{s['negatives']} wrong answers judged 1)",
-             f"false rejects  {pct(s['false_reject_rate'])}  ({s['false_rejects']}/{s['positives']} right answers judged 0)",
-             f"unparsed {s['unparsed']}  failed {s['failed']}  wall {report['wall_s']:.1f} s"]
+    lines = [
+        f"judge: {c['model']}  prompt sha256 {c['prompt_sha256']}  max_tokens {c['max_tokens']}",
+        f"items: {report['items']['path']} ({s['n']}: {s['positives']} right, {s['negatives']} wrong; "
+        f"sha256 {report['items']['sha256'][:16]})",
+        f"accuracy       {pct(s['accuracy'])}  ({s['correct']}/{s['n']})",
+        f"false accepts  {pct(s['false_accept_rate'])}  ({s['false_accepts']}/{s['negatives']} wrong answers judged 1)",
+        f"false rejects  {pct(s['false_reject_rate'])}  ({s['false_rejects']}/{s['positives']} right answers judged 0)",
+        f"unparsed {s['unparsed']}  failed {s['failed']}  wall {report['wall_s']:.1f} s",
+    ]
     for key in ("domain", "kind"):
-        lines.append(f"by {key}: " + ", ".join(f"{k} {v['accuracy']:.2f} (n={v['n']})" for k, v in s["by"][key].items()))
+        lines.append(
+            f"by {key}: "
+            + ", ".join(f"{k} {v['accuracy']:.2f} (n={v['n']})" for k, v in s["by"][key].items())
+        )
     by_id = {it.id: it for it in items}
     errors = [r for r in report["results"] if r["verdict"] != r["label"]]
     if errors:
         lines.append("errors:")
     for r in errors:
         it = by_id[r["id"]]
-        lines.append(f"  {r['id']} [{r['kind']}] label {r['label']} got {r['verdict'] if r['verdict'] is not None else r['status']}: "
-                     f"Q: {it.question} | ref: {it.reference} | pred: {it.prediction}")
+        lines.append(
+            f"  {r['id']} [{r['kind']}] label {r['label']} "
+            f"got {r['verdict'] if r['verdict'] is not None else r['status']}: "
+            f"Q: {it.question} | ref: {it.reference} | pred: {it.prediction}"
+        )
     return "\n".join(lines)
 
 
@@ -157,16 +211,23 @@ def compose_config(overrides: Sequence[str]) -> Any:
 
     conf_dir = Path(str(files("memharness.conf")))
     with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
-        return compose("config", overrides=[f"cache.path={Path.cwd() / '.cache' / 'calls.sqlite'}", "progress=false",
-                                            *overrides])
+        return compose(
+            "config",
+            overrides=[
+                f"cache.path={Path.cwd() / '.cache' / 'calls.sqlite'}",
+                "progress=false",
+                *overrides,
+            ],
+        )
 
 
-def evaluate(cfg: Any, items_path: str | Path | None = None) -> tuple[dict[str, Any], list[JudgeItem]]:
+def evaluate(
+    cfg: Any, items_path: str | Path | None = None
+) -> tuple[dict[str, Any], list[JudgeItem]]:
     """Build the configured LLM, judge every item, and return the report (and the items)."""
-    from omegaconf import OmegaConf
-
     from memharness.memsys.services.factory import build_llm
     from memharness.memsys.services.secrets import redact
+    from omegaconf import OmegaConf
 
     items, digest = load_items(items_path)
     started = time.time()
@@ -175,18 +236,31 @@ def evaluate(cfg: Any, items_path: str | Path | None = None) -> tuple[dict[str, 
         results = judge_items(items, llm, judge_settings(cfg))
     finally:
         llm.close()
-    return {"items": {"path": str(items_path or BUNDLED), "sha256": digest},
-            "judge": judge_config_summary(cfg, llm.model_id),
-            "scores": score(results), "results": results, "wall_s": time.time() - started,
-            "calls": llm.meter.to_json()["total"],
-            "llm_config": redact(OmegaConf.to_container(cfg.llm, resolve=True))}, items
+    return {
+        "items": {"path": str(items_path or BUNDLED), "sha256": digest},
+        "judge": judge_config_summary(cfg, llm.model_id),
+        "scores": score(results),
+        "results": results,
+        "wall_s": time.time() - started,
+        "calls": llm.meter.to_json()["total"],
+        "llm_config": redact(OmegaConf.to_container(cfg.llm, resolve=True)),
+    }, items
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m memharness.eval.judge.labelled_set", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--items", type=Path, default=None, help="a JSONL of labelled items (default: the bundled set)")
+    parser = argparse.ArgumentParser(
+        prog="python -m memharness.eval.judge.labelled_set", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--items",
+        type=Path,
+        default=None,
+        help="a JSONL of labelled items (default: the bundled set)",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the full report here")
-    parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. llm=local_tiny eval.judge.max_tokens=2")
+    parser.add_argument(
+        "overrides", nargs="*", help="Hydra overrides, e.g. llm=local_tiny eval.judge.max_tokens=2"
+    )
     args = parser.parse_args(argv)
     try:
         report, items = evaluate(compose_config(args.overrides), args.items)

@@ -10,20 +10,21 @@ with the same predictions but were judged by different models (e.g. a rerun with
 ``judge=openai``; the answers come from the cache) are paired, and κ is computed over the questions
 whose prediction is identical in both. Writes <name>.md / .csv / .json and prints where.
 """
+
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from itertools import combinations
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pandas as pd
-
+from memharness.eval.metrics.stats import cohen_kappa
+from memharness.eval.record.read import ReportError, find_runs, load_run
 from memharness.eval.report import tables
 from memharness.eval.report.paired import label
-from memharness.eval.record.read import ReportError, find_runs, load_run
-from memharness.eval.metrics.stats import cohen_kappa
 from memharness.eval.report.table_format import Section, to_markdown
 
 
@@ -32,19 +33,30 @@ def run_row(run: dict[str, Any]) -> dict[str, Any]:
     rel = run.get("judge_reliability") or {}
     m = run["metrics"]
     lenient, second = rel.get("strict_vs_lenient") or {}, rel.get("judge_vs_judge2") or {}
-    row = {"memory": label(run), "dataset": run["dataset"], "judge": tables.short_model(run["judge_model"]),
-           "judge2": tables.short_model(run["judge2_model"]), "judged": (m.get("judge") or {}).get("n"),
-           "accuracy_strict": (m.get("judge") or {}).get("mean"),
-           "accuracy_lenient": (m.get("judge_lenient") or {}).get("mean")}
+    row = {
+        "memory": label(run),
+        "dataset": run["dataset"],
+        "judge": tables.short_model(run["judge_model"]),
+        "judge2": tables.short_model(run["judge2_model"]),
+        "judged": (m.get("judge") or {}).get("n"),
+        "accuracy_strict": (m.get("judge") or {}).get("mean"),
+        "accuracy_lenient": (m.get("judge_lenient") or {}).get("mean"),
+    }
     if lenient:
         row.update(kappa_lenient=lenient.get("kappa"), agreement_lenient=lenient.get("agreement"))
     if second:
-        row.update(accuracy_judge2=(m.get("judge2") or {}).get("mean"), kappa_judge2=second.get("kappa"),
-                   agreement_judge2=second.get("agreement"))
+        row.update(
+            accuracy_judge2=(m.get("judge2") or {}).get("mean"),
+            kappa_judge2=second.get("kappa"),
+            agreement_judge2=second.get("agreement"),
+        )
     for prefix, key in (("", "canaries"), ("judge2_", "canaries_judge2")):
         can = rel.get(key) or {}
-        for name, part in (("accepts_reference", "accepts_reference"), ("far_other", "false_accept_other"),
-                           ("far_wrong", "false_accept_wrong")):
+        for name, part in (
+            ("accepts_reference", "accepts_reference"),
+            ("far_other", "false_accept_other"),
+            ("far_wrong", "false_accept_wrong"),
+        ):
             if part in can:
                 row[f"{prefix}{name}"] = can[part]["rate"]
                 row[f"{prefix}{name}_n"] = can[part]["n"]
@@ -52,40 +64,65 @@ def run_row(run: dict[str, Any]) -> dict[str, Any]:
             row[f"{prefix}wrong_discarded"] = can["false_accept_wrong"].get("discarded", 0)
     legacy = run.get("judge_calibration")
     if not rel and legacy:  # runs made before the audit
-        row.update(accepts_reference=legacy["says_1_to_reference"], far_other=1 - legacy["says_0_to_other_reference"])
+        row.update(
+            accepts_reference=legacy["says_1_to_reference"],
+            far_other=1 - legacy["says_0_to_other_reference"],
+        )
     row["folder"] = run["folder"]
     return row
 
 
 def verdicts(folder: str | Path) -> dict[str, tuple[str, int]]:
     """question id -> (prediction, judge verdict) for the questions the judge scored."""
-    return {str(s["question_id"]): (s.get("prediction", ""), int(s["metrics"]["judge"]))
-            for s in tables.read_samples(Path(folder)) if s.get("metrics", {}).get("judge") is not None}
+    return {
+        str(s["question_id"]): (s.get("prediction", ""), int(s["metrics"]["judge"]))
+        for s in tables.read_samples(Path(folder))
+        if s.get("metrics", {}).get("judge") is not None
+    }
 
 
 def cross_judge(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """κ between judges of runs with the same answers: same memory, setting, dataset, questions and LLM."""
     rows = []
     for a, b in combinations(runs, 2):
-        same = all(a.get(k) == b.get(k) for k in ("memory", "setting", "dataset", "qset", "llm", "embedder"))
-        if not same or a["judge_model"] == b["judge_model"] or "-" in (a["judge_model"], b["judge_model"]):
+        same = all(
+            a.get(k) == b.get(k)
+            for k in ("memory", "setting", "dataset", "qset", "llm", "embedder")
+        )
+        if (
+            not same
+            or a["judge_model"] == b["judge_model"]
+            or "-" in (a["judge_model"], b["judge_model"])
+        ):
             continue
         va, vb = verdicts(a["folder"]), verdicts(b["folder"])
         shared = sorted(q for q in va.keys() & vb.keys() if va[q][0] == vb[q][0])
         if not shared:
             continue
         k = cohen_kappa([va[q][1] for q in shared], [vb[q][1] for q in shared])
-        rows.append({"memory": label(a), "dataset": a["dataset"], "judge_a": tables.short_model(a["judge_model"]),
-                     "judge_b": tables.short_model(b["judge_model"]), "questions": len(shared),
-                     "accuracy_a": sum(va[q][1] for q in shared) / len(shared),
-                     "accuracy_b": sum(vb[q][1] for q in shared) / len(shared), **k})
+        rows.append(
+            {
+                "memory": label(a),
+                "dataset": a["dataset"],
+                "judge_a": tables.short_model(a["judge_model"]),
+                "judge_b": tables.short_model(b["judge_model"]),
+                "questions": len(shared),
+                "accuracy_a": sum(va[q][1] for q in shared) / len(shared),
+                "accuracy_b": sum(vb[q][1] for q in shared) / len(shared),
+                **k,
+            }
+        )
     return rows
 
 
 def _section(title: str, frame: pd.DataFrame, note: str) -> Section | None:
     if frame.empty:
         return None
-    cols = [c for c in frame.columns if c != "folder" and (frame[c].notna().any() or c.startswith("kappa"))]
+    cols = [
+        c
+        for c in frame.columns
+        if c != "folder" and (frame[c].notna().any() or c.startswith("kappa"))
+    ]
     rows = [[_cell(c, r[c]) for c in cols] for _, r in frame.iterrows()]
     return Section(title, cols, rows, set(), note)
 
@@ -95,38 +132,72 @@ def _cell(column: str, value: Any) -> str:
         return value
     if value is None or pd.isna(value):
         return "-"
-    if column.endswith("_n") or column in ("judged", "questions", "n", "wrong_discarded", "judge2_wrong_discarded"):
+    if column.endswith("_n") or column in (
+        "judged",
+        "questions",
+        "n",
+        "wrong_discarded",
+        "judge2_wrong_discarded",
+    ):
         return str(int(value))
     return f"{float(value):.3f}"
 
 
-def build(paths: Sequence[str | Path], out: Path, name: str, latest_only: bool = True) -> dict[str, Path]:
+def build(
+    paths: Sequence[str | Path], out: Path, name: str, latest_only: bool = True
+) -> dict[str, Path]:
     runs = [tables.attach(load_run(f)) for f in find_runs(paths)]
     runs = tables.latest(runs) if latest_only else tables.identify(runs)
     per_run = pd.DataFrame([run_row(r) for r in runs])
     pairs = pd.DataFrame(cross_judge(runs))
     out.mkdir(parents=True, exist_ok=True)
-    sections = [s for s in (
-        _section("Per run", per_run, "accuracy_strict / accuracy_lenient: judge accuracy under the strict and the "
-                 "lenient (generous) prompt; kappa: Cohen's κ between them ('-' when undefined). accepts_reference "
-                 "should be near 1; far_other / far_wrong (false accepts of another question's reference and of a "
-                 "plausible wrong answer the judge wrote) near 0; _n: canaries with a parsed verdict."),
-        _section("Between judges (same answers, different judge models)", pairs,
-                 "κ over the questions whose prediction is identical in both runs.")) if s is not None]
+    sections = [
+        s
+        for s in (
+            _section(
+                "Per run",
+                per_run,
+                "accuracy_strict / accuracy_lenient: judge accuracy under the strict and the "
+                "lenient (generous) prompt; kappa: Cohen's κ between them ('-' when undefined). accepts_reference "
+                "should be near 1; far_other / far_wrong (false accepts of another question's reference and of a "
+                "plausible wrong answer the judge wrote) near 0; _n: canaries with a parsed verdict.",
+            ),
+            _section(
+                "Between judges (same answers, different judge models)",
+                pairs,
+                "κ over the questions whose prediction is identical in both runs.",
+            ),
+        )
+        if s is not None
+    ]
     paths = {"md": out / f"{name}.md", "csv": out / f"{name}.csv", "json": out / f"{name}.json"}
     paths["md"].write_text(to_markdown(sections, f"Judge reliability: {name}") + "\n")
     per_run.to_csv(paths["csv"], index=False)
-    paths["json"].write_text(json.dumps({"runs": per_run.to_dict(orient="records"),
-                                         "between_judges": pairs.to_dict(orient="records")}, indent=1, default=str))
+    paths["json"].write_text(
+        json.dumps(
+            {
+                "runs": per_run.to_dict(orient="records"),
+                "between_judges": pairs.to_dict(orient="records"),
+            },
+            indent=1,
+            default=str,
+        )
+    )
     return paths
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("runs", nargs="*", default=["results/runs"], help="run folders or folders holding them")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "runs", nargs="*", default=["results/runs"], help="run folders or folders holding them"
+    )
     parser.add_argument("--out", default="results/tables", type=Path)
     parser.add_argument("--name", default="judges")
-    parser.add_argument("--all", action="store_true", help="every run, not only the latest of each row identity")
+    parser.add_argument(
+        "--all", action="store_true", help="every run, not only the latest of each row identity"
+    )
     args = parser.parse_args(argv)
     try:
         written = build(args.runs, args.out, args.name, latest_only=not args.all)

@@ -4,9 +4,11 @@ A judge accuracy ranking means something only when the judge discriminates (its 
 reads high on both sides) and the systems' bootstrap 95% CIs do not all overlap. The note says
 which pairs are separated, or why the column cannot separate them.
 """
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 CHECK_MIN = 0.9  # judge_check below this on either side: the judge's verdicts are not trusted
 
@@ -21,8 +23,16 @@ def weak_judges(runs: Sequence[dict[str, Any]], setting_of: Any) -> list[str]:
     weak = []
     for r in runs:
         cal = r.get("judge_calibration")
-        if not cal or cal["says_1_to_reference"] < CHECK_MIN or cal["says_0_to_other_reference"] < CHECK_MIN:
-            shown = f"{cal['says_1_to_reference']:.2f}/{cal['says_0_to_other_reference']:.2f}" if cal else "not measured"
+        if (
+            not cal
+            or cal["says_1_to_reference"] < CHECK_MIN
+            or cal["says_0_to_other_reference"] < CHECK_MIN
+        ):
+            shown = (
+                f"{cal['says_1_to_reference']:.2f}/{cal['says_0_to_other_reference']:.2f}"
+                if cal
+                else "not measured"
+            )
             weak.append(f"{_label(r, setting_of)} ({shown})")
     return weak
 
@@ -49,13 +59,19 @@ def judge_notes(runs: Sequence[dict[str, Any]], setting_of: Any = lambda r: "") 
         weak = weak_judges(judged, setting_of)
         pairs = separated_pairs(judged, setting_of)
         if weak:
-            notes.append(f"{dataset}: the judge column cannot rank these systems: judge_check is below "
-                         f"{CHECK_MIN} for {', '.join(weak)}, so its verdicts are not trusted.")
+            notes.append(
+                f"{dataset}: the judge column cannot rank these systems: judge_check is below "
+                f"{CHECK_MIN} for {', '.join(weak)}, so its verdicts are not trusted."
+            )
         elif pairs:
-            notes.append(f"{dataset}: the judge separates {'; '.join(pairs)} (disjoint 95% CIs, n = "
-                         f"{'/'.join(map(str, n))}); other differences are within the CIs.")
+            notes.append(
+                f"{dataset}: the judge separates {'; '.join(pairs)} (disjoint 95% CIs, n = "
+                f"{'/'.join(map(str, n))}); other differences are within the CIs."
+            )
         else:
-            notes.append(f"{dataset}: the judge column does not separate the systems: every pair of 95% CIs "
-                         f"overlaps at n = {'/'.join(map(str, n))} questions, so the differences may be chance "
-                         "(more questions narrow the CIs).")
+            notes.append(
+                f"{dataset}: the judge column does not separate the systems: every pair of 95% CIs "
+                f"overlaps at n = {'/'.join(map(str, n))} questions, so the differences may be chance "
+                "(more questions narrow the CIs)."
+            )
     return notes

@@ -1,14 +1,24 @@
 """Turn per-sample records into metrics.json aggregates: means, bootstrap CIs, breakdowns."""
+
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from memharness.eval.metrics.lexical import summarize
 
 # Direction of every metric a run may report (True = higher is better).
-HIGHER_IS_BETTER = {"judge": True, "mc_accuracy": True, "rouge_l_recall": True, "rouge_1_f": True,
-                    "rouge_l_f": True, "exact_match": True, "f1": True, "context_tokens": False}
+HIGHER_IS_BETTER = {
+    "judge": True,
+    "mc_accuracy": True,
+    "rouge_l_recall": True,
+    "rouge_1_f": True,
+    "rouge_l_f": True,
+    "exact_match": True,
+    "f1": True,
+    "context_tokens": False,
+}
 
 
 def metric_values(samples: Sequence[dict[str, Any]], metric: str) -> list[float]:
@@ -16,8 +26,13 @@ def metric_values(samples: Sequence[dict[str, Any]], metric: str) -> list[float]
     return [s["metrics"][metric] for s in samples if s["metrics"].get(metric) is not None]
 
 
-def summarize_all(samples: Sequence[dict[str, Any]], metrics: Sequence[str], resamples: int, confidence: float,
-                  seed: int) -> dict[str, dict[str, float]]:
+def summarize_all(
+    samples: Sequence[dict[str, Any]],
+    metrics: Sequence[str],
+    resamples: int,
+    confidence: float,
+    seed: int,
+) -> dict[str, dict[str, float]]:
     out = {}
     for metric in metrics:
         values = metric_values(samples, metric)
@@ -30,14 +45,20 @@ def position_bucket(position: int | None, edges: Sequence[int]) -> str | None:
     """'0-40' style label of the bucket holding ``position``; the last bucket is open-ended."""
     if position is None:
         return None
-    for lo, hi in zip(edges, edges[1:]):
+    for lo, hi in zip(edges, edges[1:], strict=False):
         if lo <= position < hi:
             return f"{lo}-{hi}"
     return f"{edges[-1]}+" if position >= edges[-1] else None
 
 
-def breakdowns(samples: Sequence[dict[str, Any]], metrics: Sequence[str], edges: Sequence[int], resamples: int,
-               confidence: float, seed: int) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
+def breakdowns(
+    samples: Sequence[dict[str, Any]],
+    metrics: Sequence[str],
+    edges: Sequence[int],
+    resamples: int,
+    confidence: float,
+    seed: int,
+) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
     """Per category label (every key in ``categories``) and per evidence-position bucket."""
     groups: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for s in samples:
@@ -46,20 +67,44 @@ def breakdowns(samples: Sequence[dict[str, Any]], metrics: Sequence[str], edges:
         bucket = position_bucket(s.get("evidence_position"), edges)
         if bucket is not None:
             groups["evidence_position"][bucket].append(s)
-    return {key: {value: {"n": len(members), **summarize_all(members, metrics, resamples, confidence, seed)}
-                  for value, members in sorted(by_value.items())}
-            for key, by_value in groups.items()}
+    return {
+        key: {
+            value: {
+                "n": len(members),
+                **summarize_all(members, metrics, resamples, confidence, seed),
+            }
+            for value, members in sorted(by_value.items())
+        }
+        for key, by_value in groups.items()
+    }
 
 
 def failure_counts(samples: Sequence[dict[str, Any]]) -> dict[str, int]:
-    counts = {"questions": len(samples), "scored": 0, "build_failed": 0, "retrieve_failed": 0, "answer_failed": 0,
-              "deadline_exceeded": 0, "budget_exceeded": 0, "judge_failed": 0, "judge_unparsed": 0, "mc_unparsed": 0,
-              "prompt_cut": 0, "answer_empty": 0, "degraded": 0, "partial": 0}
+    counts = {
+        "questions": len(samples),
+        "scored": 0,
+        "build_failed": 0,
+        "retrieve_failed": 0,
+        "answer_failed": 0,
+        "deadline_exceeded": 0,
+        "budget_exceeded": 0,
+        "judge_failed": 0,
+        "judge_unparsed": 0,
+        "mc_unparsed": 0,
+        "prompt_cut": 0,
+        "answer_empty": 0,
+        "degraded": 0,
+        "partial": 0,
+    }
     for s in samples:
         counts["scored" if s["status"] == "scored" else s["status"]] += 1
         counts["answer_empty"] += bool(s.get("answer_empty"))  # scored wrong, never judged
-        counts["degraded"] += bool(s.get("degraded"))  # answered from a memory built without some LLM outputs
-        counts["partial"] += bool(s.get("partial"))  # answered without some of this question's own LLM outputs
+        counts["degraded"] += bool(
+            s.get("degraded")
+        )  # answered from a memory built without some LLM outputs
+        counts["partial"] += bool(
+            s.get("partial")
+        )  # answered without some of this question's own LLM outputs
         if s.get("judge_status") in ("judge_failed", "judge_unparsed"):
             counts[s["judge_status"]] += 1
         if s.get("mc_status") == "mc_unparsed":

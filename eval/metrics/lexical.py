@@ -4,13 +4,14 @@ ROUGE-L recall is MemTree's lexical metric; ROUGE-1 / ROUGE-L F are CAM's; exact
 match and token F1 use SQuAD normalisation. With several references a sample
 takes its best score over them.
 """
+
 from __future__ import annotations
 
 import re
 import string
 from collections import Counter
+from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -55,8 +56,11 @@ def _scorer():
 def rouge(prediction: str, reference: str) -> dict[str, float]:
     """ROUGE-L recall and ROUGE-1 / ROUGE-L F-measure (rouge-score, Porter stemmer)."""
     scores = _scorer().score(reference, prediction)  # rouge-score takes (target, prediction)
-    return {"rouge_l_recall": scores["rougeL"].recall, "rouge_1_f": scores["rouge1"].fmeasure,
-            "rouge_l_f": scores["rougeL"].fmeasure}
+    return {
+        "rouge_l_recall": scores["rougeL"].recall,
+        "rouge_1_f": scores["rouge1"].fmeasure,
+        "rouge_l_f": scores["rougeL"].fmeasure,
+    }
 
 
 def lexical_scores(prediction: str, references: Sequence[str]) -> dict[str, float]:
@@ -65,7 +69,11 @@ def lexical_scores(prediction: str, references: Sequence[str]) -> dict[str, floa
         raise MetricError("a sample has no reference answer")
     best: dict[str, float] = {}
     for ref in references:
-        scores = {**rouge(prediction, ref), "exact_match": exact_match(prediction, ref), "f1": token_f1(prediction, ref)}
+        scores = {
+            **rouge(prediction, ref),
+            "exact_match": exact_match(prediction, ref),
+            "f1": token_f1(prediction, ref),
+        }
         for k, v in scores.items():
             best[k] = max(best.get(k, 0.0), v)
     return best
@@ -86,7 +94,9 @@ def parse_judge(reply: str) -> int | None:
 def parse_choice(reply: str, n_options: int) -> int | None:
     """Read an option letter (A, B, ...) from a multiple-choice reply; None if absent or ambiguous."""
     letters = "ABCDEFGHIJ"[:n_options]
-    text = re.sub(r"^\s*answer\s*:\s*", "", reply, flags=re.IGNORECASE).strip()  # "Answer: (C) ..." formats
+    text = re.sub(
+        r"^\s*answer\s*:\s*", "", reply, flags=re.IGNORECASE
+    ).strip()  # "Answer: (C) ..." formats
     if re.match(rf"^\(?[{letters}]\)?\s*(?:or|and|/|,)\s*\(?[{letters}]\b", text):
         return None  # "A or B" names two options
     match = re.match(rf"^\(?([{letters}])\)?(?:[\s.:)]|$)", text)
@@ -96,8 +106,13 @@ def parse_choice(reply: str, n_options: int) -> int | None:
     return letters.index(found.pop()) if len(found) == 1 else None
 
 
-def bootstrap_ci(values: Sequence[float], resamples: int = 1000, confidence: float = 0.95,
-                 seed: int = 0, statistic: Callable[[np.ndarray], float] = np.mean) -> tuple[float, float]:
+def bootstrap_ci(
+    values: Sequence[float],
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    statistic: Callable[[np.ndarray], float] = np.mean,
+) -> tuple[float, float]:
     """Percentile bootstrap interval of ``statistic`` over ``values``."""
     data = np.asarray(values, dtype=float)
     if data.size == 0:
@@ -106,13 +121,19 @@ def bootstrap_ci(values: Sequence[float], resamples: int = 1000, confidence: flo
         raise MetricError(f"confidence must be in (0, 1), got {confidence}")
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, data.size, size=(resamples, data.size))
-    stats = np.apply_along_axis(statistic, 1, data[idx]) if statistic is not np.mean else data[idx].mean(axis=1)
+    stats = (
+        np.apply_along_axis(statistic, 1, data[idx])
+        if statistic is not np.mean
+        else data[idx].mean(axis=1)
+    )
     alpha = (1 - confidence) / 2
     low, high = np.quantile(stats, [alpha, 1 - alpha])
     return float(low), float(high)
 
 
-def summarize(values: Sequence[float], resamples: int, confidence: float, seed: int) -> dict[str, float]:
+def summarize(
+    values: Sequence[float], resamples: int, confidence: float, seed: int
+) -> dict[str, float]:
     """Mean, n and bootstrap CI of one metric."""
     low, high = bootstrap_ci(values, resamples, confidence, seed)
     return {"mean": float(np.mean(values)), "n": len(values), "ci_low": low, "ci_high": high}

@@ -2,10 +2,11 @@
 
 Pure functions over plain sequences; every random procedure takes a seed.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -17,7 +18,9 @@ class StatsError(Exception):
 def _pairs(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape or x.ndim != 1:
-        raise StatsError(f"paired data need two equal-length 1-d sequences, got {x.shape} and {y.shape}")
+        raise StatsError(
+            f"paired data need two equal-length 1-d sequences, got {x.shape} and {y.shape}"
+        )
     if x.size == 0:
         raise StatsError("no pairs to compare")
     return x, y
@@ -28,8 +31,13 @@ def is_binary(values: Sequence[float]) -> bool:
     return all(v in (0.0, 1.0) for v in values)
 
 
-def paired_bootstrap(a: Sequence[float], b: Sequence[float], resamples: int = 2000, confidence: float = 0.95,
-                     seed: int = 0) -> dict[str, float]:
+def paired_bootstrap(
+    a: Sequence[float],
+    b: Sequence[float],
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, float]:
     """Mean difference ``a - b`` over paired items and its percentile bootstrap CI.
 
     The items (questions) are resampled with replacement, each keeping its pair, so the interval
@@ -42,7 +50,12 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], resamples: int = 20
     means = diff[idx].mean(axis=1)
     alpha = (1 - confidence) / 2
     low, high = np.quantile(means, [alpha, 1 - alpha])
-    return {"diff": float(diff.mean()), "ci_low": float(low), "ci_high": float(high), "n": int(diff.size)}
+    return {
+        "diff": float(diff.mean()),
+        "ci_low": float(low),
+        "ci_high": float(high),
+        "n": int(diff.size),
+    }
 
 
 def mcnemar(a: Sequence[float], b: Sequence[float]) -> dict[str, float]:
@@ -57,12 +70,13 @@ def mcnemar(a: Sequence[float], b: Sequence[float]) -> dict[str, float]:
     b10 = int(np.sum((x == 1) & (y == 0)))
     b01 = int(np.sum((x == 0) & (y == 1)))
     n = b10 + b01
-    tail = sum(math.comb(n, i) for i in range(min(b10, b01) + 1)) / 2 ** n if n else 1.0
+    tail = sum(math.comb(n, i) for i in range(min(b10, b01) + 1)) / 2**n if n else 1.0
     return {"b10": b10, "b01": b01, "p": min(1.0, 2 * tail)}
 
 
-def paired_permutation(a: Sequence[float], b: Sequence[float], resamples: int = 10000,
-                       seed: int = 0) -> dict[str, float]:
+def paired_permutation(
+    a: Sequence[float], b: Sequence[float], resamples: int = 10000, seed: int = 0
+) -> dict[str, float]:
     """Two-sided sign-flip permutation test of the mean paired difference.
 
     Exact (all 2^n sign patterns) for n <= 16, else ``resamples`` seeded random flips with the
@@ -82,7 +96,9 @@ def paired_permutation(a: Sequence[float], b: Sequence[float], resamples: int = 
     return {"p": (hits + 1) / (resamples + 1), "exact": False}
 
 
-def paired_test(a: Sequence[float], b: Sequence[float], resamples: int = 10000, seed: int = 0) -> dict[str, float]:
+def paired_test(
+    a: Sequence[float], b: Sequence[float], resamples: int = 10000, seed: int = 0
+) -> dict[str, float]:
     """McNemar when both sides are 0/1, else the paired permutation test; names the test used."""
     if is_binary(a) and is_binary(b):
         return {"test": "mcnemar", **mcnemar(a, b)}
@@ -101,7 +117,7 @@ def cohen_kappa(a: Sequence[int], b: Sequence[int]) -> dict[str, float | None]:
         raise StatsError("κ over no items")
     n = len(a)
     labels = sorted(set(a) | set(b))
-    observed = sum(x == y for x, y in zip(a, b)) / n
+    observed = sum(x == y for x, y in zip(a, b, strict=False)) / n
     expected = sum((list(a).count(lab) / n) * (list(b).count(lab) / n) for lab in labels)
     kappa = None if math.isclose(expected, 1.0) else (observed - expected) / (1 - expected)
     return {"kappa": kappa, "agreement": observed, "n": n}

@@ -11,17 +11,19 @@ checks the names against the harness (``published_names``).
 
     python -m memharness.eval.papers.check [--papers DIR]
 """
+
 from __future__ import annotations
 
 import argparse
 import os
 import re
+from collections.abc import Sequence
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from memharness.eval.papers.store import Cell, Paper, Table, load_all
 from memharness.eval.papers.names import harness_problems
+from memharness.eval.papers.store import Cell, Paper, Table, load_all
 
 NUMBER = re.compile(r"(?<![\w.])[-+−]?\d[\d,]*(?:\.\d+)?")
 WORDS = {"an": 1, "a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "ten": 10}
@@ -61,7 +63,7 @@ def block(text: str, source: dict[str, Any]) -> str:
     stop = text.find(end, start + len(anchor))
     if stop < 0:
         raise LookupError(f"end marker {end!r} not found after anchor {anchor!r}")
-    return text[start:stop + len(end)]
+    return text[start : stop + len(end)]
 
 
 class _Grid(HTMLParser):
@@ -96,7 +98,7 @@ def html_grid(text: str) -> list[list[str]]:
     if start < 0 or stop < 0:
         raise LookupError("no <table> ... </table> in the block")
     parser = _Grid()
-    parser.feed(text[start:stop + len("</table>")])
+    parser.feed(text[start : stop + len("</table>")])
     grid: dict[tuple[int, int], str] = {}
     for r, cells in enumerate(parser.rows):
         c = 0
@@ -144,10 +146,12 @@ def find_row(rows: list[list[str]], label: Any, after: str | None, fmt: str) -> 
     for i in range(start, len(rows)):
         cells = rows[i]
         if fmt == "html":
-            first_value = next((j for j, c in enumerate(cells) if _is_number(c) or c == "-"), len(cells))
+            first_value = next(
+                (j for j, c in enumerate(cells) if _is_number(c) or c == "-"), len(cells)
+            )
             ok = all(lab in cells[:first_value] for lab in labels)
         else:
-            ok = cells[:len(labels)] == labels
+            ok = cells[: len(labels)] == labels
         if ok:
             hits.append(i)
     if not hits:
@@ -189,14 +193,20 @@ def check_table_cell(cell: Cell, table: Table, rows: list[list[str]], fmt: str) 
         problems += check_head(rows, j, indexed.locate["source_head"], fmt, body)
     printed = numbers_in(rows[i][j])
     if cell.value is None and cell.low is None:
-        return problems + ([f"published as empty, but the paper prints {rows[i][j]!r}"] if printed else [])
+        return problems + (
+            [f"published as empty, but the paper prints {rows[i][j]!r}"] if printed else []
+        )
     return problems + _value_matches(cell, printed)
 
 
 def check_prose_cell(cell: Cell, text: str) -> list[str]:
     """The cell's quote must be in the block and state the value."""
     if not cell.numbers():
-        return [] if not cell.quote or squash(cell.quote) in squash(text) else [f"quote not in block: {cell.quote!r}"]
+        return (
+            []
+            if not cell.quote or squash(cell.quote) in squash(text)
+            else [f"quote not in block: {cell.quote!r}"]
+        )
     if not cell.quote:
         return ["a value from prose has no quote"]
     if squash(cell.quote) not in squash(text):
@@ -223,7 +233,11 @@ def check_table(table: Table, text: str) -> list[str]:
     problems = []
     for cell in table.cells.values():
         try:
-            found = check_prose_cell(cell, part) if fmt == "text" else check_table_cell(cell, table, rows, fmt)
+            found = (
+                check_prose_cell(cell, part)
+                if fmt == "text"
+                else check_table_cell(cell, table, rows, fmt)
+            )
             if fmt != "text" and cell.quote:
                 found += check_prose_cell(cell, part)
         except LookupError as err:
@@ -243,22 +257,30 @@ def check_paper(paper: Paper, folder: Path) -> list[str]:
     for table in paper.tables:
         for col in table.columns:
             if col.paper_n is not None and float(col.paper_n) not in printed:
-                problems.append(f"table {table.id} column {col.id}: paper_n {col.paper_n} is not printed in the paper")
+                problems.append(
+                    f"table {table.id} column {col.id}: paper_n {col.paper_n} is not printed in the paper"
+                )
     return [f"{paper.path.name}: {p}" for p in problems]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--papers", type=Path, default=None, help="folder of the text extractions")
     args = parser.parse_args(argv)
     folder = args.papers or papers_folder()
     if folder is None or not folder.is_dir():
-        raise SystemExit(f"error: no papers folder (set --papers or MEMHARNESS_PAPERS); looked in "
-                         f"{[str(p) for p in papers_candidates()]}")
+        raise SystemExit(
+            f"error: no papers folder (set --papers or MEMHARNESS_PAPERS); looked in "
+            f"{[str(p) for p in papers_candidates()]}"
+        )
     problems = []
     for paper in load_all():
         found = check_paper(paper, folder) + harness_problems(paper)
-        print(f"{paper.key}: {len(paper.cells())} cells, {'ok' if not found else f'{len(found)} problems'}")
+        print(
+            f"{paper.key}: {len(paper.cells())} cells, {'ok' if not found else f'{len(found)} problems'}"
+        )
         problems += found
     for p in problems:
         print(f"  {p}")

@@ -11,7 +11,8 @@ a flag fails the check, so it is seen in review.
 
     python -m memharness.eval.papers.golden_regression              # check (make golden); exit 1 on any difference
     python -m memharness.eval.papers.golden_regression --update     # replay and rewrite expected.json: review its diff
-    python -m memharness.eval.papers.golden_regression --record     # re-record calls.sqlite with the real embedded models,
+    python -m memharness.eval.papers.golden_regression --record
+        # re-record calls.sqlite with the real embedded models,
                                                   # then rewrite expected.json (minutes; after a prompt change)
 
 Cache keys are sha256 hashes of the model id and the full request (messages, max_tokens,
@@ -19,6 +20,7 @@ temperature, seed, stop, choices, json_output) or of the model id and the text (
 replay hits exactly when the harness sends the same requests as the recording; llama.cpp decodes
 greedily with a fixed seed, so re-recording on the same package versions gives the same replies.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,13 +29,13 @@ import shutil
 import sqlite3
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from hydra import compose, initialize_config_dir
-
-from memharness.eval.papers.report import build_report
 from memharness.eval.papers.names import conf_dir
+from memharness.eval.papers.report import build_report
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 CACHE, EXPECTED = GOLDEN / "calls.sqlite", GOLDEN / "expected.json"
@@ -42,8 +44,12 @@ EXPERIMENT, MEMORIES = "memtree_table4", ("memtree", "memorystream")
 # Shrinks the recording to minutes on a shared 2-core machine (each is flagged in the report, and the
 # flags are part of what is compared): one chunk per article, prompts cut to 1,024 tokens (the model
 # id says ctx1024), short aggregations, a 512-token context, 2 of the fixture's 3 questions.
-SMALL = ("dataset.loader.chunk_size=2048", "llm.backend.n_ctx=1024", "dataset.budget_tokens=512",
-         "dataset.limit=2")
+SMALL = (
+    "dataset.loader.chunk_size=2048",
+    "llm.backend.n_ctx=1024",
+    "dataset.budget_tokens=512",
+    "dataset.limit=2",
+)
 PER_MEMORY = {"memtree": ("memory.aggregate_max_tokens=48",)}
 MODEL_ID = "llama.cpp:SmolLM2-135M-Instruct.Q4_1.gguf:ctx1024"
 TABLES = (("memtree_2024", "4"), ("memtree_2024", "5"), ("memtree_2024", "A.2"))
@@ -58,14 +64,29 @@ class GoldenError(Exception):
 def compose_run(memory: str, cache: Path, data_dir: Path, replay: bool):
     """The experiment's config for one memory, on the fixture, with replay or the real embedded models."""
     if not (FIXTURE / "corpus.json").is_file():
-        raise GoldenError(f"the MultiHop-RAG fixture {FIXTURE} is missing: run the golden check from a checkout")
+        raise GoldenError(
+            f"the MultiHop-RAG fixture {FIXTURE} is missing: run the golden check from a checkout"
+        )
     # one llama.cpp thread: on a shared machine more threads than free cores slow decoding badly;
     # the thread count is not part of the model id, so it does not change a cache key
-    models = ["llm=replay", f"llm.backend.model_id={MODEL_ID}", "embedder=replay"] if replay else \
-        ["llm=local_tiny", "llm.backend.n_threads=1", *SMALL[1:2], "embedder=local"]
-    overrides = [f"experiment={EXPERIMENT}", f"memory={memory}", f"dataset.loader.path={FIXTURE}", *models,
-                 SMALL[0], *SMALL[2:], *PER_MEMORY.get(memory, ()),
-                 f"cache.path={cache}", f"data_dir={data_dir}", "progress=false", "seed=0"]
+    models = (
+        ["llm=replay", f"llm.backend.model_id={MODEL_ID}", "embedder=replay"]
+        if replay
+        else ["llm=local_tiny", "llm.backend.n_threads=1", *SMALL[1:2], "embedder=local"]
+    )
+    overrides = [
+        f"experiment={EXPERIMENT}",
+        f"memory={memory}",
+        f"dataset.loader.path={FIXTURE}",
+        *models,
+        SMALL[0],
+        *SMALL[2:],
+        *PER_MEMORY.get(memory, ()),
+        f"cache.path={cache}",
+        f"data_dir={data_dir}",
+        "progress=false",
+        "seed=0",
+    ]
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         return compose(config_name="config", overrides=overrides)
 
@@ -77,7 +98,11 @@ def run_all(cache: Path, work: Path, replay: bool) -> Path:
     runs = work / "runs"
     for memory in MEMORIES:
         cfg = compose_run(memory, cache, work / "data", replay)
-        run(cfg, runs / f"{memory}-multihop" / "golden", overrides=[f"experiment={EXPERIMENT}", f"memory={memory}"])
+        run(
+            cfg,
+            runs / f"{memory}-multihop" / "golden",
+            overrides=[f"experiment={EXPERIMENT}", f"memory={memory}"],
+        )
     return runs
 
 
@@ -88,9 +113,16 @@ def _round(value: Any) -> Any:
 def served_from_cache(metrics: dict[str, Any]) -> list[str]:
     """Problems if the run made a backend call or counted a failure (a replay miss is one)."""
     total = metrics["calls"]["total"]
-    problems = [f"{key}={total[key]}" for key in ("calls", "failures", "embed_calls", "embed_failures")
-                if total.get(key)]
-    return [f"{metrics['memory']}: {', '.join(problems)} (expected 0: every reply from the cache)"] if problems else []
+    problems = [
+        f"{key}={total[key]}"
+        for key in ("calls", "failures", "embed_calls", "embed_failures")
+        if total.get(key)
+    ]
+    return (
+        [f"{metrics['memory']}: {', '.join(problems)} (expected 0: every reply from the cache)"]
+        if problems
+        else []
+    )
 
 
 def observe(runs: Path, work: Path) -> dict[str, Any]:
@@ -101,12 +133,21 @@ def observe(runs: Path, work: Path) -> dict[str, Any]:
         intrinsic = metrics["intrinsic"]["total"]
         observed["runs"][metrics["memory"]] = {
             "counts": metrics["counts"],
-            "metrics": {k: {f: _round(v.get(f)) for f in ("mean", "ci_low", "ci_high", "n")}
-                        for k, v in sorted(metrics["metrics"].items()) if isinstance(v, dict)},
-            "intrinsic": {k: intrinsic[k] for k in ("calls", "prompt_tokens", "completion_tokens", "embed_texts")},
-            "not_from_cache": served_from_cache(metrics)}
+            "metrics": {
+                k: {f: _round(v.get(f)) for f in ("mean", "ci_low", "ci_high", "n")}
+                for k, v in sorted(metrics["metrics"].items())
+                if isinstance(v, dict)
+            },
+            "intrinsic": {
+                k: intrinsic[k]
+                for k in ("calls", "prompt_tokens", "completion_tokens", "embed_texts")
+            },
+            "not_from_cache": served_from_cache(metrics),
+        }
     for paper, table in TABLES:
-        written = build_report([runs], work / "report" / table, paper, table, name="golden", plot=False)
+        written = build_report(
+            [runs], work / "report" / table, paper, table, name="golden", plot=False
+        )
         for rec in json.loads(Path(written["json"]).read_text()):
             key = f"{rec['paper']}:{rec['table']}:{rec['row']}:{rec['column']}"
             observed["cells"][key] = {k: _round(rec[k]) for k in CELL_KEYS}
@@ -120,7 +161,11 @@ def differences(expected: dict[str, Any], observed: dict[str, Any]) -> list[str]
     def walk(path: str, a: Any, b: Any) -> None:
         if isinstance(a, dict) and isinstance(b, dict):
             for key in sorted(set(a) | set(b)):
-                walk(f"{path}.{key}" if path else key, a.get(key, "<missing>"), b.get(key, "<missing>"))
+                walk(
+                    f"{path}.{key}" if path else key,
+                    a.get(key, "<missing>"),
+                    b.get(key, "<missing>"),
+                )
         elif a != b:
             out.append(f"{path}: {a!r} -> {b!r}")
 
@@ -131,7 +176,9 @@ def differences(expected: dict[str, Any], observed: dict[str, Any]) -> list[str]
 def replay(work: Path) -> dict[str, Any]:
     """Replay the golden runs from a copy of the committed cache (the copy takes SQLite's side files)."""
     if not CACHE.is_file():
-        raise GoldenError(f"{CACHE} is missing: record it with python -m memharness.eval.papers.golden_regression --record")
+        raise GoldenError(
+            f"{CACHE} is missing: record it with python -m memharness.eval.papers.golden_regression --record"
+        )
     cache = work / "calls.sqlite"
     shutil.copyfile(CACHE, cache)
     return observe(run_all(cache, work, replay=True), work)
@@ -149,11 +196,16 @@ def record(work: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--update", action="store_true", help="rewrite expected.json from a replay")
-    mode.add_argument("--record", action="store_true", help="re-record calls.sqlite with the embedded models, "
-                                                            "then rewrite expected.json")
+    mode.add_argument(
+        "--record",
+        action="store_true",
+        help="re-record calls.sqlite with the embedded models, then rewrite expected.json",
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="memharness-golden-") as tmp:
         work = Path(tmp)
@@ -163,23 +215,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     misses = [p for r in observed["runs"].values() for p in r["not_from_cache"]]
     if args.update or args.record:
         if misses:
-            print("not written: the replay was not served from the cache\n" + "\n".join(misses), file=sys.stderr)
+            print(
+                "not written: the replay was not served from the cache\n" + "\n".join(misses),
+                file=sys.stderr,
+            )
             return 1
-        EXPECTED.write_text(json.dumps(observed, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
-        print(f"wrote {EXPECTED} ({len(observed['cells'])} cells); review its diff before committing")
+        EXPECTED.write_text(
+            json.dumps(observed, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+        )
+        print(
+            f"wrote {EXPECTED} ({len(observed['cells'])} cells); review its diff before committing"
+        )
         return 0
     diffs = differences(json.loads(EXPECTED.read_text()), observed)
     if misses:  # a request the recording never made: a prompt or a request parameter changed
-        print("golden regression: replies missing from the cache (re-record with --record):\n  " +
-              "\n  ".join(misses), file=sys.stderr)
+        print(
+            "golden regression: replies missing from the cache (re-record with --record):\n  "
+            + "\n  ".join(misses),
+            file=sys.stderr,
+        )
     if diffs or misses:
-        print(f"golden regression: {len(diffs)} number(s) changed against {EXPECTED}:", file=sys.stderr)
+        print(
+            f"golden regression: {len(diffs)} number(s) changed against {EXPECTED}:",
+            file=sys.stderr,
+        )
         print("\n".join(f"  {d}" for d in diffs), file=sys.stderr)
-        print("if the change is intended: python -m memharness.eval.papers.golden_regression --update (or --record after a "
-              "prompt change) and commit the new expected.json", file=sys.stderr)
+        print(
+            "if the change is intended: python -m memharness.eval.papers.golden_regression --update "
+            "(or --record after a "
+            "prompt change) and commit the new expected.json",
+            file=sys.stderr,
+        )
         return 1
-    print(f"golden regression: {len(observed['cells'])} cells and {len(observed['runs'])} runs as expected, "
-          "every reply from the cache")
+    print(
+        f"golden regression: {len(observed['cells'])} cells and {len(observed['runs'])} runs as expected, "
+        "every reply from the cache"
+    )
     return 0
 
 

@@ -10,6 +10,7 @@ A run's differences from the paper (``flags``): model, embedder, judge (judge ce
 subset (``dataset.limit``), fewer questions than the paper's ``paper_n``, every ``protocol`` value
 (``dataset.budget_tokens``, ``memory.top_k``, ...) the run set differently, and an unnamed dataset.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,13 @@ from memharness.eval.papers.store import Cell, Column, Row, Table
 
 NO_EMBEDDER = ("full_context",)  # systems whose results do not depend on the embedder
 WALL_CLOCK_UNITS = ("s", "min", "h")  # a cell measured in these is a wall-clock time
-STATUS_TEXT = {"ok": "", "not_run": "not run", "not_in_harness": "not in harness", "missing": "n/a",
-               "not_computable": "not computable"}
+STATUS_TEXT = {
+    "ok": "",
+    "not_run": "not run",
+    "not_in_harness": "not in harness",
+    "missing": "n/a",
+    "not_computable": "not computable",
+}
 
 
 @dataclass
@@ -32,8 +38,8 @@ class Resolved:
     row: Row
     column: Column
     cell: Cell
-    published: bool                 # the paper's table has this cell
-    status: str                     # ok | not_run | not_in_harness | missing | not_computable
+    published: bool  # the paper's table has this cell
+    status: str  # ok | not_run | not_in_harness | missing | not_computable
     reason: str = ""
     value: Value | None = None
     runs: list[Run] = field(default_factory=list)
@@ -67,12 +73,26 @@ def cell_at(table: Table, row: Row, column: Column) -> tuple[Cell, bool]:
     if (row.id, column.id) in table.cells:
         return table.cells[(row.id, column.id)], True
     ident = {k: row.setting.get(k, getattr(table, k)) for k in ("model", "embedder", "judge")}
-    blank = Cell(paper=table.paper, table=table.id, row=row.id, column=column.id, system=row.system,
-                 memory=row.memory, datasets=column.datasets, category=column.category, metric=column.metric,
-                 source=column.source, unit=column.unit, harness_unit=column.harness_unit, value=None,
-                 note="not in the paper's table",
-                 decimals=column.decimals if column.decimals is not None else table.decimals,
-                 protocol={**table.protocol, **row.protocol}, paper_n=column.paper_n, **ident)
+    blank = Cell(
+        paper=table.paper,
+        table=table.id,
+        row=row.id,
+        column=column.id,
+        system=row.system,
+        memory=row.memory,
+        datasets=column.datasets,
+        category=column.category,
+        metric=column.metric,
+        source=column.source,
+        unit=column.unit,
+        harness_unit=column.harness_unit,
+        value=None,
+        note="not in the paper's table",
+        decimals=column.decimals if column.decimals is not None else table.decimals,
+        protocol={**table.protocol, **row.protocol},
+        paper_n=column.paper_n,
+        **ident,
+    )
     return blank, False
 
 
@@ -100,7 +120,11 @@ def run_flags(run: Run, cell: Cell) -> list[str]:
     flags = []
     if cell.model is not None and not cell.model.matches(run.llm):
         flags.append(f"model {_short(run.llm)} (paper: {cell.model.name})")
-    if cell.embedder is not None and cell.system not in NO_EMBEDDER and not cell.embedder.matches(run.embedder):
+    if (
+        cell.embedder is not None
+        and cell.system not in NO_EMBEDDER
+        and not cell.embedder.matches(run.embedder)
+    ):
         flags.append(f"embedder {_short(run.embedder)} (paper: {cell.embedder.name})")
     if cell.metric == "judge" and cell.judge is not None and not cell.judge.matches(run.judge):
         flags.append(f"judge {_short(run.judge)} (paper: {cell.judge.name})")
@@ -130,9 +154,11 @@ def warm_cache_flag(run: Run, cell: Cell) -> str | None:
     hits, embed_hits = int(build.get("cache_hits", 0)), int(build.get("embed_cache_hits", 0))
     if not hits and not embed_hits:
         return None
-    return (f"warm cache: {hits} of {hits + int(build.get('calls', 0))} build LLM requests and {embed_hits} of "
-            f"{embed_hits + int(build.get('embed_calls', 0))} embedding requests came from the call cache, "
-            "so this wall-clock time is not the method's (rerun with cache.enabled=false)")
+    return (
+        f"warm cache: {hits} of {hits + int(build.get('calls', 0))} build LLM requests and {embed_hits} of "
+        f"{embed_hits + int(build.get('embed_calls', 0))} embedding requests came from the call cache, "
+        "so this wall-clock time is not the method's (rerun with cache.enabled=false)"
+    )
 
 
 def _short(model_id: str | None) -> str:
@@ -146,14 +172,24 @@ def choose_run(runs: list[Run], table: Table, row: Row, cell: Cell) -> tuple[Run
     if any(row.setting.get(k) for k in ("model", "embedder")):
         fits = [r for r in fits if _identity_ok(r, row)]
     else:
-        siblings = [s for s in table.rows if s is not row and s.system == row.system and s.memory == row.memory
-                    and any(s.setting.get(k) for k in ("model", "embedder"))]
+        siblings = [
+            s
+            for s in table.rows
+            if s is not row
+            and s.system == row.system
+            and s.memory == row.memory
+            and any(s.setting.get(k) for k in ("model", "embedder"))
+        ]
         fits = [r for r in fits if not any(_identity_ok(r, s) for s in siblings)]
     if not fits:
         return None, 0
-    general = replace(cell, metric=None)  # the choice ignores the judge flag: one run per row and dataset
-    ranked = sorted(sorted(fits, key=lambda r: (r.stamp, str(r.folder)), reverse=True),
-                    key=lambda r: len(run_flags(r, general)))
+    general = replace(
+        cell, metric=None
+    )  # the choice ignores the judge flag: one run per row and dataset
+    ranked = sorted(
+        sorted(fits, key=lambda r: (r.stamp, str(r.folder)), reverse=True),
+        key=lambda r: len(run_flags(r, general)),
+    )
     return ranked[0], len(ranked) - 1
 
 
@@ -167,7 +203,10 @@ def resolve_cell(runs: list[Run], table: Table, row: Row, column: Column) -> Res
     if cell.ratio is not None:
         return _resolve_ratio(runs, table, res)
     if cell.metric is None:
-        res.status, res.reason = "not_computable", cell.note or "no run-folder quantity for this cell"
+        res.status, res.reason = (
+            "not_computable",
+            cell.note or "no run-folder quantity for this cell",
+        )
         return res
     run, others = choose_run(runs, table, row, cell)
     if run is None:
@@ -198,8 +237,13 @@ def _resolve_ratio(runs: list[Run], table: Table, res: Resolved) -> Resolved:
             res.reason = f"{part.row.label}: {part.status.replace('_', ' ')} {part.reason}".strip()
             return res
     if num.runs[0].dataset != den.runs[0].dataset:
-        res.status, res.reason = "missing", (f"the two runs are on different datasets "
-                                             f"({num.runs[0].dataset}, {den.runs[0].dataset})")
+        res.status, res.reason = (
+            "missing",
+            (
+                f"the two runs are on different datasets "
+                f"({num.runs[0].dataset}, {den.runs[0].dataset})"
+            ),
+        )
         return res
     if den.value.mean == 0:
         res.status, res.reason = "missing", f"{den.row.label}'s value is 0"

@@ -8,31 +8,55 @@ the loaders on their fixtures). Metric keys: ``aggregate.HIGHER_IS_BETTER`` for 
 top-level keys of ``MemorySystem.stats()`` / ``HierarchicalMemory.stats()`` for ``memory_stats``;
 the sections of metrics.json for ``run``; plus the derived names of ``paper_runs``.
 """
+
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import yaml
-
-from memharness.memsys.services.meter import STAGES
-
 from memharness.eval.metrics.aggregate import HIGHER_IS_BETTER, position_bucket
 from memharness.eval.papers.runs import DERIVED_MEMORY_STATS, DERIVED_RUN
 from memharness.eval.papers.store import Cell, Paper, Table
+from memharness.memsys.services.meter import STAGES
 
-PENDING_SYSTEMS = {"raptor": "issue 8", "cam": "issue 9", "graphrag": "issue 10", "structmem": "issue 11"}
+PENDING_SYSTEMS = {
+    "raptor": "issue 8",
+    "cam": "issue 9",
+    "graphrag": "issue 10",
+    "structmem": "issue 11",
+}
 PENDING_DATASETS = {"quality_mc": "issue 11 (QuALITY in multiple-choice mode)"}
 CATEGORY_LABELS: dict[str, dict[str, tuple[str, ...]]] = {
-    "type": {"multihop": ("inference", "comparison", "temporal", "null")},   # data_prep/multihop.py TYPES
-    "difficulty": {"quality": ("easy", "hard"), "quality_mc": ("easy", "hard")},   # data_prep/quality.py
-    "complexity": {"novelqa": ("sh", "mh", "dtl")},   # NovelQA "Complexity": single-hop, multi-hop, detail
+    "type": {
+        "multihop": ("inference", "comparison", "temporal", "null")
+    },  # data_prep/multihop.py TYPES
+    "difficulty": {
+        "quality": ("easy", "hard"),
+        "quality_mc": ("easy", "hard"),
+    },  # data_prep/quality.py
+    "complexity": {
+        "novelqa": ("sh", "mh", "dtl")
+    },  # NovelQA "Complexity": single-hop, multi-hop, detail
     "aspect": {"novelqa": ("times", "meaning", "span", "setting", "relation", "character", "plot")},
-    "evidence_position": {},                          # msc_e: filled from conf/eval position_buckets
+    "evidence_position": {},  # msc_e: filled from conf/eval position_buckets
 }
-MEMORY_STATS_KEYS = ("units", "rebuilds", "structure", "depth_profile", "levels", "coherence", "revenue",
-                     "ss_theta", "traversal", "insertion", "insertions", "config", "memories")
+MEMORY_STATS_KEYS = (
+    "units",
+    "rebuilds",
+    "structure",
+    "depth_profile",
+    "levels",
+    "coherence",
+    "revenue",
+    "ss_theta",
+    "traversal",
+    "insertion",
+    "insertions",
+    "config",
+    "memories",
+)
 RUN_KEYS = ("data", "time", "calls", "counts", "seed")
 
 
@@ -42,7 +66,7 @@ def conf_dir() -> Path:
     return Path(memharness.conf.__file__).resolve().parent
 
 
-@lru_cache(maxsize=None)
+@cache
 def group_configs(group: str) -> dict[str, dict[str, Any]]:
     """``conf/<group>/*.yaml`` by their ``name`` field."""
     out = {}
@@ -55,7 +79,9 @@ def group_configs(group: str) -> dict[str, dict[str, Any]]:
 def position_labels() -> tuple[str, ...]:
     """The evidence-position bucket labels the aggregation writes with the default eval config."""
     edges = yaml.safe_load((conf_dir() / "eval" / "default.yaml").read_text())["position_buckets"]
-    return tuple(position_bucket(lo, edges) for lo in edges[:-1]) + (position_bucket(edges[-1], edges),)
+    return tuple(position_bucket(lo, edges) for lo in edges[:-1]) + (
+        position_bucket(edges[-1], edges),
+    )
 
 
 def category_labels(key: str, dataset: str) -> tuple[str, ...] | None:
@@ -77,28 +103,46 @@ def metric_problem(cell: Cell) -> str | None:
     if cell.metric is None:
         return None
     if cell.source == "metrics":
-        return None if cell.metric in HIGHER_IS_BETTER else f"metric {cell.metric!r} is not a metric key"
+        return (
+            None
+            if cell.metric in HIGHER_IS_BETTER
+            else f"metric {cell.metric!r} is not a metric key"
+        )
     if cell.source == "memory_stats":
         top = cell.metric.split("[]")[0].split(".")[0]
         ok = cell.metric in DERIVED_MEMORY_STATS or top in MEMORY_STATS_KEYS
         return None if ok else f"memory_stats key {cell.metric!r} is not one the memories write"
     prefix, _, stage = cell.metric.partition(".")
     if f"{prefix}." in DERIVED_RUN:
-        return None if stage in STAGES else f"{cell.metric!r}: unknown stage {stage!r} (stages: {STAGES})"
-    return None if prefix in RUN_KEYS else f"metrics.json section {prefix!r} is not one the runner writes"
+        return (
+            None
+            if stage in STAGES
+            else f"{cell.metric!r}: unknown stage {stage!r} (stages: {STAGES})"
+        )
+    return (
+        None
+        if prefix in RUN_KEYS
+        else f"metrics.json section {prefix!r} is not one the runner writes"
+    )
 
 
-def _protocol_problems(paths: dict[str, Any], systems: set[str], datasets: set[str], where: str) -> list[str]:
+def _protocol_problems(
+    paths: dict[str, Any], systems: set[str], datasets: set[str], where: str
+) -> list[str]:
     memories, data = group_configs("memory"), group_configs("dataset")
     problems = []
     for path in paths:
         group, _, rest = path.partition(".")
-        pool = {"memory": [memories[s] for s in systems if s in memories],
-                "dataset": [data[d] for d in datasets if d in data]}.get(group)
+        pool = {
+            "memory": [memories[s] for s in systems if s in memories],
+            "dataset": [data[d] for d in datasets if d in data],
+        }.get(group)
         if pool is None:
             problems.append(f"{where}: protocol {path!r} is not a memory.* or dataset.* setting")
         elif pool and not any(_has_path(cfg, rest) for cfg in pool):
-            problems.append(f"{where}: protocol {path!r} is in none of the configs of {sorted(systems or datasets)}")
+            problems.append(
+                f"{where}: protocol {path!r} is in none of the configs of {sorted(systems or datasets)}"
+            )
     return problems
 
 
@@ -107,16 +151,26 @@ def table_problems(table: Table) -> list[str]:
     memories, data = group_configs("memory"), group_configs("dataset")
     where = f"table {table.id}"
     problems = []
-    if table.experiment is not None and not (conf_dir() / "experiment" / f"{table.experiment}.yaml").is_file():
-        problems.append(f"{where}: experiment {table.experiment!r} is not a file of conf/experiment")
+    if (
+        table.experiment is not None
+        and not (conf_dir() / "experiment" / f"{table.experiment}.yaml").is_file()
+    ):
+        problems.append(
+            f"{where}: experiment {table.experiment!r} is not a file of conf/experiment"
+        )
     for row in table.rows:
         if row.system is None:
             continue
         if row.system not in memories and row.system not in PENDING_SYSTEMS:
-            problems.append(f"{where} row {row.id}: system {row.system!r} is not a memory ({sorted(memories)})")
+            problems.append(
+                f"{where} row {row.id}: system {row.system!r} is not a memory ({sorted(memories)})"
+            )
         elif row.system in memories:
-            problems += [f"{where} row {row.id}: memory.{k} is not a key of conf/memory for {row.system}"
-                         for k in row.memory if k not in memories[row.system]]
+            problems += [
+                f"{where} row {row.id}: memory.{k} is not a key of conf/memory for {row.system}"
+                for k in row.memory
+                if k not in memories[row.system]
+            ]
         problems += _protocol_problems(row.protocol, {row.system}, set(), f"{where} row {row.id}")
     systems = {r.system for r in table.rows if r.system}
     datasets = {d for c in table.columns for d in c.datasets}

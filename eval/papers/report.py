@@ -11,21 +11,22 @@ writes ``<paper>_<table>.md``, ``.tex`` (escaped) and ``.png`` (published vs rep
 ``<name>.csv`` / ``<name>.json`` with one record per cell. A cell no run fills says "not run";
 nothing is estimated. Reads only run folders: metrics.json, config.yaml, memory_stats.json.
 """
+
 from __future__ import annotations
 
 import argparse
 import csv
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import yaml
-
 from memharness.eval.papers import plot as paper_plot
 from memharness.eval.papers.match import STATUS_TEXT, Resolved, resolve_table
+from memharness.eval.papers.names import conf_dir
 from memharness.eval.papers.runs import PaperReportError, Run, load_runs
 from memharness.eval.papers.store import FOLDER, Paper, PublishedError, Table, load_all
-from memharness.eval.papers.names import conf_dir
 
 WHOLE_UNITS = ("count", "calls", "chunks", "depth")
 SYMBOLS = {"~": "≈ ", ">": "> ", "<": "< ", "=": ""}
@@ -73,7 +74,9 @@ def cell_parts(res: Resolved, letters: dict[str, str]) -> tuple[str, str]:
     """(numbers, annotations) of one cell: ``84.8 / 61.2 [55.0, 67.1] / -23.6`` and ``n=40 · a⚑``."""
     if not res.published and res.status != "ok":
         return "", ""
-    numbers = " / ".join(p for p in (published_text(res), reproduced_text(res), verdict_text(res)) if p)
+    numbers = " / ".join(
+        p for p in (published_text(res), reproduced_text(res), verdict_text(res)) if p
+    )
     notes = []
     if res.status == "ok" and res.value.n is not None:
         notes.append(f"n={res.value.n}" + (f"/{res.cell.paper_n}" if res.cell.paper_n else ""))
@@ -97,10 +100,16 @@ def run_letters(grid: list[list[Resolved]]) -> dict[str, str]:
 
 def setting_line(table: Table) -> str:
     judged = any(c.metric == "judge" for c in table.cells.values())
-    parts = [f"{k} {getattr(table, k).name}" if getattr(table, k) else f"{k} not stated" for k in
-             ("model", "embedder", "judge") if k != "judge" or judged]
+    parts = [
+        f"{k} {getattr(table, k).name}" if getattr(table, k) else f"{k} not stated"
+        for k in ("model", "embedder", "judge")
+        if k != "judge" or judged
+    ]
     if table.protocol:
-        parts.append("protocol " + ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(table.protocol.items())))
+        parts.append(
+            "protocol "
+            + ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(table.protocol.items()))
+        )
     units = sorted({c.unit for c in table.columns})
     return " · ".join(parts) + f" · units: {', '.join(units)}"
 
@@ -111,8 +120,10 @@ def experiment_line(table: Table) -> str:
         return ""
     path = conf_dir() / "experiment" / f"{table.experiment}.yaml"
     sweep = path.is_file() and bool((yaml.safe_load(path.read_text()) or {}).get("sweep_only"))
-    return (f"runs: `python run.py{' -m' if sweep else ''} experiment={table.experiment}` "
-            f"(its header lists what differs from the paper's protocol)")
+    return (
+        f"runs: `python run.py{' -m' if sweep else ''} experiment={table.experiment}` "
+        f"(its header lists what differs from the paper's protocol)"
+    )
 
 
 def legend(table: Table, grid: list[list[Resolved]], letters: dict[str, str]) -> list[str]:
@@ -122,22 +133,36 @@ def legend(table: Table, grid: list[list[Resolved]], letters: dict[str, str]) ->
         for res in line:
             for run in res.runs:
                 _, flags, alts = runs.get(str(run.folder), (run, set(), 0))
-                own = {f for f in res.flags if not f.startswith("n=")} if len(res.runs) == 1 else set()
+                own = (
+                    {f for f in res.flags if not f.startswith("n=")}
+                    if len(res.runs) == 1
+                    else set()
+                )
                 runs[str(run.folder)] = (run, flags | own, max(alts, res.alternatives))
     lines = []
     for key, (run, flags, alts) in sorted(runs.items(), key=lambda kv: letters[kv[0]]):
         more = f"; {alts} other matching run(s) not shown" if alts else ""
-        lines.append(f"{letters[key]}: {run.folder} ({run.memory} on {run.dataset}{more})"
-                     + (": ⚑ " + "; ".join(sorted(flags)) if flags else ""))
+        lines.append(
+            f"{letters[key]}: {run.folder} ({run.memory} on {run.dataset}{more})"
+            + (": ⚑ " + "; ".join(sorted(flags)) if flags else "")
+        )
     absent = [f"{r.label}: {r.why}" for r in table.rows if r.system is None]
     if absent:
         lines.append("Not in this harness: " + " | ".join(absent))
-    gaps = [f"{res.row.label} / {res.column.label}: {res.reason}" for line in grid for res in line
-            if res.published and res.status in ("missing", "not_computable") and res.reason]
+    gaps = [
+        f"{res.row.label} / {res.column.label}: {res.reason}"
+        for line in grid
+        for res in line
+        if res.published and res.status in ("missing", "not_computable") and res.reason
+    ]
     if gaps:
         lines.append("Not reproduced: " + " | ".join(gaps))
-    notes = [f"{res.row.label} / {res.column.label}: {res.cell.note}" for line in grid for res in line
-             if res.published and res.cell.note and res.status != "not_computable"]
+    notes = [
+        f"{res.row.label} / {res.column.label}: {res.cell.note}"
+        for line in grid
+        for res in line
+        if res.published and res.cell.note and res.status != "not_computable"
+    ]
     if table.note:
         lines.append(f"Note: {table.note}")
     if notes:
@@ -145,18 +170,24 @@ def legend(table: Table, grid: list[list[Resolved]], letters: dict[str, str]) ->
     return lines
 
 
-KEY = ("Each cell: published / reproduced [95% CI] / reproduced − published (✓/✗: the paper's bound "
-       "or range is met or not) · n (/the paper's n) · run (⚑: its setting differs from the paper's).")
+KEY = (
+    "Each cell: published / reproduced [95% CI] / reproduced − published (✓/✗: the paper's bound "
+    "or range is met or not) · n (/the paper's n) · run (⚑: its setting differs from the paper's)."
+)
 
 
 def markdown(paper: Paper, table: Table, grid: list[list[Resolved]]) -> str:
     letters = run_letters(grid)
-    out = [f"### {paper.short}, {table.title}: {table.caption}", "",
-           f"`{paper.key}` v{paper.version} · paper: {setting_line(table)}", "",
-           *([experiment_line(table), ""] if table.experiment else []),
-           "| | " + " | ".join(c.label for c in table.columns) + " |",
-           "|---|" + "---|" * len(table.columns)]
-    for row, line in zip(table.rows, grid):
+    out = [
+        f"### {paper.short}, {table.title}: {table.caption}",
+        "",
+        f"`{paper.key}` v{paper.version} · paper: {setting_line(table)}",
+        "",
+        *([experiment_line(table), ""] if table.experiment else []),
+        "| | " + " | ".join(c.label for c in table.columns) + " |",
+        "|---|" + "---|" * len(table.columns),
+    ]
+    for row, line in zip(table.rows, grid, strict=False):
         cells = []
         for res in line:
             numbers, notes = cell_parts(res, letters)
@@ -166,11 +197,36 @@ def markdown(paper: Paper, table: Table, grid: list[list[Resolved]]) -> str:
     return "\n".join(out) + "\n"
 
 
-_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-          "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "±": r"$\pm$", "≈": r"$\approx$",
-          "−": "--", "–": "--", "—": "---", "θ": r"$\theta$", "λ": r"$\lambda$", "Δ": r"$\Delta$",
-          "×": r"$\times$", "✓": r"$\checkmark$", "✗": r"$\times$", "⚑": r"$^\dagger$", "≤": r"$\leq$",
-          "≥": r"$\geq$", "<": r"\textless{}", ">": r"\textgreater{}", "’": "'", "·": r"$\cdot$"}
+_LATEX = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "±": r"$\pm$",
+    "≈": r"$\approx$",
+    "−": "--",
+    "–": "--",
+    "—": "---",
+    "θ": r"$\theta$",
+    "λ": r"$\lambda$",
+    "Δ": r"$\Delta$",
+    "×": r"$\times$",
+    "✓": r"$\checkmark$",
+    "✗": r"$\times$",
+    "⚑": r"$^\dagger$",
+    "≤": r"$\leq$",
+    "≥": r"$\geq$",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "’": "'",
+    "·": r"$\cdot$",
+}
 
 
 def latex_escape(text: str) -> str:
@@ -181,16 +237,25 @@ def latex_escape(text: str) -> str:
 def latex(paper: Paper, table: Table, grid: list[list[Resolved]]) -> str:
     letters = run_letters(grid)
     cols = "l" + "c" * len(table.columns)
-    out = ["% generated by python -m memharness.eval.papers.report; needs \\usepackage{booktabs,amssymb}",
-           "\\begin{table}[t]", "\\centering", "\\footnotesize",
-           f"\\caption{{{latex_escape(f'{paper.short}, {table.title}: {table.caption}')}}}",
-           f"\\begin{{tabular}}{{{cols}}}", "\\toprule",
-           " & ".join([""] + [latex_escape(c.label) for c in table.columns]) + " \\\\", "\\midrule"]
-    for row, line in zip(table.rows, grid):
+    out = [
+        "% generated by python -m memharness.eval.papers.report; needs \\usepackage{booktabs,amssymb}",
+        "\\begin{table}[t]",
+        "\\centering",
+        "\\footnotesize",
+        f"\\caption{{{latex_escape(f'{paper.short}, {table.title}: {table.caption}')}}}",
+        f"\\begin{{tabular}}{{{cols}}}",
+        "\\toprule",
+        " & ".join([""] + [latex_escape(c.label) for c in table.columns]) + " \\\\",
+        "\\midrule",
+    ]
+    for row, line in zip(table.rows, grid, strict=False):
         cells = []
         for res in line:
             numbers, notes = cell_parts(res, letters)
-            cells.append(latex_escape(numbers) + (f"\\textsuperscript{{{latex_escape(notes)}}}" if notes else ""))
+            cells.append(
+                latex_escape(numbers)
+                + (f"\\textsuperscript{{{latex_escape(notes)}}}" if notes else "")
+            )
         out.append(" & ".join([latex_escape(row.label)] + cells) + " \\\\")
     out += ["\\bottomrule", "\\end{tabular}", "", f"\\par {latex_escape(KEY)}"]
     if table.experiment:
@@ -206,37 +271,80 @@ def records(paper: Paper, table: Table, grid: list[list[Resolved]]) -> list[dict
     for line in grid:
         for res in line:
             c, v = res.cell, res.value
-            out.append({"paper": paper.key, "version": paper.version, "table": table.id, "row": res.row.id,
-                        "row_label": res.row.label, "system": res.row.system, "column": res.column.id,
-                        "column_label": res.column.label, "dataset": "|".join(c.datasets),
-                        "category": "=".join(c.category) if c.category else "", "metric": c.metric,
-                        "unit": c.unit, "relation": c.relation, "published": c.value, "published_low": c.low,
-                        "published_high": c.high, "published_sd": c.sd, "in_paper": res.published,
-                        "reproduced": v.mean if v else None, "ci_low": v.ci_low if v else None,
-                        "ci_high": v.ci_high if v else None, "sd": v.sd if v else None, "diff": res.diff,
-                        "holds": res.holds, "n": v.n if v else None, "paper_n": c.paper_n, "status": res.status,
-                        "reason": res.reason, "runs": "|".join(str(r.folder) for r in res.runs),
-                        "flags": "; ".join(res.flags)})
+            out.append(
+                {
+                    "paper": paper.key,
+                    "version": paper.version,
+                    "table": table.id,
+                    "row": res.row.id,
+                    "row_label": res.row.label,
+                    "system": res.row.system,
+                    "column": res.column.id,
+                    "column_label": res.column.label,
+                    "dataset": "|".join(c.datasets),
+                    "category": "=".join(c.category) if c.category else "",
+                    "metric": c.metric,
+                    "unit": c.unit,
+                    "relation": c.relation,
+                    "published": c.value,
+                    "published_low": c.low,
+                    "published_high": c.high,
+                    "published_sd": c.sd,
+                    "in_paper": res.published,
+                    "reproduced": v.mean if v else None,
+                    "ci_low": v.ci_low if v else None,
+                    "ci_high": v.ci_high if v else None,
+                    "sd": v.sd if v else None,
+                    "diff": res.diff,
+                    "holds": res.holds,
+                    "n": v.n if v else None,
+                    "paper_n": c.paper_n,
+                    "status": res.status,
+                    "reason": res.reason,
+                    "runs": "|".join(str(r.folder) for r in res.runs),
+                    "flags": "; ".join(res.flags),
+                }
+            )
     return out
 
 
-def select_tables(papers: list[Paper], paper_key: str | None, table_id: str | None) -> list[tuple[Paper, Table]]:
+def select_tables(
+    papers: list[Paper], paper_key: str | None, table_id: str | None
+) -> list[tuple[Paper, Table]]:
     if paper_key is not None:
         papers = [p for p in papers if p.key == paper_key]
         if not papers:
-            raise PublishedError(f"no published numbers for paper {paper_key!r}; known: "
-                                 f"{[p.key for p in load_all()]}")
-    picked = [(p, t) for p in papers for t in p.tables if table_id is None or t.id.lower() == table_id.lower()]
+            raise PublishedError(
+                f"no published numbers for paper {paper_key!r}; known: "
+                f"{[p.key for p in load_all()]}"
+            )
+    picked = [
+        (p, t)
+        for p in papers
+        for t in p.tables
+        if table_id is None or t.id.lower() == table_id.lower()
+    ]
     if not picked:
-        raise PublishedError(f"no table {table_id!r} in {[p.key for p in papers]}; tables: "
-                             f"{ {p.key: [t.id for t in p.tables] for p in papers} }")
+        raise PublishedError(
+            f"no table {table_id!r} in {[p.key for p in papers]}; tables: "
+            f"{ {p.key: [t.id for t in p.tables] for p in papers} }"
+        )
     if table_id is not None and len({p.key for p, _ in picked}) > 1:
-        raise PublishedError(f"table {table_id!r} is in several papers {[p.key for p, _ in picked]}: give --paper")
+        raise PublishedError(
+            f"table {table_id!r} is in several papers {[p.key for p, _ in picked]}: give --paper"
+        )
     return picked
 
 
-def build_report(paths: Sequence[str | Path], out: Path, paper_key: str | None = None, table_id: str | None = None,
-                 name: str = "paper_report", plot: bool = True, published: Path = FOLDER) -> dict[str, Any]:
+def build_report(
+    paths: Sequence[str | Path],
+    out: Path,
+    paper_key: str | None = None,
+    table_id: str | None = None,
+    name: str = "paper_report",
+    plot: bool = True,
+    published: Path = FOLDER,
+) -> dict[str, Any]:
     """Write every selected table's md / tex / png and the long-format csv / json; return paths and text."""
     runs = load_runs(paths)
     out.mkdir(parents=True, exist_ok=True)
@@ -258,22 +366,41 @@ def build_report(paths: Sequence[str | Path], out: Path, paper_key: str | None =
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    (out / f"{name}.json").write_text(json.dumps(rows, indent=1, ensure_ascii=False), encoding="utf-8")
+    (out / f"{name}.json").write_text(
+        json.dumps(rows, indent=1, ensure_ascii=False), encoding="utf-8"
+    )
     written["csv"], written["json"] = out / f"{name}.csv", out / f"{name}.json"
     return written
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("runs", nargs="*", default=["results/runs"], help="run folders, sweeps or folders holding them")
-    parser.add_argument("--paper", default=None, help="a file of eval/papers/published/ (e.g. memtree_2024); default all")
-    parser.add_argument("--table", default=None, help="a table id of that paper (e.g. 4, A.2, fig5); default all")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "runs",
+        nargs="*",
+        default=["results/runs"],
+        help="run folders, sweeps or folders holding them",
+    )
+    parser.add_argument(
+        "--paper",
+        default=None,
+        help="a file of eval/papers/published/ (e.g. memtree_2024); default all",
+    )
+    parser.add_argument(
+        "--table", default=None, help="a table id of that paper (e.g. 4, A.2, fig5); default all"
+    )
     parser.add_argument("--out", type=Path, default=Path("results/papers"))
-    parser.add_argument("--name", default="paper_report", help="file name of the long-format csv / json")
+    parser.add_argument(
+        "--name", default="paper_report", help="file name of the long-format csv / json"
+    )
     parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args(argv)
     try:
-        written = build_report(args.runs, args.out, args.paper, args.table, args.name, plot=not args.no_plot)
+        written = build_report(
+            args.runs, args.out, args.paper, args.table, args.name, plot=not args.no_plot
+        )
     except (PaperReportError, PublishedError) as err:
         raise SystemExit(f"error: {err}") from None
     print("\n".join(written["markdown"]))

@@ -13,16 +13,17 @@ A value is read from one of three sources (a published cell's ``source``):
   them (``calls`` + ``cache_hits``), so a warm rerun counts what a cold one does;
   ``llm_requests_per_unit.<stage>`` divides that by the units inserted (``memory_stats`` ``units``).
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import yaml
-
 from memharness.eval.metrics.lexical import bootstrap_ci
 
 DERIVED_MEMORY_STATS = ("depth_mode",)
@@ -45,12 +46,17 @@ class Value:
     n: int | None = None
     sd: float | None = None
 
-    def scaled(self, factor: float) -> "Value":
+    def scaled(self, factor: float) -> Value:
         if factor == 1.0:
             return self
-        mul = (lambda x: None if x is None else x * factor)
-        return replace(self, mean=self.mean * factor, ci_low=mul(self.ci_low), ci_high=mul(self.ci_high),
-                       sd=mul(self.sd))
+        mul = lambda x: None if x is None else x * factor
+        return replace(
+            self,
+            mean=self.mean * factor,
+            ci_low=mul(self.ci_low),
+            ci_high=mul(self.ci_high),
+            sd=mul(self.sd),
+        )
 
 
 _ABSENT = object()
@@ -122,7 +128,9 @@ def find_runs(paths: Sequence[str | Path]) -> list[Path]:
         else:
             raise PaperReportError(f"{p} is neither a run folder nor a folder holding run folders")
     if not found:
-        raise PaperReportError(f"no run folders (with metrics.json) under {[str(p) for p in paths]}")
+        raise PaperReportError(
+            f"no run folders (with metrics.json) under {[str(p) for p in paths]}"
+        )
     return sorted(found)
 
 
@@ -135,7 +143,9 @@ def load_run(folder: Path) -> Run:
         metrics = json.loads((folder / "metrics.json").read_text())
         config = yaml.safe_load((folder / "config.yaml").read_text()) or {}
     except (json.JSONDecodeError, yaml.YAMLError) as err:
-        raise PaperReportError(f"run folder {folder}: unreadable metrics.json or config.yaml: {err}") from None
+        raise PaperReportError(
+            f"run folder {folder}: unreadable metrics.json or config.yaml: {err}"
+        ) from None
     for key in ("memory", "dataset"):
         if key not in metrics:
             raise PaperReportError(f"{folder / 'metrics.json'} has no {key!r}")
@@ -157,7 +167,9 @@ def metric_value(run: Run, metric: str, category: tuple[str, str] | None) -> Val
         by_label = (run.metrics.get("breakdowns") or {}).get(key) or {}
         group = by_label.get(label)
         if group is None:
-            raise Missing(f"no {key}={label} questions in the run (labels there: {sorted(by_label)})")
+            raise Missing(
+                f"no {key}={label} questions in the run (labels there: {sorted(by_label)})"
+            )
         summary, where = group.get(metric), f" for {key}={label}"
     if not summary:
         off = metric == "judge" and run.setting("eval.judge.enabled") is False
@@ -184,8 +196,12 @@ def stats_value(run: Run, metric: str, seed: int = 0) -> Value:
         values = [v for v in map(_depth_mode, episodes) if v is not None]
     elif "[]." in metric:
         list_key, field = metric.split("[].", 1)
-        values = [item[field] for ep in episodes for item in (ep.get(list_key) or [])
-                  if isinstance(item, dict) and isinstance(item.get(field), (int, float))]
+        values = [
+            item[field]
+            for ep in episodes
+            for item in (ep.get(list_key) or [])
+            if isinstance(item, dict) and isinstance(item.get(field), (int, float))
+        ]
     else:
         values = [v for v in (dig(ep, metric) for ep in episodes) if isinstance(v, (int, float))]
     if not values:
@@ -194,7 +210,9 @@ def stats_value(run: Run, metric: str, seed: int = 0) -> Value:
     low = high = None
     if data.size > 1:
         low, high = bootstrap_ci(data, 1000, 0.95, seed)
-    return Value(float(data.mean()), low, high, int(data.size), float(data.std()) if data.size > 1 else None)
+    return Value(
+        float(data.mean()), low, high, int(data.size), float(data.std()) if data.size > 1 else None
+    )
 
 
 def llm_requests(run: Run, stage: str) -> float:
@@ -219,7 +237,9 @@ def run_value(run: Run, metric: str) -> Value:
     return Value(float(value))
 
 
-def value_for(run: Run, source: str, metric: str, category: tuple[str, str] | None, factor: float) -> Value:
+def value_for(
+    run: Run, source: str, metric: str, category: tuple[str, str] | None, factor: float
+) -> Value:
     """The run's value for a cell, converted to the paper's unit."""
     if source == "metrics":
         value = metric_value(run, metric, category)

@@ -12,6 +12,7 @@ Names a cell uses are the harness's own: ``system`` is a memory name (``metrics.
 into each episode of ``memory_stats.json`` (``source: memory_stats``) or into ``metrics.json``
 (``source: run``).
 """
+
 from __future__ import annotations
 
 import re
@@ -44,7 +45,9 @@ class Identity:
     ids: tuple[str, ...]
 
     def matches(self, model_id: str | None) -> bool:
-        return model_id is not None and normalize_model_id(model_id) in {normalize_model_id(i) for i in self.ids}
+        return model_id is not None and normalize_model_id(model_id) in {
+            normalize_model_id(i) for i in self.ids
+        }
 
 
 def normalize_model_id(model_id: str) -> str:
@@ -65,9 +68,9 @@ def normalize_model_id(model_id: str) -> str:
 class Column:
     id: str
     label: str
-    datasets: tuple[str, ...]            # empty: the paper does not say (any dataset matches, flagged)
+    datasets: tuple[str, ...]  # empty: the paper does not say (any dataset matches, flagged)
     category: tuple[str, str] | None
-    metric: str | None                   # None: not computable from run folders (the cell says why)
+    metric: str | None  # None: not computable from run folders (the cell says why)
     source: str
     unit: str
     harness_unit: str
@@ -80,9 +83,9 @@ class Column:
 class Row:
     id: str
     label: str
-    system: str | None                   # None: not a system of this harness (``why`` says which)
+    system: str | None  # None: not a system of this harness (``why`` says which)
     why: str | None
-    memory: dict[str, Any]               # config.yaml memory.* values that pick this row's runs
+    memory: dict[str, Any]  # config.yaml memory.* values that pick this row's runs
     setting: dict[str, Identity | None]  # identities that differ from the table's for this row
     protocol: dict[str, Any]
     locate: dict[str, Any]
@@ -111,8 +114,8 @@ class Cell:
     relation: str = "="
     ratio: dict[str, str] | None = None  # value = (numerator row / denominator row) in ``column``
     note: str | None = None
-    quote: str | None = None             # the sentence the value comes from (figures, prose)
-    value_text: str | None = None        # how the value is written in the quote, if not as digits
+    quote: str | None = None  # the sentence the value comes from (figures, prose)
+    value_text: str | None = None  # how the value is written in the quote, if not as digits
     decimals: int = 1
     model: Identity | None = None
     embedder: Identity | None = None
@@ -135,12 +138,28 @@ class Cell:
     def record(self) -> dict[str, Any]:
         """A flat, JSON-ready view: paper, table, row, column, value and the paper's setting."""
         ident = {k: (getattr(self, k).name if getattr(self, k) else None) for k in IDENTITIES}
-        return {"paper": self.paper, "table": self.table, "row": self.row, "column": self.column,
-                "system": self.system, "memory": self.memory, "dataset": list(self.datasets),
-                "category": list(self.category) if self.category else None, "metric": self.metric,
-                "source": self.source, "unit": self.unit, "value": self.value, "low": self.low,
-                "high": self.high, "sd": self.sd, "relation": self.relation, "note": self.note,
-                "protocol": self.protocol, "paper_n": self.paper_n, **ident}
+        return {
+            "paper": self.paper,
+            "table": self.table,
+            "row": self.row,
+            "column": self.column,
+            "system": self.system,
+            "memory": self.memory,
+            "dataset": list(self.datasets),
+            "category": list(self.category) if self.category else None,
+            "metric": self.metric,
+            "source": self.source,
+            "unit": self.unit,
+            "value": self.value,
+            "low": self.low,
+            "high": self.high,
+            "sd": self.sd,
+            "relation": self.relation,
+            "note": self.note,
+            "protocol": self.protocol,
+            "paper_n": self.paper_n,
+            **ident,
+        }
 
 
 @dataclass
@@ -159,7 +178,7 @@ class Table:
     cells: dict[tuple[str, str], Cell]
     decimals: int
     note: str | None = None
-    experiment: str | None = None        # the conf/experiment that runs what this table needs
+    experiment: str | None = None  # the conf/experiment that runs what this table needs
 
     @property
     def title(self) -> str:
@@ -189,7 +208,9 @@ class Paper:
         for t in self.tables:
             if t.id.lower() == str(table_id).lower():
                 return t
-        raise PublishedError(f"{self.path.name}: no table {table_id!r}; tables: {[t.id for t in self.tables]}")
+        raise PublishedError(
+            f"{self.path.name}: no table {table_id!r}; tables: {[t.id for t in self.tables]}"
+        )
 
     def cells(self) -> list[Cell]:
         return [c for t in self.tables for c in t.cells.values()]
@@ -200,7 +221,9 @@ def _need(obj: dict[str, Any], key: str, types: Any, where: str) -> Any:
     if not isinstance(obj, dict) or key not in obj:
         raise PublishedError(f"{where}: missing field {key!r}")
     if not isinstance(obj[key], types):
-        raise PublishedError(f"{where}: field {key!r} should be {types}, got {type(obj[key]).__name__}")
+        raise PublishedError(
+            f"{where}: field {key!r} should be {types}, got {type(obj[key]).__name__}"
+        )
     return obj[key]
 
 
@@ -214,14 +237,18 @@ def _identity(raw: Any, where: str) -> Identity | None:
     return Identity(name, tuple(ids))
 
 
-def _identities(raw: dict[str, Any], where: str, defaults: dict[str, Identity | None]) -> dict[str, Identity | None]:
+def _identities(
+    raw: dict[str, Any], where: str, defaults: dict[str, Identity | None]
+) -> dict[str, Identity | None]:
     out = dict(defaults)
     for key in IDENTITIES:
         if key in raw:
             out[key] = _identity(raw[key], f"{where}.{key}")
     unknown = set(raw) - set(IDENTITIES) - {"protocol"}
     if unknown:
-        raise PublishedError(f"{where}: unknown setting keys {sorted(unknown)} (expected {IDENTITIES} and protocol)")
+        raise PublishedError(
+            f"{where}: unknown setting keys {sorted(unknown)} (expected {IDENTITIES} and protocol)"
+        )
     return out
 
 
@@ -233,7 +260,9 @@ def _category(raw: Any, where: str) -> tuple[str, str] | None:
     if raw is None:
         return None
     if not (isinstance(raw, dict) and len(raw) == 1):
-        raise PublishedError(f"{where}: 'category' should be one {{label key: label value}}, got {raw!r}")
+        raise PublishedError(
+            f"{where}: 'category' should be one {{label key: label value}}, got {raw!r}"
+        )
     return tuple(map(str, next(iter(raw.items()))))  # type: ignore[return-value]
 
 
@@ -248,16 +277,41 @@ def _harness_unit(source: str, unit: str) -> str:
     return "fraction" if source == "metrics" and unit == "%" else unit
 
 
-_COLUMN_KEYS = {"id", "label", "dataset", "category", "metric", "source", "unit", "harness_unit", "paper_n",
-                "decimals", "source_label", "source_col", "source_head"}
-_ROW_KEYS = {"id", "label", "system", "why", "memory", "setting", "source_label", "source_col", "source_head",
-             "source_after"}
+_COLUMN_KEYS = {
+    "id",
+    "label",
+    "dataset",
+    "category",
+    "metric",
+    "source",
+    "unit",
+    "harness_unit",
+    "paper_n",
+    "decimals",
+    "source_label",
+    "source_col",
+    "source_head",
+}
+_ROW_KEYS = {
+    "id",
+    "label",
+    "system",
+    "why",
+    "memory",
+    "setting",
+    "source_label",
+    "source_col",
+    "source_head",
+    "source_after",
+}
 
 
 def _known_keys(raw: dict[str, Any], allowed: set[str], where: str) -> None:
     unknown = set(raw) - allowed
     if unknown:
-        raise PublishedError(f"{where}: unknown keys {sorted(unknown)} (allowed: {sorted(allowed)})")
+        raise PublishedError(
+            f"{where}: unknown keys {sorted(unknown)} (allowed: {sorted(allowed)})"
+        )
 
 
 def _column(raw: dict[str, Any], where: str) -> Column:
@@ -265,38 +319,81 @@ def _column(raw: dict[str, Any], where: str) -> Column:
     source = _source(raw.get("source", "metrics"), where)
     unit = _need(raw, "unit", str, where)
     locate = {k: raw[k] for k in ("source_label", "source_col", "source_head") if k in raw}
-    return Column(str(_need(raw, "id", (str, int), where)), _need(raw, "label", str, where),
-                  _datasets(raw.get("dataset")), _category(raw.get("category"), where), raw.get("metric"), source,
-                  unit, raw.get("harness_unit", _harness_unit(source, unit)), raw.get("paper_n"), locate,
-                  raw.get("decimals"))
+    return Column(
+        str(_need(raw, "id", (str, int), where)),
+        _need(raw, "label", str, where),
+        _datasets(raw.get("dataset")),
+        _category(raw.get("category"), where),
+        raw.get("metric"),
+        source,
+        unit,
+        raw.get("harness_unit", _harness_unit(source, unit)),
+        raw.get("paper_n"),
+        locate,
+        raw.get("decimals"),
+    )
 
 
 def _row(raw: dict[str, Any], where: str) -> Row:
     _known_keys(raw, _ROW_KEYS, where)
     setting = raw.get("setting") or {}
     _known_keys(setting, {*IDENTITIES, "protocol"}, f"{where}.setting")
-    if not isinstance(raw.get("system"), (str, type(None))) or not isinstance(raw.get("memory") or {}, dict):
-        raise PublishedError(f"{where}: 'system' should be a memory name or null, 'memory' a mapping")
-    locate = {k: raw[k] for k in ("source_label", "source_col", "source_head", "source_after") if k in raw}
-    row = Row(str(_need(raw, "id", (str, int), where)), _need(raw, "label", str, where), raw.get("system"),
-              raw.get("why"), dict(raw.get("memory") or {}),
-              {k: _identity(setting[k], f"{where}.setting.{k}") for k in IDENTITIES if k in setting},
-              dict(setting.get("protocol") or {}), locate)
+    if not isinstance(raw.get("system"), (str, type(None))) or not isinstance(
+        raw.get("memory") or {}, dict
+    ):
+        raise PublishedError(
+            f"{where}: 'system' should be a memory name or null, 'memory' a mapping"
+        )
+    locate = {
+        k: raw[k] for k in ("source_label", "source_col", "source_head", "source_after") if k in raw
+    }
+    row = Row(
+        str(_need(raw, "id", (str, int), where)),
+        _need(raw, "label", str, where),
+        raw.get("system"),
+        raw.get("why"),
+        dict(raw.get("memory") or {}),
+        {k: _identity(setting[k], f"{where}.setting.{k}") for k in IDENTITIES if k in setting},
+        dict(setting.get("protocol") or {}),
+        locate,
+    )
     if row.system is None and not row.why:
-        raise PublishedError(f"{where}: a row without a system needs 'why' (which system it is, why not here)")
+        raise PublishedError(
+            f"{where}: a row without a system needs 'why' (which system it is, why not here)"
+        )
     return row
 
 
-_CELL_KEYS = {"value", "low", "high", "sd", "relation", "ratio", "note", "quote", "value_text", "decimals",
-              "metric", "source", "unit", "harness_unit", "dataset", "category"}
+_CELL_KEYS = {
+    "value",
+    "low",
+    "high",
+    "sd",
+    "relation",
+    "ratio",
+    "note",
+    "quote",
+    "value_text",
+    "decimals",
+    "metric",
+    "source",
+    "unit",
+    "harness_unit",
+    "dataset",
+    "category",
+}
 
 
 def _cell(raw: Any, table: Table, row: Row, col: Column, paper: str, where: str) -> Cell:
     spec = raw if isinstance(raw, dict) else {"value": raw}
     _known_keys(spec, _CELL_KEYS, where)
     for key in ("value", "low", "high", "sd"):
-        if isinstance(spec.get(key), bool) or not isinstance(spec.get(key), (int, float, type(None))):
-            raise PublishedError(f"{where}: {key} should be a number or null, got {spec.get(key)!r}")
+        if isinstance(spec.get(key), bool) or not isinstance(
+            spec.get(key), (int, float, type(None))
+        ):
+            raise PublishedError(
+                f"{where}: {key} should be a number or null, got {spec.get(key)!r}"
+            )
     source = _source(spec.get("source", col.source), where)
     unit = spec.get("unit", col.unit)
     if "harness_unit" in spec:
@@ -306,16 +403,35 @@ def _cell(raw: Any, table: Table, row: Row, col: Column, paper: str, where: str)
     else:
         harness_unit = col.harness_unit
     ident = {k: row.setting.get(k, getattr(table, k)) for k in IDENTITIES}
-    cell = Cell(paper=paper, table=table.id, row=row.id, column=col.id, system=row.system, memory=row.memory,
-                datasets=_datasets(spec["dataset"]) if "dataset" in spec else col.datasets,
-                category=_category(spec["category"], where) if "category" in spec else col.category,
-                metric=spec.get("metric", col.metric), source=source, unit=unit, harness_unit=harness_unit,
-                value=spec.get("value"),
-                low=spec.get("low"), high=spec.get("high"), sd=spec.get("sd"), relation=spec.get("relation", "="),
-                ratio=spec.get("ratio"), note=spec.get("note"), quote=spec.get("quote"),
-                value_text=spec.get("value_text"),
-                decimals=int(spec.get("decimals", col.decimals if col.decimals is not None else table.decimals)),
-                protocol={**table.protocol, **row.protocol}, paper_n=col.paper_n, **ident)
+    cell = Cell(
+        paper=paper,
+        table=table.id,
+        row=row.id,
+        column=col.id,
+        system=row.system,
+        memory=row.memory,
+        datasets=_datasets(spec["dataset"]) if "dataset" in spec else col.datasets,
+        category=_category(spec["category"], where) if "category" in spec else col.category,
+        metric=spec.get("metric", col.metric),
+        source=source,
+        unit=unit,
+        harness_unit=harness_unit,
+        value=spec.get("value"),
+        low=spec.get("low"),
+        high=spec.get("high"),
+        sd=spec.get("sd"),
+        relation=spec.get("relation", "="),
+        ratio=spec.get("ratio"),
+        note=spec.get("note"),
+        quote=spec.get("quote"),
+        value_text=spec.get("value_text"),
+        decimals=int(
+            spec.get("decimals", col.decimals if col.decimals is not None else table.decimals)
+        ),
+        protocol={**table.protocol, **row.protocol},
+        paper_n=col.paper_n,
+        **ident,
+    )
     _check_cell(cell, table, where)
     return cell
 
@@ -328,7 +444,9 @@ def _check_cell(cell: Cell, table: Table, where: str) -> None:
     if cell.relation != "in" and cell.value is None and not cell.note:
         raise PublishedError(f"{where}: a cell without a value needs a 'note' saying why")
     if cell.metric is None and cell.ratio is None and not cell.note:
-        raise PublishedError(f"{where}: a cell no run folder can reproduce (metric null) needs a 'note'")
+        raise PublishedError(
+            f"{where}: a cell no run folder can reproduce (metric null) needs a 'note'"
+        )
     if (cell.harness_unit, cell.unit) not in CONVERSIONS and cell.harness_unit != cell.unit:
         raise PublishedError(f"{where}: no conversion from {cell.harness_unit!r} to {cell.unit!r}")
     if cell.ratio is not None:
@@ -336,18 +454,34 @@ def _check_cell(cell: Cell, table: Table, where: str) -> None:
             if key not in cell.ratio:
                 raise PublishedError(f"{where}: ratio needs numerator, denominator and column")
         ids = {r.id for r in table.rows}
-        if not {cell.ratio["numerator"], cell.ratio["denominator"]} <= ids or \
-                cell.ratio["column"] not in {c.id for c in table.columns}:
-            raise PublishedError(f"{where}: ratio names a row or column the table does not have: {cell.ratio}")
+        if not {cell.ratio["numerator"], cell.ratio["denominator"]} <= ids or cell.ratio[
+            "column"
+        ] not in {c.id for c in table.columns}:
+            raise PublishedError(
+                f"{where}: ratio names a row or column the table does not have: {cell.ratio}"
+            )
     if table.source.get("format") == "text" and cell.numbers() and not cell.quote:
         raise PublishedError(f"{where}: a value from prose needs the 'quote' it comes from")
 
 
-_TABLE_KEYS = {"id", "kind", "caption", "experiment", "source", "setting", "rows", "columns", "cells", "decimals",
-               "note"}
+_TABLE_KEYS = {
+    "id",
+    "kind",
+    "caption",
+    "experiment",
+    "source",
+    "setting",
+    "rows",
+    "columns",
+    "cells",
+    "decimals",
+    "note",
+}
 
 
-def _table(raw: dict[str, Any], paper: str, defaults: dict[str, Identity | None], where: str) -> Table:
+def _table(
+    raw: dict[str, Any], paper: str, defaults: dict[str, Identity | None], where: str
+) -> Table:
     tid = str(_need(raw, "id", (str, int), where))
     where = f"{where} {tid}"
     _known_keys(raw, _TABLE_KEYS, where)
@@ -360,15 +494,33 @@ def _table(raw: dict[str, Any], paper: str, defaults: dict[str, Identity | None]
     if source["format"] not in FORMATS:
         raise PublishedError(f"{where}.source: format {source['format']!r} is not one of {FORMATS}")
     setting = raw.get("setting") or {}
-    table = Table(paper, tid, kind, _need(raw, "caption", str, where), source, None, None, None,
-                  dict(setting.get("protocol") or {}), [], [], {}, int(raw.get("decimals", 1)), raw.get("note"),
-                  raw.get("experiment"))
+    table = Table(
+        paper,
+        tid,
+        kind,
+        _need(raw, "caption", str, where),
+        source,
+        None,
+        None,
+        None,
+        dict(setting.get("protocol") or {}),
+        [],
+        [],
+        {},
+        int(raw.get("decimals", 1)),
+        raw.get("note"),
+        raw.get("experiment"),
+    )
     if table.experiment is not None and not isinstance(table.experiment, str):
         raise PublishedError(f"{where}: 'experiment' should be the name of a conf/experiment file")
     for key, ident in _identities(setting, f"{where}.setting", defaults).items():
         setattr(table, key, ident)
-    table.rows = [_row(r, f"{where} row {i}") for i, r in enumerate(_need(raw, "rows", list, where))]
-    table.columns = [_column(c, f"{where} column {i}") for i, c in enumerate(_need(raw, "columns", list, where))]
+    table.rows = [
+        _row(r, f"{where} row {i}") for i, r in enumerate(_need(raw, "rows", list, where))
+    ]
+    table.columns = [
+        _column(c, f"{where} column {i}") for i, c in enumerate(_need(raw, "columns", list, where))
+    ]
     for kind_, items in (("row", table.rows), ("column", table.columns)):
         ids = [x.id for x in items]
         if len(set(ids)) != len(ids):
@@ -378,9 +530,13 @@ def _table(raw: dict[str, Any], paper: str, defaults: dict[str, Identity | None]
             raise PublishedError(f"{where}: cells name row {row_id!r}, which is not in rows")
         for col_id, spec in (by_col or {}).items():
             if str(col_id) not in {c.id for c in table.columns}:
-                raise PublishedError(f"{where}: cells of row {row_id!r} name column {col_id!r}, not in columns")
+                raise PublishedError(
+                    f"{where}: cells of row {row_id!r} name column {col_id!r}, not in columns"
+                )
             row, col = table.row(str(row_id)), table.column(str(col_id))
-            table.cells[(row.id, col.id)] = _cell(spec, table, row, col, paper, f"{where} cell {row_id}/{col_id}")
+            table.cells[(row.id, col.id)] = _cell(
+                spec, table, row, col, paper, f"{where} cell {row_id}/{col_id}"
+            )
     if not table.cells:
         raise PublishedError(f"{where}: no cells")
     return table
@@ -396,18 +552,31 @@ def load_paper(path: str | Path) -> Paper:
     where = path.name
     _known_keys(raw, {"schema", "version", "paper", "defaults", "tables"}, where)
     if _need(raw, "schema", int, where) != SCHEMA:
-        raise PublishedError(f"{where}: schema {raw['schema']} is not the supported schema {SCHEMA}")
+        raise PublishedError(
+            f"{where}: schema {raw['schema']} is not the supported schema {SCHEMA}"
+        )
     meta = _need(raw, "paper", dict, where)
     key = _need(meta, "key", str, f"{where}.paper")
     if key != path.stem:
         raise PublishedError(f"{where}: paper.key {key!r} should equal the file name {path.stem!r}")
-    defaults = _identities(raw.get("defaults") or {}, f"{where}.defaults", {k: None for k in IDENTITIES})
-    tables = [_table(t, key, defaults, f"{where}: table") for t in _need(raw, "tables", list, where)]
+    defaults = _identities(
+        raw.get("defaults") or {}, f"{where}.defaults", {k: None for k in IDENTITIES}
+    )
+    tables = [
+        _table(t, key, defaults, f"{where}: table") for t in _need(raw, "tables", list, where)
+    ]
     ids = [t.id.lower() for t in tables]
     if len(set(ids)) != len(ids):
         raise PublishedError(f"{where}: duplicate table ids {ids}")
-    return Paper(key, _need(meta, "title", str, f"{where}.paper"), _need(meta, "short", str, f"{where}.paper"),
-                 _need(meta, "source", str, f"{where}.paper"), _need(raw, "version", int, where), path, tables)
+    return Paper(
+        key,
+        _need(meta, "title", str, f"{where}.paper"),
+        _need(meta, "short", str, f"{where}.paper"),
+        _need(meta, "source", str, f"{where}.paper"),
+        _need(raw, "version", int, where),
+        path,
+        tables,
+    )
 
 
 def load_all(folder: str | Path = FOLDER) -> list[Paper]:

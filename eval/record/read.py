@@ -1,12 +1,14 @@
 """Finding and loading run folders: what every report, browser and collector reads first."""
+
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from memharness.eval.report import tables
 from memharness.eval.record.folder import MARKER, read_marker
+from memharness.eval.report import tables
 
 
 class ReportError(Exception):
@@ -28,18 +30,25 @@ def _run_folders(paths: Sequence[str | Path]) -> set[Path]:
 
 def find_incomplete(paths: Sequence[str | Path]) -> list[tuple[Path, str]]:
     """Run folders still marked incomplete, with the recorded reason."""
-    return [(f, (read_marker(f) or {}).get("reason", "?")) for f in sorted(_run_folders(paths))
-            if (f / MARKER).is_file()]
+    return [
+        (f, (read_marker(f) or {}).get("reason", "?"))
+        for f in sorted(_run_folders(paths))
+        if (f / MARKER).is_file()
+    ]
 
 
 def find_runs(paths: Sequence[str | Path]) -> list[Path]:
     """Every complete run folder (metrics.json, no INCOMPLETE.json) under the given paths."""
     folders = _run_folders(paths)
-    runs = sorted(f for f in folders if (f / "metrics.json").is_file() and not (f / MARKER).is_file())
+    runs = sorted(
+        f for f in folders if (f / "metrics.json").is_file() and not (f / MARKER).is_file()
+    )
     if not runs:
         incomplete = len(folders) - len(runs)
-        raise ReportError(f"no run folders (complete: with metrics.json, no INCOMPLETE.json) under {[str(p) for p in paths]}"
-                          + (f"; {incomplete} incomplete (see INCOMPLETE.json in each)" if incomplete else ""))
+        raise ReportError(
+            f"no run folders (complete: with metrics.json, no INCOMPLETE.json) under {[str(p) for p in paths]}"
+            + (f"; {incomplete} incomplete (see INCOMPLETE.json in each)" if incomplete else "")
+        )
     return runs
 
 
@@ -51,8 +60,10 @@ def load_run(folder: Path) -> dict[str, Any]:
     with open(folder / "samples.jsonl", encoding="utf-8") as f:
         n_samples = sum(1 for line in f if line.strip())
     if n_samples != metrics["counts"]["questions"]:
-        raise ReportError(f"{folder}: samples.jsonl has {n_samples} lines but metrics.json counts "
-                          f"{metrics['counts']['questions']} questions")
+        raise ReportError(
+            f"{folder}: samples.jsonl has {n_samples} lines but metrics.json counts "
+            f"{metrics['counts']['questions']} questions"
+        )
     return {"folder": str(folder), **metrics}
 
 

@@ -8,13 +8,15 @@ the question, references and options, the prediction, the judge's reply, every m
 retrieved items with their score, level, node id and source units. Reads only metrics.json and
 samples.jsonl; long retrieved texts are cut at ``--max-chars`` to keep the page small.
 """
+
 from __future__ import annotations
 
 import argparse
 import html
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from memharness.eval.record.read import ReportError, find_runs, load_run, setting
 
@@ -90,11 +92,22 @@ runs();
 
 
 def _sample(record: dict[str, Any], max_chars: int) -> dict[str, Any]:
-    keep = ("question_id", "question", "references", "options", "prediction", "status", "error", "judge_reply",
-            "metrics")
+    keep = (
+        "question_id",
+        "question",
+        "references",
+        "options",
+        "prediction",
+        "status",
+        "error",
+        "judge_reply",
+        "metrics",
+    )
     out = {k: record.get(k) for k in keep}
-    out["retrieved"] = [{**r, "text": r["text"] if len(r["text"]) <= max_chars else r["text"][:max_chars] + " […]"}
-                        for r in record.get("retrieved", [])]
+    out["retrieved"] = [
+        {**r, "text": r["text"] if len(r["text"]) <= max_chars else r["text"][:max_chars] + " […]"}
+        for r in record.get("retrieved", [])
+    ]
     return out
 
 
@@ -105,25 +118,37 @@ def browser_data(paths: Sequence[str | Path], max_chars: int = 1500) -> dict[str
         run = load_run(folder)
         with open(folder / "samples.jsonl", encoding="utf-8") as f:
             samples = [_sample(json.loads(line), max_chars) for line in f if line.strip()]
-        runs.append({"folder": str(folder), "memory": run["memory"], "dataset": run["dataset"],
-                     "setting": setting(run), "llm": run.get("llm"), "embedder": run.get("embedder"),
-                     "questions": run["counts"]["questions"], "scored": run["counts"]["scored"],
-                     "metrics": {m: run["metrics"].get(m) for m in HEADLINE}, "samples": samples})
+        runs.append(
+            {
+                "folder": str(folder),
+                "memory": run["memory"],
+                "dataset": run["dataset"],
+                "setting": setting(run),
+                "llm": run.get("llm"),
+                "embedder": run.get("embedder"),
+                "questions": run["counts"]["questions"],
+                "scored": run["counts"]["scored"],
+                "metrics": {m: run["metrics"].get(m) for m in HEADLINE},
+                "samples": samples,
+            }
+        )
     headline = [m for m in HEADLINE if any(r["metrics"].get(m) for r in runs)]
     return {"runs": runs, "headline": headline}
 
 
 def render(data: dict[str, Any], title: str = "memharness runs") -> str:
     blob = json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{_STYLE}</style></head><body><h3>{html.escape(title)}</h3>"
-            "<input id='runfilter' placeholder='filter runs (memory, dataset, setting, model)'>"
-            "<table><thead><tr id='runhead'></tr></thead><tbody id='runs'></tbody></table>"
-            "<div id='samplebox' style='display:none'><h4 id='runtitle'></h4>"
-            "<input id='samplefilter' placeholder='filter questions'>"
-            "<table><thead><tr id='samplehead'></tr></thead><tbody id='samples'></tbody></table>"
-            "<div id='sample'></div></div>"
-            f"<script type='application/json' id='data'>{blob}</script><script>{_SCRIPT}</script></body></html>")
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{_STYLE}</style></head><body><h3>{html.escape(title)}</h3>"
+        "<input id='runfilter' placeholder='filter runs (memory, dataset, setting, model)'>"
+        "<table><thead><tr id='runhead'></tr></thead><tbody id='runs'></tbody></table>"
+        "<div id='samplebox' style='display:none'><h4 id='runtitle'></h4>"
+        "<input id='samplefilter' placeholder='filter questions'>"
+        "<table><thead><tr id='samplehead'></tr></thead><tbody id='samples'></tbody></table>"
+        "<div id='sample'></div></div>"
+        f"<script type='application/json' id='data'>{blob}</script><script>{_SCRIPT}</script></body></html>"
+    )
 
 
 def write_browser(paths: Sequence[str | Path], out: Path, max_chars: int = 1500) -> Path:
@@ -133,14 +158,24 @@ def write_browser(paths: Sequence[str | Path], out: Path, max_chars: int = 1500)
 
 
 def main(argv: Sequence[str] | None = None) -> Path:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("runs", nargs="*", default=["results/runs", "results/sweeps"],
-                    help="run folders, sweep folders, or folders holding them")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "runs",
+        nargs="*",
+        default=["results/runs", "results/sweeps"],
+        help="run folders, sweep folders, or folders holding them",
+    )
     ap.add_argument("--out", type=Path, default=Path("results/tables/browser.html"))
-    ap.add_argument("--max-chars", type=int, default=1500, help="cut retrieved texts longer than this")
+    ap.add_argument(
+        "--max-chars", type=int, default=1500, help="cut retrieved texts longer than this"
+    )
     args = ap.parse_args(argv)
     try:
-        path = write_browser([p for p in args.runs if Path(p).exists()] or args.runs, args.out, args.max_chars)
+        path = write_browser(
+            [p for p in args.runs if Path(p).exists()] or args.runs, args.out, args.max_chars
+        )
     except ReportError as err:
         raise SystemExit(f"error: {err}") from None
     print(f"browser: {path}")

@@ -11,17 +11,17 @@ resolved setting that differs among the runs (``memory.top_k``, ``dataset.budget
 runs that share a memory name stay apart and a sweep's parameters can be grouped on directly.
 Reads only run folders (metrics.json, samples.jsonl, config.yaml), like the tables.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import Sequence
 
 import pandas as pd
-
+from memharness.eval.record.read import find_runs, load_run
 from memharness.eval.report import tables
 from memharness.eval.report.comparison import DEFAULT_METRICS, latest_per_config
-from memharness.eval.record.read import find_runs, load_run
 
 
 def _differing(runs: list[dict]) -> list[str]:
@@ -37,8 +37,9 @@ def _differing(runs: list[dict]) -> list[str]:
     return keep
 
 
-def collect(paths: Sequence[str | Path], latest_only: bool = False,
-            metrics: Sequence[str] | None = None) -> pd.DataFrame:
+def collect(
+    paths: Sequence[str | Path], latest_only: bool = False, metrics: Sequence[str] | None = None
+) -> pd.DataFrame:
     """All runs under ``paths`` as a long DataFrame (one row per run × metric)."""
     runs = [tables.attach(load_run(f)) for f in find_runs(paths)]
     if latest_only:
@@ -48,8 +49,13 @@ def collect(paths: Sequence[str | Path], latest_only: bool = False,
     chosen = list(metrics) if metrics else tables.present_metrics(runs, DEFAULT_METRICS)
     long = tables.long_frame(tables.wide_frame(runs, chosen), chosen)
     keys = _differing(runs)
-    by_folder = {r["folder"]: {k: tables._show(r["config"][k]) if r.get("config") and k in r["config"] else None
-                               for k in keys} for r in runs}
+    by_folder = {
+        r["folder"]: {
+            k: tables._show(r["config"][k]) if r.get("config") and k in r["config"] else None
+            for k in keys
+        }
+        for r in runs
+    }
     settings = pd.DataFrame([{"folder": f, **v} for f, v in by_folder.items()])
     if keys:
         long = long.merge(settings, on="folder", how="left")

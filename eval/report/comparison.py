@@ -1,7 +1,8 @@
 """Tables and plots from run folders (reads metrics.json, samples.jsonl and config.yaml).
 
-    python -m memharness.eval.report.comparison                      # latest run of each row identity under results/runs
-    python -m memharness.eval.report.comparison RUN_OR_PARENT ... --out results/tables --name sample --baseline full_context
+    python -m memharness.eval.report.comparison   # latest run of each row identity under results/runs
+    python -m memharness.eval.report.comparison RUN_OR_PARENT ... --out results/tables \
+        --name sample --baseline full_context
 
 Writes <name>.md / .tex (scores, memory-attributable accuracy, evidence recall, intrinsic cost, judge
 reliability, paired comparison against the baseline), <name>.csv (one row per run), <name>_long.csv
@@ -11,22 +12,30 @@ reliability, paired comparison against the baseline), <name>.csv (one row per ru
 Run folders still marked ``INCOMPLETE.json`` (a run that stopped early or is still going) are not
 tabulated; they are listed with their reason on stdout and under the markdown table.
 """
+
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from memharness.memsys.services import files as fileio
-
+from memharness.eval.record.read import ReportError, find_incomplete, find_runs, load_run
 from memharness.eval.report import plots, tables
 from memharness.eval.report import table_format as fmt
 from memharness.eval.report.paired import paired_frame
-from memharness.eval.record.read import ReportError, find_incomplete, find_runs, load_run, setting
-from memharness.eval.judge.separation import judge_notes
+from memharness.memsys.services import files as fileio
 
-DEFAULT_METRICS = ("judge", "mc_accuracy", "rouge_l_recall", "rouge_1_f", "rouge_l_f", "exact_match", "f1",
-                   "context_tokens")
+DEFAULT_METRICS = (
+    "judge",
+    "mc_accuracy",
+    "rouge_l_recall",
+    "rouge_1_f",
+    "rouge_l_f",
+    "exact_match",
+    "f1",
+    "context_tokens",
+)
 
 
 def latest_per_config(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -34,9 +43,15 @@ def latest_per_config(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return tables.latest(runs)
 
 
-def write_tables(runs: list[dict[str, Any]], out: Path, name: str, metrics: Sequence[str] = DEFAULT_METRICS,
-                 baseline: str = "full_context", resamples: int = 2000,
-                 incomplete: Sequence[tuple[Path, str]] = ()) -> dict[str, Path]:
+def write_tables(
+    runs: list[dict[str, Any]],
+    out: Path,
+    name: str,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    baseline: str = "full_context",
+    resamples: int = 2000,
+    incomplete: Sequence[tuple[Path, str]] = (),
+) -> dict[str, Path]:
     """Write <name>.md and .tex (sections), <name>.csv (one row per run), <name>_long.csv (one row per
     run x metric) and <name>_paired.csv (every row against the baseline of its comparable group)."""
     out.mkdir(parents=True, exist_ok=True)
@@ -49,10 +64,17 @@ def write_tables(runs: list[dict[str, Any]], out: Path, name: str, metrics: Sequ
     ordered = [order[f] for f in wide["folder"]]
     paired = paired_frame(ordered, baseline, resamples=resamples)
     sections = build_sections(wide, metrics, best, paired, baseline, ordered)
-    paths = {"md": out / f"{name}.md", "tex": out / f"{name}.tex", "csv": out / f"{name}.csv",
-             "long_csv": out / f"{name}_long.csv", "paired_csv": out / f"{name}_paired.csv"}
-    preface = ("One row per run: memory, the resolved settings that differ (setting), dataset, models, n, seed and "
-               "question set. " + fmt.sets_note(ordered))
+    paths = {
+        "md": out / f"{name}.md",
+        "tex": out / f"{name}.tex",
+        "csv": out / f"{name}.csv",
+        "long_csv": out / f"{name}_long.csv",
+        "paired_csv": out / f"{name}_paired.csv",
+    }
+    preface = (
+        "One row per run: memory, the resolved settings that differ (setting), dataset, models, n, seed and "
+        "question set. " + fmt.sets_note(ordered)
+    )
     md = fmt.to_markdown(sections, f"Comparison: {name}", preface)
     if incomplete:
         md += f"\nIncomplete runs, not tabulated ({len(incomplete)}):\n\n"
@@ -65,42 +87,87 @@ def write_tables(runs: list[dict[str, Any]], out: Path, name: str, metrics: Sequ
     return paths
 
 
-def build_sections(wide: Any, metrics: Sequence[str], best: set, paired: Any, baseline: str,
-                   runs: list[dict[str, Any]]) -> list[fmt.Section]:
+def build_sections(
+    wide: Any,
+    metrics: Sequence[str],
+    best: set,
+    paired: Any,
+    baseline: str,
+    runs: list[dict[str, Any]],
+) -> list[fmt.Section]:
     """Scores, memory-attributable accuracy, retrieval, cost, judge reliability, paired comparison."""
     scores = [m for m in metrics if ":" not in m and m in fmt.SCORE_METRICS]
     needs = ["closed_book_accuracy"] + [m for m in metrics if m.endswith(":needs_memory")]
     retrieval = [m for m in metrics if m.startswith("evidence_")] + ["context_tokens"]
     judging = ["judge", "judge_lenient", "judge2"]
     sections = [
-        fmt.metric_section("Scores", wide, scores, best, "Means with bootstrap 95% CIs over the questions that have "
-                           "the metric; best per set in bold. Models: the LLM that built and answered, the "
-                           "embedder, the judge.", models=True, extra=["failed", "judge_unparsed"]),
-        fmt.metric_section("Memory-attributable accuracy", wide, needs, best, "closed_book_accuracy: share answered "
-                           "correctly with no memory; `:needs_memory`: the metric on the other questions only."),
-        fmt.metric_section("Retrieval: evidence recall", wide, retrieval, best, "evidence_recall_at_k: share of the "
-                           "gold evidence under the top k retrieved items' provenance; evidence_recall: under every "
-                           "retrieved item; evidence_units: source units those items cover (a summary covers many)."),
-        fmt.column_section("Cost (intrinsic: the same whether or not the cache served the calls)", wide,
-                           fmt.COST_COLUMNS, "method = build + retrieve + answer; eval = judge, closed-book pass "
-                           "and judge audit. Tokens are prompt + completion; USD from the configured prices; "
-                           "method_llm_s sums the latency of each call when it was made. What this run actually "
-                           "sent to a backend is metrics.json `calls`."),
-        fmt.metric_section("Judge reliability", wide, judging, set(), "judge_lenient: the same answers under a "
-                           "generous prompt; judge2: a second judge model."),
-        fmt.column_section("Judge reliability: canaries and agreement", wide, fmt.JUDGE_COLUMNS,
-                           "accepts_reference: says 1 to the reference itself (want 1); far_other / far_wrong: "
-                           "false-accept rate on another question's reference / a plausible wrong answer written "
-                           "by the judge (want 0); κ: Cohen's kappa of strict vs lenient prompt and of judge vs "
-                           "judge2 ('-' when undefined: both gave one constant verdict). A judge with high false "
-                           "accepts makes every accuracy above optimistic.", rates=True),
+        fmt.metric_section(
+            "Scores",
+            wide,
+            scores,
+            best,
+            "Means with bootstrap 95% CIs over the questions that have "
+            "the metric; best per set in bold. Models: the LLM that built and answered, the "
+            "embedder, the judge.",
+            models=True,
+            extra=["failed", "judge_unparsed"],
+        ),
+        fmt.metric_section(
+            "Memory-attributable accuracy",
+            wide,
+            needs,
+            best,
+            "closed_book_accuracy: share answered "
+            "correctly with no memory; `:needs_memory`: the metric on the other questions only.",
+        ),
+        fmt.metric_section(
+            "Retrieval: evidence recall",
+            wide,
+            retrieval,
+            best,
+            "evidence_recall_at_k: share of the "
+            "gold evidence under the top k retrieved items' provenance; evidence_recall: under every "
+            "retrieved item; evidence_units: source units those items cover (a summary covers many).",
+        ),
+        fmt.column_section(
+            "Cost (intrinsic: the same whether or not the cache served the calls)",
+            wide,
+            fmt.COST_COLUMNS,
+            "method = build + retrieve + answer; eval = judge, closed-book pass "
+            "and judge audit. Tokens are prompt + completion; USD from the configured prices; "
+            "method_llm_s sums the latency of each call when it was made. What this run actually "
+            "sent to a backend is metrics.json `calls`.",
+        ),
+        fmt.metric_section(
+            "Judge reliability",
+            wide,
+            judging,
+            set(),
+            "judge_lenient: the same answers under a "
+            "generous prompt; judge2: a second judge model.",
+        ),
+        fmt.column_section(
+            "Judge reliability: canaries and agreement",
+            wide,
+            fmt.JUDGE_COLUMNS,
+            "accepts_reference: says 1 to the reference itself (want 1); far_other / far_wrong: "
+            "false-accept rate on another question's reference / a plausible wrong answer written "
+            "by the judge (want 0); κ: Cohen's kappa of strict vs lenient prompt and of judge vs "
+            "judge2 ('-' when undefined: both gave one constant verdict). A judge with high false "
+            "accepts makes every accuracy above optimistic.",
+            rates=True,
+        ),
         fmt.paired_section(paired, baseline),
     ]
     return [s for s in sections if s is not None]
 
 
-def write_plot(runs: list[dict[str, Any]], out: Path, name: str,
-               metrics: Sequence[str] = ("judge", "rouge_l_recall", "f1", "evidence_recall")) -> list[Path]:
+def write_plot(
+    runs: list[dict[str, Any]],
+    out: Path,
+    name: str,
+    metrics: Sequence[str] = ("judge", "rouge_l_recall", "f1", "evidence_recall"),
+) -> list[Path]:
     """<name>.png/.pdf (scores, one panel per dataset) and <name>_cost.png/.pdf (score vs intrinsic cost)."""
     runs = tables.identify(runs)
     tables.assign_groups(runs)
@@ -108,44 +175,85 @@ def write_plot(runs: list[dict[str, Any]], out: Path, name: str,
     paths = plots.score_bars(wide, metrics, out, name)
     if not paths:
         raise ReportError(f"none of the metrics {list(metrics)} is in the runs")
-    headline = next((m for m in ("judge", "mc_accuracy", "f1") if f"{m}.mean" in wide and
-                     wide[f"{m}.mean"].notna().any()), None)
+    headline = next(
+        (
+            m
+            for m in ("judge", "mc_accuracy", "f1")
+            if f"{m}.mean" in wide and wide[f"{m}.mean"].notna().any()
+        ),
+        None,
+    )
     return paths + (plots.cost_scatter(wide, headline, out, f"{name}_cost") if headline else [])
 
 
-def build_report(paths: Sequence[str | Path], out: Path, name: str, latest_only: bool = True,
-                 baseline: str = "full_context", resamples: int = 2000) -> dict[str, Path]:
+def build_report(
+    paths: Sequence[str | Path],
+    out: Path,
+    name: str,
+    latest_only: bool = True,
+    baseline: str = "full_context",
+    resamples: int = 2000,
+) -> dict[str, Path]:
     runs = [tables.attach(load_run(f)) for f in find_runs(paths)]
     if latest_only:
         runs = latest_per_config(runs)
     try:
-        written = write_tables(runs, out, name, baseline=baseline, resamples=resamples,
-                               incomplete=find_incomplete(paths))
+        written = write_tables(
+            runs,
+            out,
+            name,
+            baseline=baseline,
+            resamples=resamples,
+            incomplete=find_incomplete(paths),
+        )
         for path in write_plot(runs, out, name):
             written[("cost_" if path.stem.endswith("_cost") else "") + path.suffix[1:]] = path
     except OSError as err:
-        raise ReportError(f"cannot write {err.filename or out} ({err.strerror or err}); choose a writable --out") from None
+        raise ReportError(
+            f"cannot write {err.filename or out} ({err.strerror or err}); choose a writable --out"
+        ) from None
     return written
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("runs", nargs="*", default=["results/runs", "results/sweeps"],
-                        help="run folders, sweep folders, or folders holding them")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "runs",
+        nargs="*",
+        default=["results/runs", "results/sweeps"],
+        help="run folders, sweep folders, or folders holding them",
+    )
     parser.add_argument("--out", default="results/tables", type=Path)
     parser.add_argument("--name", default="comparison")
-    parser.add_argument("--all", action="store_true", help="keep every run, not only the latest of each row identity")
-    parser.add_argument("--baseline", default="full_context",
-                        help="memory (or row label) every row is compared with, question by question")
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="keep every run, not only the latest of each row identity",
+    )
+    parser.add_argument(
+        "--baseline",
+        default="full_context",
+        help="memory (or row label) every row is compared with, question by question",
+    )
     parser.add_argument("--resamples", type=int, default=2000, help="paired bootstrap resamples")
     args = parser.parse_args(argv)
-    args.runs = [p for p in args.runs if Path(p).exists()] or args.runs  # the defaults may not all exist yet
+    args.runs = [
+        p for p in args.runs if Path(p).exists()
+    ] or args.runs  # the defaults may not all exist yet
     try:
         incomplete = find_incomplete(args.runs)
         for folder, reason in incomplete:
             print(f"incomplete (not tabulated): {folder}: {reason}")
-        written = build_report(args.runs, args.out, args.name, latest_only=not args.all, baseline=args.baseline,
-                               resamples=args.resamples)
+        written = build_report(
+            args.runs,
+            args.out,
+            args.name,
+            latest_only=not args.all,
+            baseline=args.baseline,
+            resamples=args.resamples,
+        )
     except ReportError as err:
         raise SystemExit(f"error: {err}") from None
     from memharness.eval.report.browser import write_browser

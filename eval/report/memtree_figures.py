@@ -13,6 +13,7 @@ collapsed retrieval, stream order); of repeated settings the latest run folder w
 Every figure is written as PNG and, beside it, PDF; heat-map cells show the score and the number
 of questions behind it; the command prints every path it wrote.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,7 +34,7 @@ def find_runs(paths: list[str]) -> list[Path]:
     """Run folders (holding metrics.json and memory_stats.json) under ``paths``, oldest first."""
     found: set[Path] = set()
     for p in map(Path, paths):
-        for m in ([p / "metrics.json"] if (p / "metrics.json").exists() else p.rglob("metrics.json")):
+        for m in [p / "metrics.json"] if (p / "metrics.json").exists() else p.rglob("metrics.json"):
             if (m.parent / "memory_stats.json").exists():
                 found.add(m.parent)
     return sorted(found, key=lambda r: (r.name, str(r)))
@@ -41,6 +42,7 @@ def find_runs(paths: list[str]) -> list[Path]:
 
 def accuracy(metrics: dict[str, Any], key: str | None = None) -> float | None:
     """The headline score of a run: ``key`` if given, else the first known accuracy key found."""
+
     def value(v: Any) -> float | None:
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return float(v)
@@ -51,7 +53,7 @@ def accuracy(metrics: dict[str, Any], key: str | None = None) -> float | None:
     for scope in (metrics, metrics.get("overall", {}), metrics.get("metrics", {})):
         if not isinstance(scope, dict):
             continue
-        for k in ([key] if key else ACCURACY_KEYS):
+        for k in [key] if key else ACCURACY_KEYS:
             if k in scope and value(scope[k]) is not None:
                 return value(scope[k])
     return None
@@ -60,7 +62,7 @@ def accuracy(metrics: dict[str, Any], key: str | None = None) -> float | None:
 def accuracy_n(metrics: dict[str, Any], key: str | None = None) -> int | None:
     """How many questions the headline score averages (its ``n``), when metrics.json records it."""
     scope = metrics.get("metrics", {})
-    for k in ([key] if key else ACCURACY_KEYS):
+    for k in [key] if key else ACCURACY_KEYS:
         if isinstance(scope.get(k), dict) and "n" in scope[k]:
             return int(scope[k]["n"])
     return None
@@ -90,14 +92,24 @@ def load_run(folder: Path, metric: str | None) -> dict[str, Any] | None:
     stats = episode_stats(json.loads((folder / "memory_stats.json").read_text()))
     if not stats:
         return None
-    cfg = yaml.safe_load((folder / "config.yaml").read_text()) if (folder / "config.yaml").exists() else {}
+    cfg = (
+        yaml.safe_load((folder / "config.yaml").read_text())
+        if (folder / "config.yaml").exists()
+        else {}
+    )
     settings = {_LEGACY.get(k, k): v for k, v in stats[0].get("config", {}).items()}
     if settings.get("traversal") == "traversal":
         settings["traversal"] = "top_down"
     dataset = (cfg.get("dataset") or {}).get("name") or folder.parent.name.split("-", 1)[-1]
     metrics = json.loads((folder / "metrics.json").read_text())
-    return {"folder": folder, "dataset": dataset, "settings": settings, "stats": stats,
-            "accuracy": accuracy(metrics, metric), "n": accuracy_n(metrics, metric)}
+    return {
+        "folder": folder,
+        "dataset": dataset,
+        "settings": settings,
+        "stats": stats,
+        "accuracy": accuracy(metrics, metric),
+        "n": accuracy_n(metrics, metric),
+    }
 
 
 def _select(runs: list[dict], vary: tuple[str, ...]) -> dict[tuple, dict]:
@@ -130,8 +142,13 @@ def fig_thresholds(runs: dict[tuple, dict], out: Path, metric: str = "accuracy")
 
     thetas = sorted({k[0] for k in runs})
     rates = sorted({k[1] for k in runs})
-    fig, axes = plt.subplots(len(thetas), len(rates), figsize=(3 * len(rates), 2.4 * len(thetas)),
-                             squeeze=False, sharex=True)
+    fig, axes = plt.subplots(
+        len(thetas),
+        len(rates),
+        figsize=(3 * len(rates), 2.4 * len(thetas)),
+        squeeze=False,
+        sharex=True,
+    )
     for i, t in enumerate(thetas):
         for j, lam in enumerate(rates):
             ax = axes[i][j]
@@ -157,7 +174,9 @@ def fig_thresholds(runs: dict[tuple, dict], out: Path, metric: str = "accuracy")
     ax.set_yticks(range(len(thetas)), [str(x) for x in thetas])
     ax.set_xlabel("λ (rate)")
     ax.set_ylabel("θ0 (base threshold)")
-    for (a, b), v in np.ndenumerate(grid):  # each cell: the score and how many questions it averages
+    for (a, b), v in np.ndenumerate(
+        grid
+    ):  # each cell: the score and how many questions it averages
         n = counts[a, b]
         text = "–" if np.isnan(v) else f"{v:.1f}" + (f"\nn={n}" if n is not None else "")
         ax.text(b, a, text, ha="center", va="center", color="w", fontsize=8)
@@ -174,7 +193,11 @@ def fig_retrieval(runs: dict[tuple, dict], out: Path, metric: str = "accuracy") 
 
     fig, ax = plt.subplots(figsize=(4.5, 3.2))
     for mode in ("collapsed", "top_down", "collapsed_expand"):
-        pts = sorted((k[1], r["accuracy"]) for k, r in runs.items() if k[0] == mode and r["accuracy"] is not None)
+        pts = sorted(
+            (k[1], r["accuracy"])
+            for k, r in runs.items()
+            if k[0] == mode and r["accuracy"] is not None
+        )
         if pts:
             ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], marker="o", label=mode)
     ax.set_xlabel("k")
@@ -193,12 +216,29 @@ def order_table(runs: dict[tuple, dict], out: Path) -> list[Path]:
         for k, v in mean_structure(r).items():
             rows.setdefault(k, []).append(v)
         rows.setdefault("revenue_normalised", []).append(
-            float(np.mean([s["revenue"]["normalised"] for s in r["stats"]])))
-    summary = {k: {"mean": float(np.mean(v)), "std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0,
-                   "min": float(np.min(v)), "max": float(np.max(v)), "n": len(v)} for k, v in rows.items() if v}
-    lines = [f"Insertion orders: {sorted(str(k[0]) for k in runs)}", "",
-             "| statistic | mean | std | min | max |", "|---|---|---|---|---|"]
-    lines += [f"| {k} | {s['mean']:.4g} | {s['std']:.3g} | {s['min']:.4g} | {s['max']:.4g} |" for k, s in summary.items()]
+            float(np.mean([s["revenue"]["normalised"] for s in r["stats"]]))
+        )
+    summary = {
+        k: {
+            "mean": float(np.mean(v)),
+            "std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0,
+            "min": float(np.min(v)),
+            "max": float(np.max(v)),
+            "n": len(v),
+        }
+        for k, v in rows.items()
+        if v
+    }
+    lines = [
+        f"Insertion orders: {sorted(str(k[0]) for k in runs)}",
+        "",
+        "| statistic | mean | std | min | max |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {k} | {s['mean']:.4g} | {s['std']:.3g} | {s['min']:.4g} | {s['max']:.4g} |"
+        for k, s in summary.items()
+    ]
     (out / "order_spread.md").write_text("\n".join(lines) + "\n")
     (out / "order_spread.json").write_text(json.dumps(summary, indent=2))
     return [out / "order_spread.md", out / "order_spread.json"]
@@ -218,15 +258,27 @@ def fig_run(run: dict, out: Path) -> list[Path]:
     a.set_xlabel("depth")
     a.set_ylabel("nodes")
     a2 = a.twinx()
-    a2.plot(sorted(profile), [np.median(profile[d]) for d in sorted(profile)], color="tab:red", marker="o")
+    a2.plot(
+        sorted(profile),
+        [np.median(profile[d]) for d in sorted(profile)],
+        color="tab:red",
+        marker="o",
+    )
     a2.set_ylabel("median tokens", color="tab:red")
     recs = [r for s in run["stats"] for r in s.get("insertions", [])]
     if recs:
-        b.scatter([r["nodes_before"] for r in recs], [r["seconds"] for r in recs], s=8, label="seconds")
+        b.scatter(
+            [r["nodes_before"] for r in recs], [r["seconds"] for r in recs], s=8, label="seconds"
+        )
         b.set_xlabel("nodes before insertion")
         b.set_ylabel("insertion latency (s)")
         b2 = b.twinx()
-        b2.scatter([r["nodes_before"] for r in recs], [r["llm_calls"] for r in recs], s=8, color="tab:orange")
+        b2.scatter(
+            [r["nodes_before"] for r in recs],
+            [r["llm_calls"] for r in recs],
+            s=8,
+            color="tab:orange",
+        )
         b2.set_ylabel("LLM calls", color="tab:orange")
     fig.suptitle(f"{run['folder'].parent.name}/{run['folder'].name}", fontsize=9)
     fig.tight_layout()
@@ -239,10 +291,14 @@ def main(argv: list[str] | None = None) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("paths", nargs="+", help="run folders or folders containing them")
     ap.add_argument("--out", default="results/figures/memtree")
-    ap.add_argument("--metric", default=None, help="metrics.json key to plot (default: first accuracy key)")
+    ap.add_argument(
+        "--metric", default=None, help="metrics.json key to plot (default: first accuracy key)"
+    )
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ size this writes the mean seconds and LLM requests per batch over every batch of
 else multiple-choice accuracy) to ``online_batches.md`` and ``online_batches.png``. Of repeated
 settings the latest run folder wins.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,26 +19,38 @@ from typing import Any
 
 import numpy as np
 import yaml
-
 from memharness.eval.report.memtree_figures import accuracy, find_runs
 
 
 def load_point(folder: Path) -> dict[str, Any] | None:
     """(memory, dataset, batch size) with per-batch cost and accuracy; None for runs without a batch size."""
-    cfg = yaml.safe_load((folder / "config.yaml").read_text()) if (folder / "config.yaml").exists() else {}
+    cfg = (
+        yaml.safe_load((folder / "config.yaml").read_text())
+        if (folder / "config.yaml").exists()
+        else {}
+    )
     size = (cfg.get("dataset") or {}).get("insert_batch_size")
     if not size:
         return None
     stats = json.loads((folder / "memory_stats.json").read_text())
-    batches = [b for ep in stats.values() if isinstance(ep, dict) for b in ep.get("insert_batches", [])]
+    batches = [
+        b for ep in stats.values() if isinstance(ep, dict) for b in ep.get("insert_batches", [])
+    ]
     if not batches:
         return None
     metrics = json.loads((folder / "metrics.json").read_text())
-    return {"memory": cfg["memory"]["name"], "dataset": cfg["dataset"]["name"], "batch_size": int(size),
-            "batches": len(batches), "seconds": float(np.mean([b["seconds"] for b in batches])),
-            "llm_requests": float(np.mean([b["llm_requests"] for b in batches])),
-            "accuracy": accuracy(metrics, "judge") if accuracy(metrics, "judge") is not None else accuracy(metrics),
-            "folder": str(folder)}
+    return {
+        "memory": cfg["memory"]["name"],
+        "dataset": cfg["dataset"]["name"],
+        "batch_size": int(size),
+        "batches": len(batches),
+        "seconds": float(np.mean([b["seconds"] for b in batches])),
+        "llm_requests": float(np.mean([b["llm_requests"] for b in batches])),
+        "accuracy": accuracy(metrics, "judge")
+        if accuracy(metrics, "judge") is not None
+        else accuracy(metrics),
+        "folder": str(folder),
+    }
 
 
 def collect(paths: list[str]) -> list[dict[str, Any]]:
@@ -50,12 +63,16 @@ def collect(paths: list[str]) -> list[dict[str, Any]]:
 
 
 def table(points: list[dict[str, Any]]) -> str:
-    rows = ["| dataset | memory | batch size | batches | seconds / batch | LLM requests / batch | accuracy |",
-            "|---|---|---|---|---|---|---|"]
+    rows = [
+        "| dataset | memory | batch size | batches | seconds / batch | LLM requests / batch | accuracy |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for p in points:
         acc = "" if p["accuracy"] is None else f"{p['accuracy']:.3f}"
-        rows.append(f"| {p['dataset']} | {p['memory']} | {p['batch_size']} | {p['batches']} | {p['seconds']:.2f} | "
-                    f"{p['llm_requests']:.1f} | {acc} |")
+        rows.append(
+            f"| {p['dataset']} | {p['memory']} | {p['batch_size']} | {p['batches']} | {p['seconds']:.2f} | "
+            f"{p['llm_requests']:.1f} | {acc} |"
+        )
     return "\n".join(rows) + "\n"
 
 
@@ -76,7 +93,11 @@ def plot(points: list[dict[str, Any]], path: Path) -> None:
         axes[1].plot(sizes, [p["llm_requests"] for p in ps], marker="o", label=label)
         if any(p["accuracy"] is not None for p in ps):
             axes[2].plot(sizes, [p["accuracy"] for p in ps], marker="o", label=label)
-    for ax, label in zip(axes, ("seconds per batch (Fig. 3a)", "LLM requests per batch", "accuracy (Fig. 3b)")):
+    for ax, label in zip(
+        axes,
+        ("seconds per batch (Fig. 3a)", "LLM requests per batch", "accuracy (Fig. 3b)"),
+        strict=False,
+    ):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("batch size (units)")
         ax.set_ylabel(label)

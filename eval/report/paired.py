@@ -7,12 +7,13 @@ Only questions where both runs have the metric count (failures are excluded from
 number of pairs is shown). Rows are compared only with a baseline in their comparable group (same
 dataset, question set and judge).
 """
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
-
 from memharness.eval.metrics.stats import paired_bootstrap, paired_test
 
 DEFAULT_METRICS = ("judge", "mc_accuracy", "f1", "rouge_l_recall", "evidence_recall")
@@ -36,28 +37,54 @@ def pick_baseline(group: Sequence[dict[str, Any]], baseline: str) -> dict[str, A
     return sorted(candidates, key=lambda r: (bool(r.get("setting")), r["folder"]))[0]
 
 
-def paired_values(run: dict[str, Any], base: dict[str, Any], metric: str) -> tuple[list[float], list[float]]:
+def paired_values(
+    run: dict[str, Any], base: dict[str, Any], metric: str
+) -> tuple[list[float], list[float]]:
     """Values of ``metric`` for the questions both runs scored, in question-id order."""
     a, b = run["per_question"], base["per_question"]
-    ids = sorted(q for q in a.keys() & b.keys() if a[q].get(metric) is not None and b[q].get(metric) is not None)
+    ids = sorted(
+        q
+        for q in a.keys() & b.keys()
+        if a[q].get(metric) is not None and b[q].get(metric) is not None
+    )
     return [float(a[q][metric]) for q in ids], [float(b[q][metric]) for q in ids]
 
 
-def compare(run: dict[str, Any], base: dict[str, Any], metric: str, resamples: int = 2000,
-            confidence: float = 0.95, seed: int = 0) -> dict[str, Any] | None:
+def compare(
+    run: dict[str, Any],
+    base: dict[str, Any],
+    metric: str,
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any] | None:
     """One paired comparison, or None when the runs share no question with the metric."""
     a, b = paired_values(run, base, metric)
     if not a:
         return None
     boot = paired_bootstrap(a, b, resamples, confidence, seed)
     test = paired_test(a, b, seed=seed)
-    return {"metric": metric, "n_pairs": boot["n"], "mean": sum(a) / len(a), "baseline_mean": sum(b) / len(b),
-            "diff": boot["diff"], "ci_low": boot["ci_low"], "ci_high": boot["ci_high"], "test": test["test"],
-            "p": test["p"]}
+    return {
+        "metric": metric,
+        "n_pairs": boot["n"],
+        "mean": sum(a) / len(a),
+        "baseline_mean": sum(b) / len(b),
+        "diff": boot["diff"],
+        "ci_low": boot["ci_low"],
+        "ci_high": boot["ci_high"],
+        "test": test["test"],
+        "p": test["p"],
+    }
 
 
-def paired_frame(runs: Sequence[dict[str, Any]], baseline: str, metrics: Sequence[str] = DEFAULT_METRICS,
-                 resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+def paired_frame(
+    runs: Sequence[dict[str, Any]],
+    baseline: str,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> pd.DataFrame:
     """Every row against its group's baseline, one line per (row, metric)."""
     rows = []
     for group_id in sorted({r["group"] for r in runs}):
@@ -71,8 +98,28 @@ def paired_frame(runs: Sequence[dict[str, Any]], baseline: str, metrics: Sequenc
             for metric in metrics:
                 result = compare(run, base, metric, resamples, confidence, seed)
                 if result is not None:
-                    rows.append({"set": group_id, "dataset": run["dataset"], "row": label(run),
-                                 "baseline": label(base), **result})
-    columns = ["set", "dataset", "row", "baseline", "metric", "n_pairs", "mean", "baseline_mean", "diff", "ci_low",
-               "ci_high", "test", "p"]
+                    rows.append(
+                        {
+                            "set": group_id,
+                            "dataset": run["dataset"],
+                            "row": label(run),
+                            "baseline": label(base),
+                            **result,
+                        }
+                    )
+    columns = [
+        "set",
+        "dataset",
+        "row",
+        "baseline",
+        "metric",
+        "n_pairs",
+        "mean",
+        "baseline_mean",
+        "diff",
+        "ci_low",
+        "ci_high",
+        "test",
+        "p",
+    ]
     return pd.DataFrame(rows, columns=columns)

@@ -4,18 +4,17 @@ Each figure is written as PNG and PDF. Tick labels are wrapped and rotated, and 
 until no two labels overlap (``overlapping_labels`` checks the drawn bounding boxes); error bars
 are black with caps so they stay visible on every bar colour.
 """
+
 from __future__ import annotations
 
 import math
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import pandas as pd
-
-from memharness.memsys.services import files as fileio
-
 from memharness.eval.report.paired import label as row_label
+from memharness.memsys.services import files as fileio
 
 ERROR_STYLE = {"ecolor": "black", "elinewidth": 1.2, "capsize": 4, "capthick": 1.2}
 
@@ -43,11 +42,19 @@ def overlapping_labels(fig) -> list[tuple[str, str]]:
     renderer = fig.canvas.get_renderer()
     clashes = []
     for ax in fig.axes:
-        for ticks in (ax.get_xticklabels(), ax.get_yticklabels(), ax.get_xticklabels(minor=True),
-                      ax.get_yticklabels(minor=True)):
+        for ticks in (
+            ax.get_xticklabels(),
+            ax.get_yticklabels(),
+            ax.get_xticklabels(minor=True),
+            ax.get_yticklabels(minor=True),
+        ):
             shown = [t for t in ticks if t.get_text() and t.get_visible()]
             for i, a in enumerate(shown):
-                clashes += [(a.get_text(), b.get_text()) for b in shown[i + 1:] if _collide(a, b, renderer, fig.dpi)]
+                clashes += [
+                    (a.get_text(), b.get_text())
+                    for b in shown[i + 1 :]
+                    if _collide(a, b, renderer, fig.dpi)
+                ]
     return clashes
 
 
@@ -68,7 +75,9 @@ def _save(fig, out: Path, name: str) -> list[Path]:
         clashes = overlapping_labels(fig)
         if not clashes:
             break
-        crowded = [ax for ax in fig.axes if any(t.get_rotation() == 0 for t in ax.get_xticklabels())]
+        crowded = [
+            ax for ax in fig.axes if any(t.get_rotation() == 0 for t in ax.get_xticklabels())
+        ]
         if crowded:
             for ax in crowded:
                 for t in ax.get_xticklabels():
@@ -78,8 +87,14 @@ def _save(fig, out: Path, name: str) -> list[Path]:
         fig.set_size_inches(w * 1.3, h)
     paths = [out / f"{name}.png", out / f"{name}.pdf"]
     try:  # atomic: a reader never sees half a figure
-        fileio.atomic_write(paths[0], lambda f: fig.savefig(f, dpi=150, bbox_inches="tight", format="png"), mode="wb")
-        fileio.atomic_write(paths[1], lambda f: fig.savefig(f, bbox_inches="tight", format="pdf"), mode="wb")
+        fileio.atomic_write(
+            paths[0],
+            lambda f: fig.savefig(f, dpi=150, bbox_inches="tight", format="png"),
+            mode="wb",
+        )
+        fileio.atomic_write(
+            paths[1], lambda f: fig.savefig(f, bbox_inches="tight", format="pdf"), mode="wb"
+        )
     finally:
         _plt().close(fig)
     return paths
@@ -101,31 +116,59 @@ def score_bars(wide: pd.DataFrame, metrics: Sequence[str], out: Path, name: str)
     plt = _plt()
     datasets = sorted(wide["dataset"].unique())
     widths = [max(2.2, 1.1 * (wide["dataset"] == d).sum()) for d in datasets]
-    fig, axes = plt.subplots(1, len(datasets), figsize=(sum(widths) + 1.5, 4.2), squeeze=False,
-                             gridspec_kw={"width_ratios": widths}, layout="constrained")
+    fig, axes = plt.subplots(
+        1,
+        len(datasets),
+        figsize=(sum(widths) + 1.5, 4.2),
+        squeeze=False,
+        gridspec_kw={"width_ratios": widths},
+        layout="constrained",
+    )
     bar = 0.8 / len(present)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for ax, dataset in zip(axes[0], datasets):
+    for ax, dataset in zip(axes[0], datasets, strict=False):
         frame = wide[wide["dataset"] == dataset].reset_index(drop=True)
         for k, metric in enumerate(present):
             rows = frame[frame[f"{metric}.mean"].notna()]
             means = rows[f"{metric}.mean"].astype(float)
-            errs = [means - rows[f"{metric}.ci_low"].astype(float), rows[f"{metric}.ci_high"].astype(float) - means]
-            ax.bar(rows.index + k * bar, means, bar, yerr=errs, error_kw=ERROR_STYLE, label=metric,
-                   color=colours[k % len(colours)])
-        ax.set_xticks(frame.index + bar * (len(present) - 1) / 2, _labels(frame), rotation=30, ha="right",
-                      fontsize=8)
+            errs = [
+                means - rows[f"{metric}.ci_low"].astype(float),
+                rows[f"{metric}.ci_high"].astype(float) - means,
+            ]
+            ax.bar(
+                rows.index + k * bar,
+                means,
+                bar,
+                yerr=errs,
+                error_kw=ERROR_STYLE,
+                label=metric,
+                color=colours[k % len(colours)],
+            )
+        ax.set_xticks(
+            frame.index + bar * (len(present) - 1) / 2,
+            _labels(frame),
+            rotation=30,
+            ha="right",
+            fontsize=8,
+        )
         ax.set_ylim(0, 1.05)
         ax.set_title(f"{dataset} (set {', '.join(sorted(frame['set'].unique()))})", fontsize=10)
         ax.grid(axis="y", alpha=0.3)
     axes[0][0].set_ylabel("mean (95% CI)")
     handles, names = axes[0][0].get_legend_handles_labels()
     for ax in axes[0][1:]:
-        for h, n in zip(*ax.get_legend_handles_labels()):
+        for h, n in zip(*ax.get_legend_handles_labels(), strict=False):
             if n not in names:
                 handles.append(h)
                 names.append(n)
-    fig.legend(handles, names, loc="outside upper center", ncol=min(len(names), 6), frameon=False, fontsize=8)
+    fig.legend(
+        handles,
+        names,
+        loc="outside upper center",
+        ncol=min(len(names), 6),
+        frameon=False,
+        fontsize=8,
+    )
     return _save(fig, out, name)
 
 
@@ -140,22 +183,41 @@ def cost_scatter(wide: pd.DataFrame, metric: str, out: Path, name: str) -> list[
     from matplotlib.ticker import NullFormatter
 
     datasets = sorted(data["dataset"].unique())
-    fig, axes = plt.subplots(1, len(datasets), figsize=(4.2 * len(datasets) + 2.5, 3.6), squeeze=False,
-                             layout="constrained")
+    fig, axes = plt.subplots(
+        1,
+        len(datasets),
+        figsize=(4.2 * len(datasets) + 2.5, 3.6),
+        squeeze=False,
+        layout="constrained",
+    )
     markers = "osD^vP*Xh<>"
-    for ax, dataset in zip(axes[0], datasets):
+    for ax, dataset in zip(axes[0], datasets, strict=False):
         frame = data[data["dataset"] == dataset]
         for i, (_, r) in enumerate(frame.iterrows()):
             mean = float(r[f"{metric}.mean"])
-            ax.errorbar([max(float(r["tokens_per_question"]), 1.0)], [mean],
-                        yerr=[[mean - float(r[f"{metric}.ci_low"])], [float(r[f"{metric}.ci_high"]) - mean]],
-                        fmt=markers[i % len(markers)], markersize=7, capsize=4, elinewidth=1.2,
-                        label=row_label({"memory": r["memory"], "setting": r["setting"]}) + f" (set {r['set']})")
+            ax.errorbar(
+                [max(float(r["tokens_per_question"]), 1.0)],
+                [mean],
+                yerr=[
+                    [mean - float(r[f"{metric}.ci_low"])],
+                    [float(r[f"{metric}.ci_high"]) - mean],
+                ],
+                fmt=markers[i % len(markers)],
+                markersize=7,
+                capsize=4,
+                elinewidth=1.2,
+                label=row_label({"memory": r["memory"], "setting": r["setting"]})
+                + f" (set {r['set']})",
+            )
         tokens = frame["tokens_per_question"].astype(float).clip(lower=1.0)
-        log = tokens.max() / tokens.min() >= 10  # within one decade a log axis would show no labelled tick
+        log = (
+            tokens.max() / tokens.min() >= 10
+        )  # within one decade a log axis would show no labelled tick
         if log:
             ax.set_xscale("log")
-            ax.xaxis.set_minor_formatter(NullFormatter())  # minor log labels (2x10^2, 3x10^2, ...) collide
+            ax.xaxis.set_minor_formatter(
+                NullFormatter()
+            )  # minor log labels (2x10^2, 3x10^2, ...) collide
         ax.set_ylim(-0.05, 1.05)
         ax.set_xlabel("method tokens per question (intrinsic" + (", log)" if log else ")"))
         ax.set_title(dataset, fontsize=10)

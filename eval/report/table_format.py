@@ -1,22 +1,58 @@
 """The report's sections (scores, retrieval, cost, judge reliability, paired comparison) as
 markdown and LaTeX. Every cell is text built here; LaTeX special characters are escaped."""
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import pandas as pd
-
 from memharness.eval.report.tables import short_model
 
-SCORE_METRICS = ("judge", "mc_accuracy", "rouge_l_recall", "rouge_1_f", "rouge_l_f", "exact_match", "f1")
-COST_COLUMNS = ("build_calls", "build_tokens", "embed_texts", "method_calls", "method_tokens", "tokens_per_question",
-                "method_usd", "method_llm_s", "eval_calls", "eval_usd")
-JUDGE_COLUMNS = ("judge_accepts_reference", "judge_far_other", "judge_far_wrong", "judge_kappa_lenient",
-                 "judge_kappa_judge2")
-_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-        "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}"}
+SCORE_METRICS = (
+    "judge",
+    "mc_accuracy",
+    "rouge_l_recall",
+    "rouge_1_f",
+    "rouge_l_f",
+    "exact_match",
+    "f1",
+)
+COST_COLUMNS = (
+    "build_calls",
+    "build_tokens",
+    "embed_texts",
+    "method_calls",
+    "method_tokens",
+    "tokens_per_question",
+    "method_usd",
+    "method_llm_s",
+    "eval_calls",
+    "eval_usd",
+)
+JUDGE_COLUMNS = (
+    "judge_accepts_reference",
+    "judge_far_other",
+    "judge_far_wrong",
+    "judge_kappa_lenient",
+    "judge_kappa_judge2",
+)
+_TEX = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+}
 
 
 @dataclass
@@ -65,12 +101,23 @@ def _ident(wide: pd.DataFrame, models: bool = False) -> list[str]:
 
 
 def _ident_cells(row: pd.Series, cols: Sequence[str]) -> list[str]:
-    return [short_model(row[c]) if c in ("llm", "embedder", "judge", "judge2") else
-            (row[c] if c != "setting" else (row[c] or "-")) for c in cols]
+    return [
+        short_model(row[c])
+        if c in ("llm", "embedder", "judge", "judge2")
+        else (row[c] if c != "setting" else (row[c] or "-"))
+        for c in cols
+    ]
 
 
-def metric_section(title: str, wide: pd.DataFrame, metrics: Sequence[str], best: set[tuple[int, str]],
-                   note: str, models: bool = False, extra: Sequence[str] = ()) -> Section | None:
+def metric_section(
+    title: str,
+    wide: pd.DataFrame,
+    metrics: Sequence[str],
+    best: set[tuple[int, str]],
+    note: str,
+    models: bool = False,
+    extra: Sequence[str] = (),
+) -> Section | None:
     """Rows x metrics with CIs; cells in ``best`` bold."""
     metrics = [m for m in metrics if f"{m}.mean" in wide and wide[f"{m}.mean"].notna().any()]
     if not metrics:
@@ -78,23 +125,30 @@ def metric_section(title: str, wide: pd.DataFrame, metrics: Sequence[str], best:
     ident = _ident(wide, models) + list(extra)
     rows, bold = [], set()
     for i, (idx, row) in enumerate(wide.iterrows()):
-        rows.append([str(c) for c in _ident_cells(row, ident)] + [metric_cell(row, m) for m in metrics])
+        rows.append(
+            [str(c) for c in _ident_cells(row, ident)] + [metric_cell(row, m) for m in metrics]
+        )
         bold.update((i, len(ident) + j) for j, m in enumerate(metrics) if (idx, m) in best)
     return Section(title, ident + list(metrics), rows, bold, note)
 
 
-def column_section(title: str, wide: pd.DataFrame, columns: Sequence[str], note: str,
-                   rates: bool = False) -> Section | None:
+def column_section(
+    title: str, wide: pd.DataFrame, columns: Sequence[str], note: str, rates: bool = False
+) -> Section | None:
     """Rows x plain numeric columns: counts and amounts (cost), or rates shown with 3 decimals."""
     columns = [c for c in columns if c in wide]  # a column exists when some run measured it
     if not any(wide[c].notna().any() for c in columns):
         return None
     ident = _ident(wide)
+
     def cell(value: Any) -> str:
         v = _float(value)
         return "-" if v is None else (f"{v:.3f}" if rates else number(v))
 
-    rows = [[str(c) for c in _ident_cells(row, ident)] + [cell(row[c]) for c in columns] for _, row in wide.iterrows()]
+    rows = [
+        [str(c) for c in _ident_cells(row, ident)] + [cell(row[c]) for c in columns]
+        for _, row in wide.iterrows()
+    ]
     return Section(title, ident + list(columns), rows, set(), note)
 
 
@@ -105,14 +159,41 @@ def _float(value: Any) -> float | None:
 def paired_section(paired: pd.DataFrame, baseline: str) -> Section | None:
     if paired.empty:
         return None
-    rows = [[r["row"], r["dataset"], r["set"], r["metric"], str(int(r["n_pairs"])), f"{r['mean']:.3f}",
-             f"{r['baseline_mean']:.3f}", f"{r['diff']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]", r["test"],
-             f"{r['p']:.3g}"] for _, r in paired.iterrows()]
-    header = ["memory", "dataset", "set", "metric", "pairs", "mean", f"{baseline}", "diff [95% CI]", "test", "p"]
-    bold = {(i, 7) for i, (_, r) in enumerate(paired.iterrows()) if r["ci_low"] > 0 or r["ci_high"] < 0}
-    note = (f"Each row minus `{baseline}` over the questions both answered (paired bootstrap CI of the mean "
-            "difference; exact McNemar test for 0/1 metrics, sign-flip permutation test otherwise). Bold: the CI "
-            "excludes 0. No correction for multiple comparisons.")
+    rows = [
+        [
+            r["row"],
+            r["dataset"],
+            r["set"],
+            r["metric"],
+            str(int(r["n_pairs"])),
+            f"{r['mean']:.3f}",
+            f"{r['baseline_mean']:.3f}",
+            f"{r['diff']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]",
+            r["test"],
+            f"{r['p']:.3g}",
+        ]
+        for _, r in paired.iterrows()
+    ]
+    header = [
+        "memory",
+        "dataset",
+        "set",
+        "metric",
+        "pairs",
+        "mean",
+        f"{baseline}",
+        "diff [95% CI]",
+        "test",
+        "p",
+    ]
+    bold = {
+        (i, 7) for i, (_, r) in enumerate(paired.iterrows()) if r["ci_low"] > 0 or r["ci_high"] < 0
+    }
+    note = (
+        f"Each row minus `{baseline}` over the questions both answered (paired bootstrap CI of the mean "
+        "difference; exact McNemar test for 0/1 metrics, sign-flip permutation test otherwise). Bold: the CI "
+        "excludes 0. No correction for multiple comparisons."
+    )
     return Section(f"Paired comparison against {baseline}", header, rows, bold, note)
 
 
@@ -120,18 +201,30 @@ def sets_note(runs: Sequence[dict[str, Any]]) -> str:
     """What each comparable-group letter stands for."""
     seen = {}
     for r in runs:
-        seen.setdefault(r["group"], f"{r['dataset']}, {r['n']} questions (qset {r['qset']}), judge "
-                                    f"{short_model(r['judge_model'])}")
-    return "Sets (rows are ranked only within a set): " + "; ".join(f"{k} = {v}" for k, v in sorted(seen.items()))
+        seen.setdefault(
+            r["group"],
+            f"{r['dataset']}, {r['n']} questions (qset {r['qset']}), judge "
+            f"{short_model(r['judge_model'])}",
+        )
+    return "Sets (rows are ranked only within a set): " + "; ".join(
+        f"{k} = {v}" for k, v in sorted(seen.items())
+    )
 
 
 def to_markdown(sections: Sequence[Section], title: str, preface: str = "") -> str:
     lines = [f"# {title}", ""] + ([preface, ""] if preface else [])
     for s in sections:
-        lines += [f"## {s.title}", "", "| " + " | ".join(_md(h) for h in s.header) + " |",
-                  "|" + "---|" * len(s.header)]
+        lines += [
+            f"## {s.title}",
+            "",
+            "| " + " | ".join(_md(h) for h in s.header) + " |",
+            "|" + "---|" * len(s.header),
+        ]
         for i, row in enumerate(s.rows):
-            cells = [f"**{_md(c)}**" if (i, j) in s.bold and c != "-" else _md(c) for j, c in enumerate(row)]
+            cells = [
+                f"**{_md(c)}**" if (i, j) in s.bold and c != "-" else _md(c)
+                for j, c in enumerate(row)
+            ]
             lines.append("| " + " | ".join(cells) + " |")
         lines += ["", s.note, ""] if s.note else [""]
     return "\n".join(lines)
@@ -145,11 +238,18 @@ def to_latex(sections: Sequence[Section]) -> str:
     """One booktabs tabular per section, every cell escaped."""
     out = []
     for s in sections:
-        out += [f"% {s.title}", "\\begin{tabular}{" + "l" * len(s.header) + "}", "\\toprule",
-                " & ".join(tex_escape(h) for h in s.header) + " \\\\", "\\midrule"]
+        out += [
+            f"% {s.title}",
+            "\\begin{tabular}{" + "l" * len(s.header) + "}",
+            "\\toprule",
+            " & ".join(tex_escape(h) for h in s.header) + " \\\\",
+            "\\midrule",
+        ]
         for i, row in enumerate(s.rows):
-            cells = [f"\\textbf{{{tex_escape(c)}}}" if (i, j) in s.bold and c != "-" else tex_escape(c)
-                     for j, c in enumerate(row)]
+            cells = [
+                f"\\textbf{{{tex_escape(c)}}}" if (i, j) in s.bold and c != "-" else tex_escape(c)
+                for j, c in enumerate(row)
+            ]
             out.append(" & ".join(cells) + " \\\\")
         out += ["\\bottomrule", "\\end{tabular}", ""]
     return "\n".join(out)

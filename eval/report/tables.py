@@ -10,31 +10,73 @@ against the full set, nor a GPT-4o judge against a 1.5B one.
 Costs are the intrinsic ledger (what the method costs whether or not the cache served its calls):
 a warm rerun shows the same numbers as the cold one.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import re
+from collections.abc import Iterable, Sequence
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import pandas as pd
 import yaml
-
 from memharness.eval.metrics.aggregate import HIGHER_IS_BETTER
 
 # Resolved keys that never make two runs different experiments: paths, caching, concurrency, retries,
 # reporting knobs; model settings live in the llm / embedder / judge identity columns instead.
-IGNORED_SETTINGS = ("cache.*", "progress", "data_dir", "seed", "hydra.*", "run.*", "snapshots.*", "budget.*",
-                    "dry_run", "estimate.*", "llm.*", "embedder.*", "judge.*",
-                    "judge2.*", "dataset.limit", "dataset.seed", "dataset.loader.path", "dataset.loader.data_dir",
-                    "dataset.loader.integrity", "dataset.loader.revision", "dataset.name", "memory.name",
-                    "memory.html_max_nodes", "memory.diagnostics.*", "eval.bootstrap.*", "eval.position_buckets",
-                    "eval.judge.calibration_max", "eval.judge_audit.*", "eval.evidence.*", "eval.closed_book.*")
+IGNORED_SETTINGS = (
+    "cache.*",
+    "progress",
+    "data_dir",
+    "seed",
+    "hydra.*",
+    "run.*",
+    "snapshots.*",
+    "budget.*",
+    "dry_run",
+    "estimate.*",
+    "llm.*",
+    "embedder.*",
+    "judge.*",
+    "judge2.*",
+    "dataset.limit",
+    "dataset.seed",
+    "dataset.loader.path",
+    "dataset.loader.data_dir",
+    "dataset.loader.integrity",
+    "dataset.loader.revision",
+    "dataset.name",
+    "memory.name",
+    "memory.html_max_nodes",
+    "memory.diagnostics.*",
+    "eval.bootstrap.*",
+    "eval.position_buckets",
+    "eval.judge.calibration_max",
+    "eval.judge_audit.*",
+    "eval.evidence.*",
+    "eval.closed_book.*",
+)
 _NOT_CONFIG = ("memory=", "dataset=", "hydra.", "progress=")
-IDENTITY = ("memory", "setting", "dataset", "llm", "embedder", "judge", "judge2", "n", "seed", "qset")
-METHOD_STAGES = ("build", "retrieve", "answer")  # the method's own cost; judge and audit are evaluation
+IDENTITY = (
+    "memory",
+    "setting",
+    "dataset",
+    "llm",
+    "embedder",
+    "judge",
+    "judge2",
+    "n",
+    "seed",
+    "qset",
+)
+METHOD_STAGES = (
+    "build",
+    "retrieve",
+    "answer",
+)  # the method's own cost; judge and audit are evaluation
 
 
 def direction(metric: str) -> bool | None:
@@ -58,7 +100,11 @@ def flatten(node: Any, prefix: str = "") -> dict[str, Any]:
 def _show(value: Any) -> str:
     """A setting's value as shown in a table: long texts (prompts) by a short hash."""
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-    return "#" + hashlib.sha256(text.encode()).hexdigest()[:8] if len(text) > 40 or "\n" in text else text
+    return (
+        "#" + hashlib.sha256(text.encode()).hexdigest()[:8]
+        if len(text) > 40 or "\n" in text
+        else text
+    )
 
 
 def question_checksum(question_ids: Iterable[str]) -> str:
@@ -75,10 +121,16 @@ def attach(run: dict[str, Any]) -> dict[str, Any]:
     """Add what tables need beyond metrics.json: the resolved config and per-question metrics."""
     folder = Path(run["folder"])
     cfg_file = folder / "config.yaml"
-    run["config"] = flatten(yaml.safe_load(cfg_file.read_text()) or {}) if cfg_file.is_file() else None
+    run["config"] = (
+        flatten(yaml.safe_load(cfg_file.read_text()) or {}) if cfg_file.is_file() else None
+    )
     samples = read_samples(folder)
-    run["per_question"] = {str(s.get("question_id", i)): s.get("metrics", {}) for i, s in enumerate(samples)}
-    run["qset"] = ((run.get("data") or {}).get("question_ids_sha256") or question_checksum(run["per_question"]))[:8]
+    run["per_question"] = {
+        str(s.get("question_id", i)): s.get("metrics", {}) for i, s in enumerate(samples)
+    }
+    run["qset"] = (
+        (run.get("data") or {}).get("question_ids_sha256") or question_checksum(run["per_question"])
+    )[:8]
     return run
 
 
@@ -102,7 +154,9 @@ def settings(runs: Sequence[dict[str, Any]]) -> list[str]:
         for key, value in sorted(run["config"].items()):
             if any(fnmatch(key, pat) for pat in IGNORED_SETTINGS):
                 continue
-            scope = [r for r in peers if not key.startswith("memory.") or r["memory"] == run["memory"]]
+            scope = [
+                r for r in peers if not key.startswith("memory.") or r["memory"] == run["memory"]
+            ]
             if any(r["config"].get(key) != value for r in scope):
                 parts.append(f"{key}={_show(value)}")
         out.append(" ".join(parts))
@@ -121,22 +175,39 @@ def identify(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for run in runs:
         if "per_question" not in run:
             attach(run)
-    for run, setting in zip(runs, settings(runs)):
-        run.update(setting=setting, judge_model=judge_id(run), n=run["counts"]["questions"],
-                   seed=run.get("seed"), judge2_model=run.get("judge2") or "-")
+    for run, setting in zip(runs, settings(runs), strict=False):
+        run.update(
+            setting=setting,
+            judge_model=judge_id(run),
+            n=run["counts"]["questions"],
+            seed=run.get("seed"),
+            judge2_model=run.get("judge2") or "-",
+        )
     return runs
 
 
 def identity(run: dict[str, Any]) -> tuple:
-    return (run["memory"], run["setting"], run["dataset"], run.get("llm"), run.get("embedder"),
-            run["judge_model"], run["judge2_model"], run["n"], run["seed"], run["qset"])
+    return (
+        run["memory"],
+        run["setting"],
+        run["dataset"],
+        run.get("llm"),
+        run.get("embedder"),
+        run["judge_model"],
+        run["judge2_model"],
+        run["n"],
+        run["seed"],
+        run["qset"],
+    )
 
 
 def latest(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The newest run (by when its metrics.json was written) of each identity."""
     best: dict[tuple, dict[str, Any]] = {}
-    for run in sorted(identify(runs), key=lambda r: ((Path(r["folder"]) / "metrics.json").stat().st_mtime_ns,
-                                                     r["folder"])):
+    for run in sorted(
+        identify(runs),
+        key=lambda r: ((Path(r["folder"]) / "metrics.json").stat().st_mtime_ns, r["folder"]),
+    ):
         best[identity(run)] = run
     return list(best.values())
 
@@ -165,23 +236,36 @@ def cost_columns(run: dict[str, Any]) -> dict[str, float | None]:
         return float(sum(s.get(k, 0) for s in stages for k in keys))
 
     tokens = total(method, "prompt_tokens", "completion_tokens")
-    return {"build_calls": total(method[:1], "calls"), "build_tokens": total(method[:1], "prompt_tokens",
-                                                                                   "completion_tokens"),
-            "embed_texts": total(method, "embed_texts"), "method_calls": total(method, "calls"),
-            "method_tokens": tokens, "tokens_per_question": tokens / n, "method_usd": total(method, "cost_usd"),
-            "method_llm_s": total(method, "call_s"), "eval_calls": total(evaluation, "calls"),
-            "eval_usd": total(evaluation, "cost_usd")}
+    return {
+        "build_calls": total(method[:1], "calls"),
+        "build_tokens": total(method[:1], "prompt_tokens", "completion_tokens"),
+        "embed_texts": total(method, "embed_texts"),
+        "method_calls": total(method, "calls"),
+        "method_tokens": tokens,
+        "tokens_per_question": tokens / n,
+        "method_usd": total(method, "cost_usd"),
+        "method_llm_s": total(method, "call_s"),
+        "eval_calls": total(evaluation, "calls"),
+        "eval_usd": total(evaluation, "cost_usd"),
+    }
 
 
 def judge_columns(run: dict[str, Any]) -> dict[str, float | None]:
     """The judge's reliability as numbers (replaces the old judge_check string)."""
     rel = run.get("judge_reliability") or {}
     can = rel.get("canaries") or {}
-    out = {"judge_accepts_reference": (can.get("accepts_reference") or {}).get("rate"),
-           "judge_far_other": (can.get("false_accept_other") or {}).get("rate"),
-           "judge_far_wrong": (can.get("false_accept_wrong") or {}).get("rate")}
-    for key, part in (("judge_kappa_lenient", "strict_vs_lenient"), ("judge_kappa_judge2", "judge_vs_judge2")):
-        if rel.get(part):  # the column exists when the comparison ran; None = κ undefined (constant verdicts)
+    out = {
+        "judge_accepts_reference": (can.get("accepts_reference") or {}).get("rate"),
+        "judge_far_other": (can.get("false_accept_other") or {}).get("rate"),
+        "judge_far_wrong": (can.get("false_accept_wrong") or {}).get("rate"),
+    }
+    for key, part in (
+        ("judge_kappa_lenient", "strict_vs_lenient"),
+        ("judge_kappa_judge2", "judge_vs_judge2"),
+    ):
+        if rel.get(
+            part
+        ):  # the column exists when the comparison ran; None = κ undefined (constant verdicts)
             out[key] = rel[part].get("kappa")
     legacy = run.get("judge_calibration")
     if not can and legacy:  # runs made before the audit
@@ -208,13 +292,30 @@ def wide_frame(runs: list[dict[str, Any]], metrics: Sequence[str]) -> pd.DataFra
     rows = []
     for r in runs:
         c = r["counts"]
-        row: dict[str, Any] = {"memory": r["memory"], "setting": r["setting"], "dataset": r["dataset"],
-                               "llm": r.get("llm", "-"), "embedder": r.get("embedder", "-"),
-                               "judge": r["judge_model"], "judge2": r["judge2_model"], "n": r["n"],
-                               "seed": r["seed"], "qset": r["qset"], "set": r["group"],
-                               "failed": sum(c.get(k, 0) for k in ("answer_failed", "retrieve_failed", "build_failed",
-                                                                   "deadline_exceeded", "budget_exceeded")),
-                               "judge_unparsed": c.get("judge_unparsed", 0)}
+        row: dict[str, Any] = {
+            "memory": r["memory"],
+            "setting": r["setting"],
+            "dataset": r["dataset"],
+            "llm": r.get("llm", "-"),
+            "embedder": r.get("embedder", "-"),
+            "judge": r["judge_model"],
+            "judge2": r["judge2_model"],
+            "n": r["n"],
+            "seed": r["seed"],
+            "qset": r["qset"],
+            "set": r["group"],
+            "failed": sum(
+                c.get(k, 0)
+                for k in (
+                    "answer_failed",
+                    "retrieve_failed",
+                    "build_failed",
+                    "deadline_exceeded",
+                    "budget_exceeded",
+                )
+            ),
+            "judge_unparsed": c.get("judge_unparsed", 0),
+        }
         for m in metrics:
             s = r["metrics"].get(m) or {}
             for part in ("mean", "ci_low", "ci_high", "n"):
@@ -224,25 +325,61 @@ def wide_frame(runs: list[dict[str, Any]], metrics: Sequence[str]) -> pd.DataFra
         row["folder"] = r["folder"]
         rows.append(row)
     frame = pd.DataFrame(rows)
-    return frame.sort_values(["dataset", "set", "memory", "setting"], kind="stable").reset_index(drop=True)
+    return frame.sort_values(["dataset", "set", "memory", "setting"], kind="stable").reset_index(
+        drop=True
+    )
 
 
 def long_frame(wide: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
     """One row per run x metric (mean, ci_low, ci_high, n), cost and judge numbers included (no CI)."""
-    ident = ["memory", "setting", "dataset", "llm", "embedder", "judge", "judge2", "seed", "qset", "set", "folder"]
+    ident = [
+        "memory",
+        "setting",
+        "dataset",
+        "llm",
+        "embedder",
+        "judge",
+        "judge2",
+        "seed",
+        "qset",
+        "set",
+        "folder",
+    ]
     rows = []
     extra = [c for c in wide.columns if c not in ident and "." not in c and c not in ("n",)]
     for _, w in wide.iterrows():
         base = {k: w[k] for k in ident}
         for m in metrics:
             if pd.notna(w.get(f"{m}.mean")):
-                rows.append({**base, "kind": "score", "metric": m, "mean": w[f"{m}.mean"],
-                             "ci_low": w[f"{m}.ci_low"], "ci_high": w[f"{m}.ci_high"], "n": int(w[f"{m}.n"])})
+                rows.append(
+                    {
+                        **base,
+                        "kind": "score",
+                        "metric": m,
+                        "mean": w[f"{m}.mean"],
+                        "ci_low": w[f"{m}.ci_low"],
+                        "ci_high": w[f"{m}.ci_high"],
+                        "n": int(w[f"{m}.n"]),
+                    }
+                )
         for col in extra:
             if pd.notna(w.get(col)):
-                kind = "judge" if col.startswith("judge") else ("count" if col in ("failed",) else "cost")
-                rows.append({**base, "kind": kind, "metric": col, "mean": w[col], "ci_low": None, "ci_high": None,
-                             "n": int(w["n"])})
+                kind = (
+                    "judge"
+                    if col.startswith("judge")
+                    else ("count" if col in ("failed",) else "cost")
+                )
+                rows.append(
+                    {
+                        **base,
+                        "kind": kind,
+                        "metric": col,
+                        "mean": w[col],
+                        "ci_low": None,
+                        "ci_high": None,
+                        "n": int(w["n"]),
+                    }
+                )
     return pd.DataFrame(rows)
 
 

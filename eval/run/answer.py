@@ -1,12 +1,13 @@
 """Answer generation from retrieved items only, and the LLM judge (MemTree App. A.2.2)."""
+
 from __future__ import annotations
 
-from typing import Any, Sequence
-
-from memharness.memsys.services.types import ChatRequest
-from memharness.memsys.types import OPTION_LETTERS, Question, RetrievedItem, option_letters
+from collections.abc import Sequence
+from typing import Any
 
 from memharness.eval.metrics.lexical import parse_choice
+from memharness.memsys.services.types import ChatRequest
+from memharness.memsys.types import OPTION_LETTERS, Question, RetrievedItem, option_letters
 
 LETTERS = OPTION_LETTERS
 
@@ -26,13 +27,21 @@ def format_options(options: Sequence[str], question_id: str = "?") -> str:
 
 def is_multiple_choice(question: Question, mode: str) -> bool:
     if mode not in ("auto", "generative", "multiple_choice"):
-        raise ValueError(f"eval.answer.mode must be auto | generative | multiple_choice, got {mode!r}")
+        raise ValueError(
+            f"eval.answer.mode must be auto | generative | multiple_choice, got {mode!r}"
+        )
     if mode == "multiple_choice" and not question.options:
-        raise ValueError(f"eval.answer.mode=multiple_choice but question {question.id} has no options")
-    chosen = bool(question.options) and (mode == "multiple_choice" or (mode == "auto" and question.gold_option is not None
-                                                                         and not question.answers))
+        raise ValueError(
+            f"eval.answer.mode=multiple_choice but question {question.id} has no options"
+        )
+    chosen = bool(question.options) and (
+        mode == "multiple_choice"
+        or (mode == "auto" and question.gold_option is not None and not question.answers)
+    )
     if chosen:
-        option_letters(len(question.options), question.id)  # refuses more options than letters, clearly
+        option_letters(
+            len(question.options), question.id
+        )  # refuses more options than letters, clearly
     return chosen
 
 
@@ -40,9 +49,14 @@ def answer_request(question: Question, items: Sequence[RetrievedItem], cfg: Any)
     """The prompt sees only the question (and options) and the retrieved items."""
     context = format_context(items)
     if is_multiple_choice(question, cfg.mode):
-        prompt = cfg.mc_prompt.format(question=question.text, options=format_options(question.options, question.id),
-                                      context=context)
-        if not cfg.get("mc_constrained", True):  # a free reply in the prompt's own format, parsed by parse_choice
+        prompt = cfg.mc_prompt.format(
+            question=question.text,
+            options=format_options(question.options, question.id),
+            context=context,
+        )
+        if not cfg.get(
+            "mc_constrained", True
+        ):  # a free reply in the prompt's own format, parsed by parse_choice
             return ChatRequest.user(prompt, max_tokens=int(cfg.get("mc_max_tokens", 32)))
         letters = tuple(option_letters(len(question.options), question.id))
         return ChatRequest.user(prompt, max_tokens=2, choices=letters)

@@ -7,16 +7,23 @@ judge is off). A question the model answers correctly closed-book does not test 
 tables then report every metric also on the others (``<metric>:needs_memory``) and the share
 answered closed-book (``closed_book_accuracy``). Calls go to the ``closed_book`` stage.
 """
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
-
-from memharness.eval.metrics.aggregate import summarize_all
-from memharness.eval.run.answer import answer_request, is_multiple_choice, judge_request, mc_correct, reference_text
 from memharness.eval.judge.judges import Judges
+from memharness.eval.metrics.aggregate import summarize_all
 from memharness.eval.metrics.lexical import exact_match, parse_judge
+from memharness.eval.run.answer import (
+    answer_request,
+    is_multiple_choice,
+    judge_request,
+    mc_correct,
+    reference_text,
+)
+from omegaconf import DictConfig, OmegaConf
 
 SUFFIX = ":needs_memory"
 
@@ -24,12 +31,19 @@ SUFFIX = ":needs_memory"
 def _answer_cfg(cfg: DictConfig) -> DictConfig:
     """The answer settings with the closed-book prompts (no {context} in them)."""
     cb = cfg.eval.closed_book
-    return OmegaConf.create({**OmegaConf.to_container(cfg.eval.answer, resolve=True),
-                             "prompt": cb.prompt, "mc_prompt": cb.mc_prompt, "max_tokens": int(cb.max_tokens)})
+    return OmegaConf.create(
+        {
+            **OmegaConf.to_container(cfg.eval.answer, resolve=True),
+            "prompt": cb.prompt,
+            "mc_prompt": cb.mc_prompt,
+            "max_tokens": int(cb.max_tokens),
+        }
+    )
 
 
-def closed_book_pass(pending: Sequence[tuple[Any, Any, dict]], cfg: DictConfig, services: Any,
-                     judges: Judges) -> int:
+def closed_book_pass(
+    pending: Sequence[tuple[Any, Any, dict]], cfg: DictConfig, services: Any, judges: Judges
+) -> int:
     """Answer and score the scored questions without memory; sets ``record["closed_book"]``.
 
     Returns the number of questions answered closed-book."""
@@ -42,28 +56,47 @@ def closed_book_pass(pending: Sequence[tuple[Any, Any, dict]], cfg: DictConfig, 
     with services.meter.stage("closed_book"):
         completions = services.llm.complete(requests, desc="closed book")
         to_judge = []
-        for (q, record), comp in zip(todo, completions):
+        for (q, record), comp in zip(todo, completions, strict=False):
             entry: dict[str, Any] = {"prediction": comp.text.strip(), "correct": None}
             if not comp.ok:
                 entry.update(status="answer_failed", error=comp.error)
             elif not entry["prediction"]:  # an empty answer is wrong; it is never judged
                 entry.update(status="answer_empty", correct=0.0)
             elif is_multiple_choice(q, cfg.eval.answer.mode):
-                entry.update(status="scored", criterion="mc_accuracy", correct=mc_correct(q, comp.text)[1])
+                entry.update(
+                    status="scored", criterion="mc_accuracy", correct=mc_correct(q, comp.text)[1]
+                )
             elif use_judge:
                 entry.update(status="scored", criterion="judge")
                 to_judge.append((q, entry))
             else:
-                entry.update(status="scored", criterion="exact_match",
-                             correct=max(exact_match(entry["prediction"], ref) for ref in (q.answers or
-                                                                                            [reference_text(q)])))
+                entry.update(
+                    status="scored",
+                    criterion="exact_match",
+                    correct=max(
+                        exact_match(entry["prediction"], ref)
+                        for ref in (q.answers or [reference_text(q)])
+                    ),
+                )
             record["closed_book"] = entry
-        judged = judges.primary.complete([judge_request(q, reference_text(q), e["prediction"], cfg.eval.judge)
-                                          for q, e in to_judge], desc="closed-book judge") if to_judge else []
-        for (_, entry), comp in zip(to_judge, judged):
+        judged = (
+            judges.primary.complete(
+                [
+                    judge_request(q, reference_text(q), e["prediction"], cfg.eval.judge)
+                    for q, e in to_judge
+                ],
+                desc="closed-book judge",
+            )
+            if to_judge
+            else []
+        )
+        for (_, entry), comp in zip(to_judge, judged, strict=False):
             verdict = parse_judge(comp.text) if comp.ok else None
-            entry["judge_status"] = "judge_failed" if not comp.ok else ("parsed" if verdict is not None
-                                                                        else "judge_unparsed")
+            entry["judge_status"] = (
+                "judge_failed"
+                if not comp.ok
+                else ("parsed" if verdict is not None else "judge_unparsed")
+            )
             entry["correct"] = None if verdict is None else float(verdict)
     return len(todo)
 
@@ -73,14 +106,17 @@ def needs_memory(samples: Sequence[dict]) -> list[dict]:
     return [s for s in samples if (s.get("closed_book") or {}).get("correct") == 0]
 
 
-def summarize(samples: Sequence[dict], metrics: Sequence[str], resamples: int, confidence: float,
-              seed: int) -> dict[str, dict[str, float]]:
+def summarize(
+    samples: Sequence[dict], metrics: Sequence[str], resamples: int, confidence: float, seed: int
+) -> dict[str, dict[str, float]]:
     """``<metric>:needs_memory`` summaries and ``closed_book_accuracy``; empty without a closed-book pass."""
     graded = [s for s in samples if (s.get("closed_book") or {}).get("correct") is not None]
     if not graded:
         return {}
     closed = [{"metrics": {"closed_book_accuracy": s["closed_book"]["correct"]}} for s in graded]
     out = summarize_all(closed, ["closed_book_accuracy"], resamples, confidence, seed)
-    for metric, summary in summarize_all(needs_memory(samples), metrics, resamples, confidence, seed).items():
+    for metric, summary in summarize_all(
+        needs_memory(samples), metrics, resamples, confidence, seed
+    ).items():
         out[metric + SUFFIX] = summary
     return out

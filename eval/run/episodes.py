@@ -16,16 +16,17 @@ If an episode raises (the run is aborted: a rejected key, an unwritable cache or
 bug), the budget is told to stop, so the other episodes fail their next call at once and end;
 the first error is raised once they have.
 """
+
 from __future__ import annotations
 
 import contextvars
 import logging
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable, Sequence, TypeVar
-
-from omegaconf import DictConfig
+from typing import Any, TypeVar
 
 from memharness.memsys.services.meter import Ledger
+from omegaconf import DictConfig
 
 log = logging.getLogger("memharness")
 T = TypeVar("T")
@@ -37,7 +38,9 @@ def episodes_in_flight(cfg: DictConfig) -> int:
     return int((cfg.get("run") or {}).get("episodes_in_flight", 1))
 
 
-def in_order(items: Sequence[T], work: Callable[[T], R], workers: int, stop: Callable[[str], None]) -> list[R]:
+def in_order(
+    items: Sequence[T], work: Callable[[T], R], workers: int, stop: Callable[[str], None]
+) -> list[R]:
     """``[work(x) for x in items]`` with up to ``workers`` items in flight; results in item order.
 
     ``stop(reason)`` is called when an item raises (or on Ctrl-C) so the others wind down."""
@@ -59,8 +62,13 @@ def in_order(items: Sequence[T], work: Callable[[T], R], workers: int, stop: Cal
     return results
 
 
-def run_episodes(episodes: Sequence[Any], cfg: DictConfig, services: Any, one: Callable[[Any], tuple[list, dict]],
-                 on_done: Callable[[], None]) -> tuple[list, dict[str, dict]]:
+def run_episodes(
+    episodes: Sequence[Any],
+    cfg: DictConfig,
+    services: Any,
+    one: Callable[[Any], tuple[list, dict]],
+    on_done: Callable[[], None],
+) -> tuple[list, dict[str, dict]]:
     """Run ``one(episode)`` (build, retrieve, answer, judge) for every episode, each under its own
     ledger; return every pending sample in episode order and the stats of each episode (with its
     calls per stage)."""
@@ -78,7 +86,7 @@ def run_episodes(episodes: Sequence[Any], cfg: DictConfig, services: Any, one: C
     results = in_order(list(episodes), work, episodes_in_flight(cfg), stop)
     pending: list = []
     stats: dict[str, dict] = {}
-    for episode, (episode_pending, episode_stats) in zip(episodes, results):
+    for episode, (episode_pending, episode_stats) in zip(episodes, results, strict=False):
         pending.extend(episode_pending)
         stats[episode.id] = episode_stats
     return pending, stats

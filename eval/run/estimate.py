@@ -11,16 +11,17 @@ its prompt (an upper bound on length by default; words of the prompt, so a summa
 inputs), the first option when the request constrains its output (``choices``), ``{}`` for JSON;
 embeddings are hashed bags of words, or with ``estimate.embedder=configured`` the run's own embedder
 (free when it runs in this process; an HTTP embedder is then *called*, for embeddings only, which
-makes the tree/graph shapes and so the LLM call counts much closer to the real run's). Prompt tokens are counted with the run's tokenizer. The call
-*counts* follow each memory's own algorithm; where the algorithm branches on reply content (a
-parsed rating, a tree's shape, an extracted graph) the estimate is a simulation, not a measurement:
-``make bench`` compares it with a real run.
+makes the tree/graph shapes and so the LLM call counts much closer to the real run's). Prompt
+tokens are counted with the run's tokenizer. The call *counts* follow each memory's own
+algorithm; where the algorithm branches on reply content (a parsed rating, a tree's shape, an
+extracted graph) the estimate is a simulation, not a measurement: ``make bench`` compares it with a real run.
 
 ``estimate.episodes=N`` simulates a seeded pilot of N episodes and extrapolates (build by the
 share of units, every other stage by the share of questions); ``estimate.json`` says so
 (``method: pilot``). ``python -m memharness.eval.run.estimate <sweep folder>`` adds up the estimates of
 every job of a ``-m`` sweep.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,13 +36,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from memharness.memsys.services.factory import _instantiate_backend
+from memharness.memsys.services.tokens import get_tokenizer
+from memharness.memsys.services.types import ChatRequest, Completion
 from omegaconf import DictConfig, OmegaConf
 
-from memharness.memsys.services.factory import _instantiate_backend
-from memharness.memsys.services.types import ChatRequest, Completion
-from memharness.memsys.services.tokens import get_tokenizer
-
-FIELDS = ("calls", "prompt_tokens", "completion_tokens", "cost_usd", "embed_requests", "embed_texts")
+FIELDS = (
+    "calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "embed_requests",
+    "embed_texts",
+)
 
 
 class StandInChat:
@@ -60,10 +67,15 @@ class StandInChat:
             text = "{}"
         else:
             words = prompt.split()
-            text = " ".join(words[-max(1, int(round(request.max_tokens * self.fraction * 0.75))):])
-            text = self.tokenizer.truncate(text, max(1, int(round(request.max_tokens * self.fraction))))
-        return Completion(text=text, prompt_tokens=self.tokenizer.count(prompt),
-                          completion_tokens=self.tokenizer.count(text))
+            text = " ".join(words[-max(1, int(round(request.max_tokens * self.fraction * 0.75))) :])
+            text = self.tokenizer.truncate(
+                text, max(1, int(round(request.max_tokens * self.fraction)))
+            )
+        return Completion(
+            text=text,
+            prompt_tokens=self.tokenizer.count(prompt),
+            completion_tokens=self.tokenizer.count(text),
+        )
 
 
 class StandInEmbed:
@@ -109,18 +121,25 @@ def stand_ins(cfg: DictConfig):
 
 
 def _size(episodes: list) -> dict[str, int]:
-    return {"episodes": len(episodes), "questions": sum(len(e.questions) for e in episodes),
-            "units": sum(len(e.units) for e in episodes)}
+    return {
+        "episodes": len(episodes),
+        "questions": sum(len(e.questions) for e in episodes),
+        "units": sum(len(e.units) for e in episodes),
+    }
 
 
 def pilot(n: int | None, seed: int):
     """Keep a seeded sample of ``n`` episodes (in their order; None = all); record both sizes."""
+
     def pick(dataset: Any) -> Any:
         keep = dataset.episodes
         if n is not None and n < len(keep):
             keep = [keep[i] for i in sorted(random.Random(seed).sample(range(len(keep)), n))]
         sizes = {"full": _size(dataset.episodes), "simulated": _size(keep)}
-        return replace(dataset, episodes=keep, metadata={**dataset.metadata, "estimate_sizes": sizes})
+        return replace(
+            dataset, episodes=keep, metadata={**dataset.metadata, "estimate_sizes": sizes}
+        )
+
     return pick
 
 
@@ -135,10 +154,17 @@ def dry_run(cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None) 
     sim.snapshots = {"enabled": False, "path": None}
     sim.budget = {"usd": None, "calls": None}
     with tempfile.TemporaryDirectory(prefix="memharness-dry-run-") as tmp:
-        metrics = run(sim, Path(tmp) / "run", overrides=overrides,
-                      make_backend=stand_ins(cfg), pick=pilot(section.get("episodes"), int(cfg.seed)))
+        metrics = run(
+            sim,
+            Path(tmp) / "run",
+            overrides=overrides,
+            make_backend=stand_ins(cfg),
+            pick=pilot(section.get("episodes"), int(cfg.seed)),
+        )
     estimate = extrapolate(metrics)
-    estimate.update(memory=cfg.memory.name, dataset=cfg.dataset.name, overrides=list(overrides or []))
+    estimate.update(
+        memory=cfg.memory.name, dataset=cfg.dataset.name, overrides=list(overrides or [])
+    )
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "estimate.json").write_text(json.dumps(estimate, indent=1) + "\n", encoding="utf-8")
     return estimate
@@ -158,10 +184,17 @@ def extrapolate(metrics: dict[str, Any]) -> dict[str, Any]:
         stages[stage] = {k: used.get(k, 0) * scale for k in FIELDS}
     total = {k: sum(s[k] for s in stages.values()) for k in FIELDS}
     pilot_run = sim["episodes"] < full["episodes"]
-    return {"method": "pilot" if pilot_run else "simulated",
-            "label": (f"extrapolated from a pilot of {sim['episodes']} of {full['episodes']} episodes"
-                      if pilot_run else f"simulated over all {full['episodes']} episodes"),
-            "sizes": sizes, "stages": stages, "total": total}
+    return {
+        "method": "pilot" if pilot_run else "simulated",
+        "label": (
+            f"extrapolated from a pilot of {sim['episodes']} of {full['episodes']} episodes"
+            if pilot_run
+            else f"simulated over all {full['episodes']} episodes"
+        ),
+        "sizes": sizes,
+        "stages": stages,
+        "total": total,
+    }
 
 
 def sum_estimates(folder: Path) -> dict[str, Any]:
@@ -181,12 +214,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     result = sum_estimates(args.folder)
     if not result["runs"]:
-        print(f"error: no estimate.json under {args.folder} (run the sweep with dry_run=true)", file=sys.stderr)
+        print(
+            f"error: no estimate.json under {args.folder} (run the sweep with dry_run=true)",
+            file=sys.stderr,
+        )
         return 2
     t = result["total"]
-    print(f"{result['runs']} runs: {t['calls']:.0f} LLM calls, {t['prompt_tokens']:.0f} prompt + "
-          f"{t['completion_tokens']:.0f} completion tokens, {t['embed_requests']:.0f} embedding requests, "
-          f"${t['cost_usd']:.4f} estimated")
+    print(
+        f"{result['runs']} runs: {t['calls']:.0f} LLM calls, {t['prompt_tokens']:.0f} prompt + "
+        f"{t['completion_tokens']:.0f} completion tokens, {t['embed_requests']:.0f} embedding requests, "
+        f"${t['cost_usd']:.4f} estimated"
+    )
     return 0
 
 

@@ -15,9 +15,11 @@ Questions without gold evidence (QuALITY, NovelQA, MSC) get no value, never a ze
 high in a tree covers many units, so its recall is generous by construction; ``evidence_units``
 (units covered by all retrieved items) shows how much text that recall took.
 """
+
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from memharness.memsys.types import Episode, Evidence, Question, RetrievedItem, Unit
 
@@ -63,8 +65,9 @@ def recall(gold: Sequence[Evidence], covered: Sequence[Unit]) -> float:
     return sum(any(matches(e, u) for u in covered) for e in gold) / len(gold)
 
 
-def recall_scores(question: Question, items: Sequence[RetrievedItem], units: Mapping[str, Unit],
-                  cfg: Any = None) -> dict[str, float]:
+def recall_scores(
+    question: Question, items: Sequence[RetrievedItem], units: Mapping[str, Unit], cfg: Any = None
+) -> dict[str, float]:
     """``evidence_recall_at_k`` for each configured k, ``evidence_recall`` over every item and
     ``evidence_units``; empty when the question has no gold evidence."""
     gold = gold_evidence(question)

@@ -9,6 +9,7 @@ Exit codes of the ``memharness`` command (also recorded in ``metrics.json["outco
 - 4: the run finished but no question was scored, or more than ``eval.max_failed_fraction`` of the
   questions failed; every file is written.
 """
+
 from __future__ import annotations
 
 import logging
@@ -18,7 +19,13 @@ from memharness.memsys.services.types import BackendError
 
 EXIT_OK, EXIT_USER_ERROR, EXIT_ABORTED, EXIT_FAILURES = 0, 2, 3, 4
 DEFAULT_MAX_FAILED_FRACTION = 0.1
-_UNSCORED = ("build_failed", "retrieve_failed", "answer_failed", "deadline_exceeded", "budget_exceeded")
+_UNSCORED = (
+    "build_failed",
+    "retrieve_failed",
+    "answer_failed",
+    "deadline_exceeded",
+    "budget_exceeded",
+)
 
 
 def degradation_fields(memory: Any) -> dict[str, Any]:
@@ -78,24 +85,36 @@ def outcome(metrics: dict[str, Any], cfg: Any, services: Any) -> dict[str, Any]:
     failed = failed_count(counts)
     fraction = failed / counts["questions"] if counts["questions"] else 1.0
     deadline = getattr(services, "deadline", None)
-    out: dict[str, Any] = {"exit_code": EXIT_OK, "failed": failed, "failed_fraction": round(fraction, 4),
-                           "max_failed_fraction": limit, "incomplete": None, "problems": []}
+    out: dict[str, Any] = {
+        "exit_code": EXIT_OK,
+        "failed": failed,
+        "failed_fraction": round(fraction, 4),
+        "max_failed_fraction": limit,
+        "incomplete": None,
+        "problems": [],
+    }
     if deadline is not None and deadline.hit:
-        out["incomplete"] = (f"{deadline.describe()}; {counts.get('deadline_exceeded', 0)} questions were not "
-                             "run to the end")
+        out["incomplete"] = (
+            f"{deadline.describe()}; {counts.get('deadline_exceeded', 0)} questions were not "
+            "run to the end"
+        )
         out["problems"].append(out["incomplete"])
         out["exit_code"] = EXIT_ABORTED
     budget = getattr(services, "budget", None)
     if budget is not None and budget.hit:
-        out["incomplete"] = (f"{budget.describe()}; {counts.get('budget_exceeded', 0)} questions were not "
-                             "run to the end")
+        out["incomplete"] = (
+            f"{budget.describe()}; {counts.get('budget_exceeded', 0)} questions were not "
+            "run to the end"
+        )
         out["problems"].append(out["incomplete"])
         out["exit_code"] = EXIT_ABORTED
     if counts["scored"] == 0:
         out["problems"].append(f"no question was scored ({counts['questions']} questions)")
     elif fraction > limit:
-        out["problems"].append(f"{failed} of {counts['questions']} questions failed ({fraction:.1%}), more than "
-                               f"eval.max_failed_fraction={limit:g}")
+        out["problems"].append(
+            f"{failed} of {counts['questions']} questions failed ({fraction:.1%}), more than "
+            f"eval.max_failed_fraction={limit:g}"
+        )
     if out["exit_code"] == EXIT_OK and out["problems"]:
         out["exit_code"] = EXIT_FAILURES
     return out
@@ -107,17 +126,26 @@ def stage_warnings(metrics: dict[str, Any]) -> list[str]:
     for stage, c in metrics.get("calls", {}).items():
         if stage == "total":
             continue
-        parts = [f"{c.get(k, 0)} {label}" for k, label in
-                 (("failures", "LLM calls failed"), ("retries", "LLM retries"),
-                  ("embed_failures", "embedding calls failed"), ("embed_retries", "embedding retries"),
-                  ("deadline_skipped", "calls skipped after the deadline"),
-                  ("budget_skipped", "calls skipped once the budget was spent")) if c.get(k)]
+        parts = [
+            f"{c.get(k, 0)} {label}"
+            for k, label in (
+                ("failures", "LLM calls failed"),
+                ("retries", "LLM retries"),
+                ("embed_failures", "embedding calls failed"),
+                ("embed_retries", "embedding retries"),
+                ("deadline_skipped", "calls skipped after the deadline"),
+                ("budget_skipped", "calls skipped once the budget was spent"),
+            )
+            if c.get(k)
+        ]
         if parts:
             lines.append(f"stage {stage}: " + ", ".join(parts))
     counts = metrics.get("counts", {})
-    for key, label in (("degraded", "questions answered from a degraded memory"),
-                       ("partial", "questions answered without some of their own retrieval calls"),
-                       ("answer_empty", "empty answers (scored wrong, not judged)")):
+    for key, label in (
+        ("degraded", "questions answered from a degraded memory"),
+        ("partial", "questions answered without some of their own retrieval calls"),
+        ("answer_empty", "empty answers (scored wrong, not judged)"),
+    ):
         if counts.get(key):
             lines.append(f"{counts[key]} {label}")
     return lines

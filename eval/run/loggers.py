@@ -3,6 +3,7 @@
 The run folder stays the source of truth; a logger copies its headline numbers somewhere a
 researcher already looks. Each logger receives the resolved config and metrics.json's content.
 """
+
 from __future__ import annotations
 
 import csv
@@ -17,7 +18,9 @@ from memharness.memsys.services.types import ConfigError
 log = logging.getLogger("memharness")
 
 
-def flat_settings(config: dict[str, Any], groups: tuple[str, ...] = ("memory", "dataset", "eval")) -> dict[str, str]:
+def flat_settings(
+    config: dict[str, Any], groups: tuple[str, ...] = ("memory", "dataset", "eval")
+) -> dict[str, str]:
     """Dotted ``group.key=value`` strings of the settings that define a run (prompts left out: too long)."""
     out: dict[str, str] = {}
 
@@ -53,7 +56,9 @@ def log_csv(path: Path, row: dict[str, Any]) -> None:
         with open(path, newline="", encoding="utf-8") as f:
             reader = csv.DictReader(f)
             rows = list(reader)
-            header = list(reader.fieldnames or []) + [k for k in row if k not in (reader.fieldnames or [])]
+            header = list(reader.fieldnames or []) + [
+                k for k in row if k not in (reader.fieldnames or [])
+            ]
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=header, restval="")
     writer.writeheader()
@@ -63,11 +68,15 @@ def log_csv(path: Path, row: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def log_mlflow(settings: dict[str, Any], config: dict[str, Any], metrics: dict[str, Any], out_dir: Path) -> None:
+def log_mlflow(
+    settings: dict[str, Any], config: dict[str, Any], metrics: dict[str, Any], out_dir: Path
+) -> None:
     try:
         import mlflow
     except ImportError as err:
-        raise ConfigError("logger=mlflow needs mlflow: pip install -e '.[tracking]' (mlflow-skinny)") from err
+        raise ConfigError(
+            "logger=mlflow needs mlflow: pip install -e '.[tracking]' (mlflow-skinny)"
+        ) from err
     uri = str(settings["tracking_uri"])
     if uri.startswith("file:") or "://" not in uri:  # a local file store
         os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
@@ -75,8 +84,12 @@ def log_mlflow(settings: dict[str, Any], config: dict[str, Any], metrics: dict[s
     mlflow.set_experiment(str(settings["experiment"]))
     name = f"{metrics.get('memory')}-{metrics.get('dataset')}"
     with mlflow.start_run(run_name=name):
-        params = {**flat_settings(config), "llm": metrics.get("llm"), "embedder": metrics.get("embedder"),
-                  "folder": str(out_dir)}
+        params = {
+            **flat_settings(config),
+            "llm": metrics.get("llm"),
+            "embedder": metrics.get("embedder"),
+            "folder": str(out_dir),
+        }
         mlflow.log_params({k: v[:500] for k, v in params.items() if v is not None})
         mlflow.log_metrics(headline(metrics))
         for artifact in ("metrics.json", "config.yaml"):
@@ -84,14 +97,23 @@ def log_mlflow(settings: dict[str, Any], config: dict[str, Any], metrics: dict[s
                 mlflow.log_artifact(str(out_dir / artifact))
 
 
-def log_wandb(settings: dict[str, Any], config: dict[str, Any], metrics: dict[str, Any], out_dir: Path) -> None:
+def log_wandb(
+    settings: dict[str, Any], config: dict[str, Any], metrics: dict[str, Any], out_dir: Path
+) -> None:
     try:
         import wandb
     except ImportError as err:
-        raise ConfigError("logger=wandb needs the wandb package (pip install wandb), which memharness does not "
-                          "install; use logger=csv or logger=mlflow offline") from err
-    run = wandb.init(project=settings["project"], entity=settings.get("entity"), mode=settings.get("mode", "online"),
-                     name=f"{metrics.get('memory')}-{metrics.get('dataset')}", config=flat_settings(config))
+        raise ConfigError(
+            "logger=wandb needs the wandb package (pip install wandb), which memharness does not "
+            "install; use logger=csv or logger=mlflow offline"
+        ) from err
+    run = wandb.init(
+        project=settings["project"],
+        entity=settings.get("entity"),
+        mode=settings.get("mode", "online"),
+        name=f"{metrics.get('memory')}-{metrics.get('dataset')}",
+        config=flat_settings(config),
+    )
     run.log(headline(metrics))
     run.finish()
 
@@ -103,9 +125,15 @@ def log_run(config: dict[str, Any], metrics: dict[str, Any], out_dir: Path) -> N
     if kind == "none":
         return
     if kind == "csv":
-        row = {"folder": str(out_dir), "memory": metrics.get("memory"), "dataset": metrics.get("dataset"),
-               "llm": metrics.get("llm"), "embedder": metrics.get("embedder"),
-               "overrides": " ".join(metrics.get("overrides", [])), **headline(metrics)}
+        row = {
+            "folder": str(out_dir),
+            "memory": metrics.get("memory"),
+            "dataset": metrics.get("dataset"),
+            "llm": metrics.get("llm"),
+            "embedder": metrics.get("embedder"),
+            "overrides": " ".join(metrics.get("overrides", [])),
+            **headline(metrics),
+        }
         log_csv(Path(settings["path"]), row)
     elif kind == "mlflow":
         log_mlflow(settings, config, metrics, out_dir)

@@ -4,6 +4,7 @@ The runner never scores a failure as an answer: a retrieval error, an answer
 call that failed after its retries, an unparsed judge reply are each recorded
 on the sample (``samples.jsonl``) and counted (``metrics.json``).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -15,28 +16,31 @@ from pathlib import Path
 from typing import Any
 
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
-
 from memharness.data_prep.base import Dataset, DatasetError, check_integrity, subset
+from memharness.eval.judge import audit as judge_audit
+from memharness.eval.judge.judges import Judges, build_judges
+from memharness.eval.metrics import aggregate
+from memharness.eval.metrics.lexical import lexical_scores, parse_judge
+from memharness.eval.record import folder as run_io
+from memharness.eval.record.provenance import environment
+from memharness.eval.run import closed_book, episodes, evidence, failures
+from memharness.eval.run.answer import (
+    answer_request,
+    is_multiple_choice,
+    judge_request,
+    mc_correct,
+    reference_text,
+)
+from memharness.eval.run.snapshots import Snapshots
+from memharness.eval.run.validate import validate_config
+from memharness.memsys.base import MemorySystem
 from memharness.memsys.services.factory import Services, build_services
 from memharness.memsys.services.meter import current_scope
 from memharness.memsys.services.progress import Progress
-from memharness.memsys.services.types import ConfigError
-from memharness.memsys.base import MemorySystem
-from memharness.memsys.types import Episode, Question, RetrievedItem
-
-from memharness.eval.metrics import aggregate
-from memharness.eval.run import closed_book, episodes, evidence, failures
-from memharness.eval.judge import audit as judge_audit
-from memharness.eval.record import folder as run_io
-from memharness.eval.judge.judges import Judges, build_judges
-from memharness.eval.run.answer import answer_request, is_multiple_choice, judge_request, mc_correct, reference_text
-from memharness.eval.metrics.lexical import lexical_scores, parse_judge
 from memharness.memsys.services.secrets import redact
-
-from memharness.eval.record.provenance import environment
-from memharness.eval.run.snapshots import Snapshots
-from memharness.eval.run.validate import validate_config
+from memharness.memsys.services.types import ConfigError
+from memharness.memsys.types import Episode, Question, RetrievedItem
+from omegaconf import DictConfig, OmegaConf
 
 log = logging.getLogger("memharness")
 
@@ -55,55 +59,91 @@ def load_dataset(cfg: DictConfig) -> Dataset:
             raise cause from None
         raise
     if "integrity" not in dataset.metadata:
-        dataset.metadata["integrity"] = {k: len(v) for k, v in check_integrity(dataset).items() if v}
-    return subset(dataset, cfg.dataset.get("limit"), int(cfg.dataset.get("seed", cfg.seed)),
-                  cfg.dataset.get("stratify_by"))
+        dataset.metadata["integrity"] = {
+            k: len(v) for k, v in check_integrity(dataset).items() if v
+        }
+    return subset(
+        dataset,
+        cfg.dataset.get("limit"),
+        int(cfg.dataset.get("seed", cfg.seed)),
+        cfg.dataset.get("stratify_by"),
+    )
 
 
 def build_memory(cfg: DictConfig, services: Services) -> MemorySystem:
     params = OmegaConf.to_container(cfg.memory, resolve=True)
     params.pop("name", None)
-    return instantiate(params, llm=services.llm, embedder=services.embedder, tokenizer=services.tokenizer,
-                       _convert_="all")
+    return instantiate(
+        params,
+        llm=services.llm,
+        embedder=services.embedder,
+        tokenizer=services.tokenizer,
+        _convert_="all",
+    )
 
 
 def sample_record(episode: Episode, question: Question) -> dict[str, Any]:
-    return {"episode_id": episode.id, "question_id": question.id, "question": question.text,
-            "references": list(question.answers), "options": list(question.options) if question.options else None,
-            "gold_option": question.gold_option, "categories": dict(question.categories),
-            "position": question.position, "evidence_position": question.evidence_position,
-            "evidence_sources": [e.source_id for e in question.evidence], "status": "pending", "metrics": {}}
+    return {
+        "episode_id": episode.id,
+        "question_id": question.id,
+        "question": question.text,
+        "references": list(question.answers),
+        "options": list(question.options) if question.options else None,
+        "gold_option": question.gold_option,
+        "categories": dict(question.categories),
+        "position": question.position,
+        "evidence_position": question.evidence_position,
+        "evidence_sources": [e.source_id for e in question.evidence],
+        "status": "pending",
+        "metrics": {},
+    }
 
 
 def insert_batch_size(cfg: DictConfig) -> int | None:
     """``dataset.insert_batch_size``: units per insert batch; null = the dataset's own batches."""
     size = cfg.dataset.get("insert_batch_size")
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
-        raise ConfigError(f"dataset.insert_batch_size must be a positive integer or null, got {size!r}")
+        raise ConfigError(
+            f"dataset.insert_batch_size must be a positive integer or null, got {size!r}"
+        )
     return size
 
 
 def split_batches(units: list, size: int | None) -> list[list]:
     """One insert event cut into consecutive batches of at most ``size`` units (None: kept whole)."""
-    return [units] if size is None else [units[i:i + size] for i in range(0, len(units), size)]
+    return [units] if size is None else [units[i : i + size] for i in range(0, len(units), size)]
 
 
-def insert_batch(memory: MemorySystem, batch: list, integrate: bool, meter: Any, records: list[dict]) -> None:
+def insert_batch(
+    memory: MemorySystem, batch: list, integrate: bool, meter: Any, records: list[dict]
+) -> None:
     """Insert one batch and record its size, wall time and LLM requests. With ``integrate`` (a batch
     size is set) the batch is brought fully in before the next: offline systems rebuild."""
-    ledger = current_scope() or meter  # this episode's own counts (other episodes may be building too)
+    ledger = (
+        current_scope() or meter
+    )  # this episode's own counts (other episodes may be building too)
     before, start = ledger.stages["build"], time.perf_counter()
     requests = before.calls + before.cache_hits
     memory.insert(batch)
     if integrate:
         memory.ensure_built()
     after = ledger.stages["build"]
-    records.append({"units": len(batch), "seconds": time.perf_counter() - start,
-                    "llm_requests": after.calls + after.cache_hits - requests})
+    records.append(
+        {
+            "units": len(batch),
+            "seconds": time.perf_counter() - start,
+            "llm_requests": after.calls + after.cache_hits - requests,
+        }
+    )
 
 
-def run_episode(episode: Episode, cfg: DictConfig, services: Services, out_dir: Path,
-                snapshots: Snapshots | None = None) -> tuple[list, dict]:
+def run_episode(
+    episode: Episode,
+    cfg: DictConfig,
+    services: Services,
+    out_dir: Path,
+    snapshots: Snapshots | None = None,
+) -> tuple[list, dict]:
     """Stream the episode's inserts and questions; return (pending samples, memory stats).
 
     With ``snapshots``, a memory whose construction was saved before is loaded instead of built,
@@ -119,16 +159,25 @@ def run_episode(episode: Episode, cfg: DictConfig, services: Services, out_dir: 
         if kind == "insert":
             for batch in split_batches(payload, size) if source is None else ():
                 if build_error is None:
-                    build_error = _guarded(partial(insert_batch, memory, batch, size is not None, meter, batches),
-                                           meter, "build", episode.id)
+                    build_error = _guarded(
+                        partial(insert_batch, memory, batch, size is not None, meter, batches),
+                        meter,
+                        "build",
+                        episode.id,
+                    )
             continue
         record = sample_record(episode, payload)
         items: list[RetrievedItem] = []
         if build_error is None:
             build_error = _guarded(memory.ensure_built, meter, "build", episode.id)
         if to_save:  # every insert is in: the memory as built, before any question can change it
-            source, to_save = snapshots.save(episode, memory, batches, _build_cost(), build_error), False
-        if build_error is not None:  # the memory could not be built: every later question fails, counted
+            source, to_save = (
+                snapshots.save(episode, memory, batches, _build_cost(), build_error),
+                False,
+            )
+        if (
+            build_error is not None
+        ):  # the memory could not be built: every later question fails, counted
             record.update(status="build_failed", error=build_error)
         else:
             with meter.stage("retrieve"):
@@ -137,16 +186,26 @@ def run_episode(episode: Episode, cfg: DictConfig, services: Services, out_dir: 
                 except Exception as err:  # recorded and counted, never dropped
                     failures.log_step_failure(log, f"retrieval failed for {payload.id}", err)
                     record.update(status="retrieve_failed", error=f"{type(err).__name__}: {err}")
-            record.update(failures.degradation_fields(memory))  # answered from a degraded memory: flagged
+            record.update(
+                failures.degradation_fields(memory)
+            )  # answered from a degraded memory: flagged
         record["retrieved"] = [i.to_json() for i in items]
         if record["status"] == "pending":  # retrieval worked: did it find the gold evidence?
-            record["metrics"].update(evidence.recall_scores(payload, items, units, cfg.eval.get("evidence")))
+            record["metrics"].update(
+                evidence.recall_scores(payload, items, units, cfg.eval.get("evidence"))
+            )
         record["context_tokens"] = sum(i.tokens or services.tokenizer.count(i.text) for i in items)
-        if record["status"] == "pending" and memory.answers_itself:  # answer_all then skips this sample
+        if (
+            record["status"] == "pending" and memory.answers_itself
+        ):  # answer_all then skips this sample
             answer_by_memory(memory, payload, items, record, cfg, meter)
         pending.append((payload, items, record))
-    stats = {**memory.stats(), "insert_batches": batches, **({"build_error": build_error} if build_error else {}),
-             "snapshot": _snapshot_record(source, snapshots, episode)}
+    stats = {
+        **memory.stats(),
+        "insert_batches": batches,
+        **({"build_error": build_error} if build_error else {}),
+        "snapshot": _snapshot_record(source, snapshots, episode),
+    }
     if hasattr(memory, "save"):
         try:
             memory.save(out_dir / "memory" / episode.id)
@@ -161,7 +220,9 @@ def _build_cost() -> dict[str, Any]:
     return asdict(scope.intrinsic["build"]) if scope is not None else {}
 
 
-def _snapshot_record(source: dict | None, snapshots: Snapshots | None, episode: Episode) -> dict[str, Any]:
+def _snapshot_record(
+    source: dict | None, snapshots: Snapshots | None, episode: Episode
+) -> dict[str, Any]:
     """Whether the episode's memory was built or loaded, and from where (memory_stats.json)."""
     if source is not None:
         return {k: v for k, v in source.items() if k != "insert_batches"}
@@ -180,24 +241,45 @@ def _guarded(step: Any, meter: Any, stage: str, episode_id: str) -> str | None:
     return None
 
 
-def answer_by_memory(memory: MemorySystem, question: Question, items: list[RetrievedItem], record: dict,
-                     cfg: DictConfig, meter: Any) -> None:
+def answer_by_memory(
+    memory: MemorySystem,
+    question: Question,
+    items: list[RetrievedItem],
+    record: dict,
+    cfg: DictConfig,
+    meter: Any,
+) -> None:
     """A memory that answers itself does so while it exists (the runner discards it after the
     episode), under the "answer" stage; the prediction is scored like every other answer."""
     record["answered_by"] = "memory"
     with meter.stage("answer"):
         try:
-            comp = memory.answer(question, items, is_multiple_choice(question, cfg.eval.answer.mode))
+            comp = memory.answer(
+                question, items, is_multiple_choice(question, cfg.eval.answer.mode)
+            )
         except Exception as err:  # recorded and counted as answer_failed, never dropped
             failures.log_step_failure(log, f"the memory failed to answer {question.id}", err)
-            record.update(prompt="", prediction="", status="answer_failed", error=f"{type(err).__name__}: {err}")
+            record.update(
+                prompt="",
+                prediction="",
+                status="answer_failed",
+                error=f"{type(err).__name__}: {err}",
+            )
             return
     record_answer(question, record, comp.extra.get("prompt", ""), comp, cfg)
-    record.update(comp.extra.get("sample_fields", {}))  # what the memory flags about this answer (e.g. partial)
+    record.update(
+        comp.extra.get("sample_fields", {})
+    )  # what the memory flags about this answer (e.g. partial)
 
 
-def evaluate_episode(episode: Episode, cfg: DictConfig, services: Services, out_dir: Path, judges: Judges,
-                     snapshots: Snapshots | None = None) -> tuple[list, dict]:
+def evaluate_episode(
+    episode: Episode,
+    cfg: DictConfig,
+    services: Services,
+    out_dir: Path,
+    judges: Judges,
+    snapshots: Snapshots | None = None,
+) -> tuple[list, dict]:
     """One episode from first insert to verdict: build (or load), retrieve, answer, judge. Its answers
     and verdicts go out as soon as its questions are retrieved, beside other episodes' builds."""
     pending, stats = run_episode(episode, cfg, services, out_dir, snapshots)
@@ -207,12 +289,14 @@ def evaluate_episode(episode: Episode, cfg: DictConfig, services: Services, out_
     return pending, stats
 
 
-def answer_all(pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: DictConfig, services: Services) -> None:
+def answer_all(
+    pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: DictConfig, services: Services
+) -> None:
     todo = [(q, items, r) for q, items, r in pending if r["status"] == "pending"]
     requests = [answer_request(q, items, cfg.eval.answer) for q, items, _ in todo]
     with services.meter.stage("answer"):
         completions = services.llm.complete(requests, desc="answer")
-    for (q, _, record), req, comp in zip(todo, requests, completions):
+    for (q, _, record), req, comp in zip(todo, requests, completions, strict=False):
         record_answer(q, record, req.messages[-1][1], comp, cfg)
 
 
@@ -228,7 +312,9 @@ def record_answer(q: Question, record: dict, prompt: str, comp: Any, cfg: DictCo
         record.update(status="answer_failed", error=comp.error)
         return
     record["status"] = "scored"
-    record["mode"] = "multiple_choice" if is_multiple_choice(q, cfg.eval.answer.mode) else "generative"
+    record["mode"] = (
+        "multiple_choice" if is_multiple_choice(q, cfg.eval.answer.mode) else "generative"
+    )
     if record["mode"] == "multiple_choice":
         choice, correct = mc_correct(q, comp.text)
         record["predicted_option"] = choice
@@ -238,18 +324,28 @@ def record_answer(q: Question, record: dict, prompt: str, comp: Any, cfg: DictCo
     else:
         prediction_text = record["prediction"]
     failures.flag_empty_answer(record)
-    record["metrics"].update(lexical_scores(prediction_text, list(q.answers) or [reference_text(q)]))
+    record["metrics"].update(
+        lexical_scores(prediction_text, list(q.answers) or [reference_text(q)])
+    )
     record["metrics"]["context_tokens"] = record["context_tokens"]
 
 
-def judge_all(pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: DictConfig, services: Services,
-              judges: Judges | None = None) -> None:
-    todo = [(q, r) for q, _, r in pending if r["status"] == "scored" and r.get("mode") == "generative"]
+def judge_all(
+    pending: list[tuple[Question, list[RetrievedItem], dict]],
+    cfg: DictConfig,
+    services: Services,
+    judges: Judges | None = None,
+) -> None:
+    todo = [
+        (q, r) for q, _, r in pending if r["status"] == "scored" and r.get("mode") == "generative"
+    ]
     todo = failures.skip_empty_answers(todo)  # an empty answer is wrong; it is never judged
-    requests = [judge_request(q, reference_text(q), r["prediction"], cfg.eval.judge) for q, r in todo]
+    requests = [
+        judge_request(q, reference_text(q), r["prediction"], cfg.eval.judge) for q, r in todo
+    ]
     with services.meter.stage("judge"):
         completions = (judges.primary if judges else services.llm).complete(requests, desc="judge")
-    for (_, record), comp in zip(todo, completions):
+    for (_, record), comp in zip(todo, completions, strict=False):
         record["judge_reply"] = comp.text
         if not comp.ok:
             record.update(judge_status="judge_failed", judge_error=comp.error)
@@ -261,13 +357,21 @@ def judge_all(pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: Di
 
 def summarize_run(samples: list[dict], cfg: DictConfig) -> dict[str, Any]:
     metrics = list(cfg.eval.metrics) + ["mc_accuracy", "context_tokens"]
-    metrics += sorted({m for s in samples for m in s["metrics"]} - set(metrics))  # evidence, judge_lenient, judge2
+    metrics += sorted(
+        {m for s in samples for m in s["metrics"]} - set(metrics)
+    )  # evidence, judge_lenient, judge2
     boot = cfg.eval.bootstrap
     args = (int(boot.resamples), float(boot.confidence), int(cfg.seed))
-    return {"counts": aggregate.failure_counts(samples),
-            "metrics": {**aggregate.summarize_all(samples, metrics, *args),
-                        **closed_book.summarize(samples, metrics, *args)},
-            "breakdowns": aggregate.breakdowns(samples, metrics, list(cfg.eval.position_buckets), *args)}
+    return {
+        "counts": aggregate.failure_counts(samples),
+        "metrics": {
+            **aggregate.summarize_all(samples, metrics, *args),
+            **closed_book.summarize(samples, metrics, *args),
+        },
+        "breakdowns": aggregate.breakdowns(
+            samples, metrics, list(cfg.eval.position_buckets), *args
+        ),
+    }
 
 
 def config_snapshot(resolved: dict[str, Any]) -> dict[str, Any]:
@@ -275,8 +379,13 @@ def config_snapshot(resolved: dict[str, Any]) -> dict[str, Any]:
     return redact(resolved)
 
 
-def run(cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None, make_backend: Any = None,
-        pick: Any = None) -> dict[str, Any]:
+def run(
+    cfg: DictConfig,
+    out_dir: Path,
+    overrides: list[str] | None = None,
+    make_backend: Any = None,
+    pick: Any = None,
+) -> dict[str, Any]:
     """Run one evaluation and write config.yaml, samples.jsonl, metrics.json, memory_stats.json.
 
     ``overrides`` (the command line's) are recorded so reports can tell runs of a sweep apart. A dry
@@ -290,16 +399,33 @@ def run(cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None, make
     if pick is not None:
         dataset = pick(dataset)
     services = build_services(cfg, make_backend=make_backend, run_dir=out_dir)
-    progress = Progress(services.meter, len(dataset.episodes), float(cfg.get("progress_interval_s", 10)),
-                        bar=bool(cfg.get("progress", True))).start()
+    progress = Progress(
+        services.meter,
+        len(dataset.episodes),
+        float(cfg.get("progress_interval_s", 10)),
+        bar=bool(cfg.get("progress", True)),
+    ).start()
     judges = None
     try:
         # no judging, no judge backend to load (the closed-book pass then scores by exact match)
-        judges = build_judges(cfg, services) if cfg.eval.judge.enabled else Judges(primary=services.llm)
+        judges = (
+            build_judges(cfg, services) if cfg.eval.judge.enabled else Judges(primary=services.llm)
+        )
         snapshots = Snapshots(cfg, services, dataset.name, out_dir)
         pending, memory_stats = episodes.run_episodes(
-            dataset.episodes, cfg, services, partial(evaluate_episode, cfg=cfg, services=services, out_dir=out_dir,
-                                                     judges=judges, snapshots=snapshots), progress.episode_done)
+            dataset.episodes,
+            cfg,
+            services,
+            partial(
+                evaluate_episode,
+                cfg=cfg,
+                services=services,
+                out_dir=out_dir,
+                judges=judges,
+                snapshots=snapshots,
+            ),
+            progress.episode_done,
+        )
         if cfg.eval.get("closed_book", {}).get("enabled", False):
             progress.set_stage("closed_book")
             closed_book.closed_book_pass(pending, cfg, services, judges)
@@ -314,11 +440,23 @@ def run(cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None, make
         services.close()
     samples = [record for _, _, record in pending]
     failures.finalize(samples)
-    sections = {**(judges.describe() if cfg.eval.judge.enabled else {"judge": None}), "judge_reliability": reliability,
-                "judge_calibration": judge_audit.legacy_calibration(reliability or {}),
-                "snapshots": snapshots.summary()}
-    metrics = write_outputs(out_dir, cfg, dataset, samples, memory_stats, services, time.time() - started,
-                            overrides=overrides or [], sections=sections)
+    sections = {
+        **(judges.describe() if cfg.eval.judge.enabled else {"judge": None}),
+        "judge_reliability": reliability,
+        "judge_calibration": judge_audit.legacy_calibration(reliability or {}),
+        "snapshots": snapshots.summary(),
+    }
+    metrics = write_outputs(
+        out_dir,
+        cfg,
+        dataset,
+        samples,
+        memory_stats,
+        services,
+        time.time() - started,
+        overrides=overrides or [],
+        sections=sections,
+    )
     run_io.end_run(out_dir, metrics)
     return metrics
 
@@ -329,10 +467,16 @@ def time_accounting(wall_s: float, calls: dict[str, Any], services: Services) ->
     least one call in flight (``backend_busy_s``), i.e. how many calls were in flight on average."""
     meter = services.meter
     busy, backend_s = meter.busy_s(), calls["total"]["backend_s"]
-    return {"total_s": wall_s, **{f"{s}_s": calls[s]["wall_s"] for s in ("build", "retrieve", "answer", "judge")},
-            "backend_s": backend_s, "backend_busy_s": busy, "startup_s": services.startup_s,
-            "harness_s": max(0.0, wall_s - busy - services.startup_s),
-            "concurrency": backend_s / busy if busy > 0 else 0.0, "peak_in_flight": meter.peak_in_flight}
+    return {
+        "total_s": wall_s,
+        **{f"{s}_s": calls[s]["wall_s"] for s in ("build", "retrieve", "answer", "judge")},
+        "backend_s": backend_s,
+        "backend_busy_s": busy,
+        "startup_s": services.startup_s,
+        "harness_s": max(0.0, wall_s - busy - services.startup_s),
+        "concurrency": backend_s / busy if busy > 0 else 0.0,
+        "peak_in_flight": meter.peak_in_flight,
+    }
 
 
 SUBSET_KEYS = ("limit", "subset_seed", "stratify_by", "strata", "question_ids")
@@ -340,28 +484,47 @@ SUBSET_KEYS = ("limit", "subset_seed", "stratify_by", "strata", "question_ids")
 
 def question_ids_sha256(samples: list[dict]) -> str:
     """Checksum of the sorted question ids: runs with equal checksums answered the same questions."""
-    return hashlib.sha256("\n".join(sorted(str(s["question_id"]) for s in samples)).encode()).hexdigest()
+    return hashlib.sha256(
+        "\n".join(sorted(str(s["question_id"]) for s in samples)).encode()
+    ).hexdigest()
 
 
-def write_outputs(out_dir: Path, cfg: DictConfig, dataset: Dataset, samples: list[dict], memory_stats: dict,
-                  services: Services, wall_s: float, overrides: list[str] | None = None,
-                  sections: dict[str, Any] | None = None) -> dict[str, Any]:
+def write_outputs(
+    out_dir: Path,
+    cfg: DictConfig,
+    dataset: Dataset,
+    samples: list[dict],
+    memory_stats: dict,
+    services: Services,
+    wall_s: float,
+    overrides: list[str] | None = None,
+    sections: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Write samples.jsonl, memory_stats.json and metrics.json; ``sections`` (the judges, the judge
     reliability audit) go into metrics.json as they are."""
     run_io.write_jsonl(out_dir, "samples.jsonl", samples)
     run_io.write_json(out_dir, "memory_stats.json", memory_stats, indent=1, default=float)
     calls = services.meter.to_json()
     metrics = {
-        "memory": cfg.memory.name, "dataset": cfg.dataset.name, "seed": int(cfg.seed),
+        "memory": cfg.memory.name,
+        "dataset": cfg.dataset.name,
+        "seed": int(cfg.seed),
         "overrides": redact(list(overrides or [])),
-        "llm": services.llm.model_id, "embedder": services.embedder.model_id,
+        "llm": services.llm.model_id,
+        "embedder": services.embedder.model_id,
         **summarize_run(samples, cfg),
         **(sections or {}),
-        "data": {"name": dataset.name, "revision": dataset.revision, "files": dataset.files,
-                 "checksum": dataset.checksum(), "episodes": len(dataset.episodes),
-                 "questions": dataset.num_questions, "question_ids_sha256": question_ids_sha256(samples),
-                 "metadata": {k: v for k, v in dataset.metadata.items() if k not in SUBSET_KEYS},
-                 "subset": {k: dataset.metadata[k] for k in SUBSET_KEYS if k in dataset.metadata}},
+        "data": {
+            "name": dataset.name,
+            "revision": dataset.revision,
+            "files": dataset.files,
+            "checksum": dataset.checksum(),
+            "episodes": len(dataset.episodes),
+            "questions": dataset.num_questions,
+            "question_ids_sha256": question_ids_sha256(samples),
+            "metadata": {k: v for k, v in dataset.metadata.items() if k not in SUBSET_KEYS},
+            "subset": {k: dataset.metadata[k] for k in SUBSET_KEYS if k in dataset.metadata},
+        },
         "time": time_accounting(wall_s, calls, services),
         "calls": calls,  # the spend ledger: what this run sent to a backend
         "intrinsic": services.meter.intrinsic_json(),  # the method's cost, cached or not (tables show this)

@@ -25,6 +25,7 @@ save (hierarchy.json + embeddings.npy, or state.json + arrays.npz for a flat mem
 written into a temporary folder and renamed into place, so concurrent jobs never see half of one.
 Snapshot folders are trusted like code: only load snapshots this harness wrote.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -43,12 +44,11 @@ from typing import Any
 
 import numpy as np
 from hydra.utils import get_class
-from omegaconf import DictConfig, OmegaConf
-
-from memharness.memsys.services import files as fileio
 from memharness.memsys.base import MemorySystem
 from memharness.memsys.hierarchy.memory import HierarchicalMemory
+from memharness.memsys.services import files as fileio
 from memharness.memsys.types import Episode
+from omegaconf import DictConfig, OmegaConf
 
 log = logging.getLogger("memharness")
 FORMAT = 1
@@ -83,7 +83,12 @@ def code_hash(cls: type) -> str:
     stack = [k.__module__ for k in cls.__mro__]
     while stack:
         name = stack.pop()
-        if name in seen or not name.startswith(_CODE_SCOPE) or name.startswith(_NOT_CODE) or name not in sys.modules:
+        if (
+            name in seen
+            or not name.startswith(_CODE_SCOPE)
+            or name.startswith(_NOT_CODE)
+            or name not in sys.modules
+        ):
             continue
         seen.add(name)
         for value in vars(sys.modules[name]).values():
@@ -103,8 +108,14 @@ def episode_checksum(episode: Episode, batch_size: int | None) -> str:
     """sha256 of the episode's units and the insert batches they are cut into."""
     digest = hashlib.sha256(json.dumps([episode.id, batch_size]).encode())
     for u in episode.units:
-        digest.update(json.dumps([u.id, u.text, u.source_id, u.position, u.timestamp, u.metadata],
-                                 sort_keys=True, ensure_ascii=False, default=str).encode())
+        digest.update(
+            json.dumps(
+                [u.id, u.text, u.source_id, u.position, u.timestamp, u.metadata],
+                sort_keys=True,
+                ensure_ascii=False,
+                default=str,
+            ).encode()
+        )
     return digest.hexdigest()
 
 
@@ -112,7 +123,7 @@ def snapshot_kind(cls: type) -> str | None:
     """How ``cls`` is saved: "hierarchical" (save/load), "flat" (state/load_state) or None (it cannot be)."""
     if issubclass(cls, HierarchicalMemory):
         return "hierarchical"
-    if issubclass(cls, MemorySystem) and getattr(cls, "state") is not MemorySystem.state:
+    if issubclass(cls, MemorySystem) and cls.state is not MemorySystem.state:
         return "flat"
     return None
 
@@ -124,8 +135,14 @@ def _safe(name: str) -> str:
 class Snapshots:
     """Find, load and save the snapshots of one run's memories (``snapshots.*``)."""
 
-    def __init__(self, cfg: DictConfig, services: Any, dataset_name: str, run_dir: Path | None = None,
-                 save: bool = True) -> None:
+    def __init__(
+        self,
+        cfg: DictConfig,
+        services: Any,
+        dataset_name: str,
+        run_dir: Path | None = None,
+        save: bool = True,
+    ) -> None:
         section = cfg.get("snapshots") or {}
         self.enabled = bool(section.get("enabled", True))
         self.root = snapshot_root(cfg)
@@ -139,11 +156,14 @@ class Snapshots:
         self.params = {k: v for k, v in params.items() if k != "_target_"}
         self.batch_size = cfg.dataset.get("insert_batch_size")
         self.base_identity = {
-            "format": FORMAT, "memory": self.memory_cfg["_target_"],
+            "format": FORMAT,
+            "memory": self.memory_cfg["_target_"],
             "construction": construction_settings(params, self.cls),
-            "llm": services.llm.model_id, "embedder": services.embedder.model_id,
+            "llm": services.llm.model_id,
+            "embedder": services.embedder.model_id,
             "tokenizer": str(cfg.get("tokenizer", "cl100k_base")),
-            "code": code_hash(self.cls) if self.kind else None}
+            "code": code_hash(self.cls) if self.kind else None,
+        }
         self.counts: Counter[str] = Counter()
 
     # ------------------------------------------------------------------ addresses
@@ -158,15 +178,29 @@ class Snapshots:
         return None
 
     def identity(self, episode: Episode) -> dict[str, Any]:
-        return {**self.base_identity, "dataset": self.dataset_name, "episode": episode.id,
-                "episode_sha256": episode_checksum(episode, self.batch_size)}
+        return {
+            **self.base_identity,
+            "dataset": self.dataset_name,
+            "episode": episode.id,
+            "episode_sha256": episode_checksum(episode, self.batch_size),
+        }
 
     def folder(self, episode: Episode) -> tuple[Path, str]:
-        key = hashlib.sha256(json.dumps(self.identity(episode), sort_keys=True).encode()).hexdigest()
-        return (self.root / _safe(self.memory_name) / _safe(self.dataset_name) / _safe(episode.id) / key[:20]), key
+        key = hashlib.sha256(
+            json.dumps(self.identity(episode), sort_keys=True).encode()
+        ).hexdigest()
+        return (
+            self.root
+            / _safe(self.memory_name)
+            / _safe(self.dataset_name)
+            / _safe(episode.id)
+            / key[:20]
+        ), key
 
     def exists(self, episode: Episode) -> bool:
-        return self.reusable(episode) is None and (self.folder(episode)[0] / "snapshot.json").is_file()
+        return (
+            self.reusable(episode) is None and (self.folder(episode)[0] / "snapshot.json").is_file()
+        )
 
     # ------------------------------------------------------------------ load
     def load(self, episode: Episode) -> tuple[MemorySystem, dict[str, Any]] | None:
@@ -184,19 +218,30 @@ class Snapshots:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
             memory = self._restore(folder, episode)
         except (OSError, ValueError, KeyError, TypeError) as err:
-            log.warning("snapshot %s could not be loaded (%s: %s); building the memory instead", folder,
-                        type(err).__name__, err)
+            log.warning(
+                "snapshot %s could not be loaded (%s: %s); building the memory instead",
+                folder,
+                type(err).__name__,
+                err,
+            )
             self.counts["unreadable"] += 1
             return None
         self.services.meter.add_intrinsic("build", meta.get("build_intrinsic", {}))
         self.counts["loaded"] += 1
-        return memory, {"action": "loaded", "path": str(folder), "key": key, "built_by": meta.get("built_by"),
-                        "insert_batches": meta.get("insert_batches", [])}
+        return memory, {
+            "action": "loaded",
+            "path": str(folder),
+            "key": key,
+            "built_by": meta.get("built_by"),
+            "insert_batches": meta.get("insert_batches", []),
+        }
 
     def _restore(self, folder: Path, episode: Episode) -> MemorySystem:
         s = self.services
         if self.kind == "hierarchical":
-            memory = self.cls.load(folder, llm=s.llm, embedder=s.embedder, tokenizer=s.tokenizer, **self.params)
+            memory = self.cls.load(
+                folder, llm=s.llm, embedder=s.embedder, tokenizer=s.tokenizer, **self.params
+            )
         else:
             memory = self.cls(llm=s.llm, embedder=s.embedder, tokenizer=s.tokenizer, **self.params)
             state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
@@ -210,27 +255,46 @@ class Snapshots:
         return memory
 
     # ------------------------------------------------------------------ save
-    def save(self, episode: Episode, memory: MemorySystem, batches: list[dict], build_intrinsic: dict[str, Any],
-             failed: str | None) -> dict[str, Any]:
+    def save(
+        self,
+        episode: Episode,
+        memory: MemorySystem,
+        batches: list[dict],
+        build_intrinsic: dict[str, Any],
+        failed: str | None,
+    ) -> dict[str, Any]:
         """Save the freshly built memory of a reusable episode (unless its build failed); the record
         says what was done."""
         folder, key = self.folder(episode)
         if failed or memory.degraded:
             self.counts["built_not_saved"] += 1
-            return {"action": "built", "saved": False, "why": failed or f"degraded: {memory.degraded}"}
+            return {
+                "action": "built",
+                "saved": False,
+                "why": failed or f"degraded: {memory.degraded}",
+            }
         if not self.save_enabled:
             self.counts["built"] += 1
             return {"action": "built", "saved": False, "why": "saving is off (dry run)"}
-        meta = {"identity": self.identity(episode), "key": key, "kind": self.kind,
-                "built_by": str(self.run_dir) if self.run_dir else None,
-                "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "insert_batches": batches,
-                "build_intrinsic": build_intrinsic}
+        meta = {
+            "identity": self.identity(episode),
+            "key": key,
+            "kind": self.kind,
+            "built_by": str(self.run_dir) if self.run_dir else None,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "insert_batches": batches,
+            "build_intrinsic": build_intrinsic,
+        }
         try:
             _write_atomically(folder, lambda tmp: self._write(tmp, memory, meta))
         except OSError as err:  # a snapshot is an optimisation: the run goes on without it
             log.warning("could not save the memory snapshot %s (%s)", folder, err.strerror or err)
             self.counts["built_not_saved"] += 1
-            return {"action": "built", "saved": False, "why": f"write failed: {err.strerror or err}"}
+            return {
+                "action": "built",
+                "saved": False,
+                "why": f"write failed: {err.strerror or err}",
+            }
         self.counts["built_saved"] += 1
         return {"action": "built", "saved": True, "path": str(folder), "key": key}
 
@@ -240,15 +304,25 @@ class Snapshots:
         else:
             state = memory.state()
             arrays = {k: v for k, v in state.items() if isinstance(v, np.ndarray)}
-            fileio.write_json(tmp / "state.json", {k: v for k, v in state.items() if k not in arrays},
-                              ensure_ascii=False, default=_plain)
+            fileio.write_json(
+                tmp / "state.json",
+                {k: v for k, v in state.items() if k not in arrays},
+                ensure_ascii=False,
+                default=_plain,
+            )
             if arrays:
                 fileio.atomic_write(tmp / "arrays.npz", lambda f: np.savez(f, **arrays), mode="wb")
-        fileio.write_json(tmp / "snapshot.json", meta, indent=1, default=_plain)  # written last: the marker
+        fileio.write_json(
+            tmp / "snapshot.json", meta, indent=1, default=_plain
+        )  # written last: the marker
 
     def summary(self) -> dict[str, Any]:
         """What metrics.json records: how many memories were loaded, built and saved, and why not."""
-        return {"enabled": self.enabled, "path": str(self.root), **dict(sorted(self.counts.items()))}
+        return {
+            "enabled": self.enabled,
+            "path": str(self.root),
+            **dict(sorted(self.counts.items())),
+        }
 
 
 def _plain(value: Any) -> Any:
@@ -269,7 +343,9 @@ def _write_atomically(folder: Path, write: Any) -> None:
         try:
             os.rename(tmp, folder)
         except OSError:
-            if not (folder / "snapshot.json").is_file():  # not another job's finished copy: a real error
+            if not (
+                folder / "snapshot.json"
+            ).is_file():  # not another job's finished copy: a real error
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -10,19 +10,19 @@ allowed; all of them are raised together as one ``ConfigError``.
 A new top-level config group is declared with ``register_group(name, schema)``; a group folder
 under ``conf/`` without a schema is reported as not validated (a warning), never silently.
 """
+
 import logging
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
-
-from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 
 from memharness.data_prep.msc_e import GeneratorSettings
 from memharness.memsys.services.llm import RetryPolicy
 from memharness.memsys.services.types import ConfigError
 from memharness.memsys.settings import SERVICES, Check, Instantiated, NonEmpty, Placeholders, Range
 from memharness.memsys.settings_check import Leaf, check_mapping, leaves_of, schema_fields
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 log = logging.getLogger("memharness")
 
@@ -38,13 +38,15 @@ def _known_encoding(name: Any) -> bool:
 
 
 def _increasing(values: Any) -> bool:
-    return bool(values) and all(a < b for a, b in zip(values, values[1:]))
+    return bool(values) and all(a < b for a, b in zip(values, values[1:], strict=False))
 
 
 class CacheSettings(TypedDict):
     enabled: bool
     path: Annotated[str, NonEmpty()]
-    mode: NotRequired[Literal["shared", "per_job"]]  # per_job: a cache per run folder, merged afterwards
+    mode: NotRequired[
+        Literal["shared", "per_job"]
+    ]  # per_job: a cache per run folder, merged afterwards
 
 
 class RunControlSettings(TypedDict):
@@ -72,7 +74,9 @@ class EstimateSettings(TypedDict):
 
     episodes: Positive | None  # a seeded pilot of this many episodes, extrapolated; null = all
     completion_fraction: Annotated[float, Range(0, 1, lo_open=True)]
-    embedder: NotRequired[Literal["lexical", "configured"]]  # stand-in vectors, or the run's own embedder
+    embedder: NotRequired[
+        Literal["lexical", "configured"]
+    ]  # stand-in vectors, or the run's own embedder
 
 
 class DatasetSettings(TypedDict):
@@ -83,7 +87,9 @@ class DatasetSettings(TypedDict):
     seed: Seed
     budget_tokens: Positive
     top_k: Positive
-    insert_batch_size: NotRequired[Positive | None]  # cut each insert event into batches of this many units
+    insert_batch_size: NotRequired[
+        Positive | None
+    ]  # cut each insert event into batches of this many units
     generator: NotRequired[GeneratorSettings]  # msc_e: the generator's settings
 
 
@@ -154,7 +160,9 @@ class EvalSettings(TypedDict):
     judge: JudgeSettings
     metrics: Annotated[list[Metric], NonEmpty()]
     bootstrap: BootstrapSettings
-    position_buckets: Annotated[list[Annotated[int, Range(0)]], Check(_increasing, "a list of increasing integers")]
+    position_buckets: Annotated[
+        list[Annotated[int, Range(0)]], Check(_increasing, "a list of increasing integers")
+    ]
     max_failed_fraction: NotRequired[Annotated[float, Range(0, 1)]]
     deadline_s: NotRequired[Annotated[float, Range(0, lo_open=True)] | None]
     evidence: NotRequired[EvidenceSettings]
@@ -173,8 +181,13 @@ class JudgeModelSettings(TypedDict):
 
 
 # judge2=<name> sets a plain value instead of choosing a file of conf/judge/: say how to choose one
-SecondJudge = JudgeModelSettings | Annotated[str, Check(lambda _: False, "a judge chosen with judge@judge2=<name> "
-                                                                            "(a file in conf/judge/)")]
+SecondJudge = (
+    JudgeModelSettings
+    | Annotated[
+        str,
+        Check(lambda _: False, "a judge chosen with judge@judge2=<name> (a file in conf/judge/)"),
+    ]
+)
 
 
 class LoggerSettings(TypedDict):
@@ -188,13 +201,18 @@ class LoggerSettings(TypedDict):
 
 
 class RunSettings(TypedDict):
-    memory: Annotated[dict[str, Any], Instantiated(services=SERVICES, extra=(("name", Annotated[str, NonEmpty()], True),))]
+    memory: Annotated[
+        dict[str, Any],
+        Instantiated(services=SERVICES, extra=(("name", Annotated[str, NonEmpty()], True),)),
+    ]
     dataset: DatasetSettings
     llm: LLMSettings
     embedder: EmbedderSettings
     eval: EvalSettings
     seed: Seed
-    tokenizer: Annotated[str, Check(_known_encoding, "a tiktoken encoding name such as cl100k_base")]
+    tokenizer: Annotated[
+        str, Check(_known_encoding, "a tiktoken encoding name such as cl100k_base")
+    ]
     progress: bool
     progress_interval_s: Annotated[float, Range(0)]
     skip_done: bool
@@ -233,7 +251,11 @@ def config_groups() -> set[str]:
     """The config group folders shipped in ``memharness.conf``."""
     import memharness.conf
 
-    return {p.name for p in Path(memharness.conf.__file__).parent.iterdir() if p.is_dir() and any(p.glob("*.yaml"))}
+    return {
+        p.name
+        for p in Path(memharness.conf.__file__).parent.iterdir()
+        if p.is_dir() and any(p.glob("*.yaml"))
+    }
 
 
 def resolve(cfg: DictConfig | dict) -> dict[str, Any]:
@@ -259,7 +281,10 @@ def config_problems(cfg: DictConfig | dict) -> list[str]:
     schema = run_schema()
     unvalidated = sorted(k for k in values if k not in schema and k in config_groups())
     for name in unvalidated:
-        log.warning("config group %s has no settings schema (eval.validate.register_group); not validated", name)
+        log.warning(
+            "config group %s has no settings schema (eval.validate.register_group); not validated",
+            name,
+        )
     problems = check_mapping({k: v for k, v in values.items() if k not in unvalidated}, schema, "")
     links = interpolations(cfg) if isinstance(cfg, DictConfig) else {}
     out = []

@@ -5,6 +5,7 @@ label propagation, size caps, super-graph, community matching), ``develop`` (the
 update, level by level), ``retrieval`` (Prune-and-Grow), ``chunking`` (units or CAM's packing),
 ``memory`` (the ``CAM`` memory system).
 """
+
 from memharness.memsys.cam.memory import CAM
 
 __all__ = ["CAM"]

@@ -12,11 +12,13 @@ longer than that into token windows, and its last piece stays open for the next 
 the code. Packing never crosses a source or a batch boundary. Each chunk keeps the ids of every
 unit it took text from, so provenance and evidence recall still work.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from memharness.memsys.types import Unit
 
@@ -56,7 +58,10 @@ def _split_long(text: str, tokenizer: Any, max_tokens: int) -> list[str]:
                 pieces.append(current)
                 current = ""
             tokens = tokenizer.encode(sentence)
-            pieces.extend(tokenizer.decode(tokens[i:i + max_tokens]) for i in range(0, len(tokens), max_tokens))
+            pieces.extend(
+                tokenizer.decode(tokens[i : i + max_tokens])
+                for i in range(0, len(tokens), max_tokens)
+            )
             continue
         joined = f"{current} {sentence}" if current else sentence
         if tokenizer.count(joined) > max_tokens:

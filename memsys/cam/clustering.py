@@ -14,11 +14,12 @@ neighbourhood, and when a label changes the node's neighbours join the active se
 round. The paper gives no iteration limit; ``max_rounds`` is the config's (reaching it is recorded).
 Which replicas re-label is ``label_scope`` (``develop.py``; the paper is vague about it).
 """
+
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
 
 from memharness.memsys.cam.network import Adjacency, Replicas
 
@@ -60,8 +61,9 @@ class Propagation:
     active: set[int]
 
 
-def propagate_labels(replicas: Replicas, active: Iterable[int], max_rounds: int | None,
-                     ripple: bool = True) -> Propagation:
+def propagate_labels(
+    replicas: Replicas, active: Iterable[int], max_rounds: int | None, ripple: bool = True
+) -> Propagation:
     """Semi-synchronous majority-label propagation over the active replicas (see the module doc);
     ``ripple=False`` keeps the active set fixed (a changed label does not activate its neighbours)."""
     adj, label = replicas.adj, replicas.label
@@ -79,7 +81,11 @@ def propagate_labels(replicas: Replicas, active: Iterable[int], max_rounds: int 
                 if not adj[v]:
                     continue
                 top = _most_frequent(v, label, adj)
-                new = next(iter(top)) if len(top) == 1 else (label[v] if label[v] in top else max(top))
+                new = (
+                    next(iter(top))
+                    if len(top) == 1
+                    else (label[v] if label[v] in top else max(top))
+                )
                 if new != label[v]:
                     label[v] = new
                     changed.add(v)
@@ -90,8 +96,9 @@ def propagate_labels(replicas: Replicas, active: Iterable[int], max_rounds: int 
     return Propagation(rounds, False, changed, active)
 
 
-def communities(replicas: Replicas, max_size: int | None,
-                order: Mapping[str, int]) -> list[tuple[tuple[int, int], tuple[str, ...]]]:
+def communities(
+    replicas: Replicas, max_size: int | None, order: Mapping[str, int]
+) -> list[tuple[tuple[int, int], tuple[str, ...]]]:
     """Label groups cut to ``max_size`` replicas, mapped back to nodes: [((label, slice), nodes)].
 
     Groups come in the order of their first replica (as networkx lists them); an oversized group
@@ -106,7 +113,7 @@ def communities(replicas: Replicas, max_size: int | None,
     for lab, reps in groups.items():
         size = max_size if max_size else len(reps)
         for s, start in enumerate(range(0, len(reps), size)):
-            nodes = {replicas.owner[r] for r in reps[start:start + size]}
+            nodes = {replicas.owner[r] for r in reps[start : start + size]}
             out.append(((lab, s), tuple(sorted(nodes, key=order.__getitem__))))
     return out
 
@@ -121,7 +128,7 @@ def super_edges(groups: Mapping[str, Sequence[str]], adj: Adjacency) -> Adjacenc
     out: Adjacency = {sid: {} for sid in groups}
     for sids in member_of.values():
         for i, a in enumerate(sids):
-            for b in sids[i + 1:]:
+            for b in sids[i + 1 :]:
                 out[a][b] = out[b][a] = 1.0
     for u, nbrs in adj.items():
         for v in nbrs:
@@ -136,13 +143,18 @@ def super_edges(groups: Mapping[str, Sequence[str]], adj: Adjacency) -> Adjacenc
 class ClusterPlan:
     """How the new communities of a level map onto the supernodes of the level above."""
 
-    assignment: list[tuple[str | None, tuple[int, int], tuple[str, ...]]]  # (supernode or None = new, key, members)
+    assignment: list[
+        tuple[str | None, tuple[int, int], tuple[str, ...]]
+    ]  # (supernode or None = new, key, members)
     resummarise: set[str]  # kept supernodes whose members or member texts changed
-    removed: list[str]     # supernodes whose community is gone
+    removed: list[str]  # supernodes whose community is gone
 
 
-def plan_clusters(old: Mapping[str, tuple[tuple[int, int], tuple[str, ...]]],
-                  new: Sequence[tuple[tuple[int, int], tuple[str, ...]]], dirty: set[str]) -> ClusterPlan:
+def plan_clusters(
+    old: Mapping[str, tuple[tuple[int, int], tuple[str, ...]]],
+    new: Sequence[tuple[tuple[int, int], tuple[str, ...]]],
+    dirty: set[str],
+) -> ClusterPlan:
     """Match new communities to existing supernodes: first by identical members, then by label key.
 
     A community matched by members is re-summarised only if one of its members changed text

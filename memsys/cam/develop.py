@@ -23,18 +23,33 @@ starting point, so a settled level stays as it is and only unsettled replicas mo
 Offline CAM is this same update fed every chunk as one batch: every replica is then new and the
 propagation runs over all of them, which is the released code's one-shot build.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
-
+from memharness.memsys.cam.clustering import (
+    Propagation,
+    communities,
+    plan_clusters,
+    propagate_labels,
+    super_edges,
+)
+from memharness.memsys.cam.network import (
+    Adjacency,
+    Replicas,
+    composite_similarity,
+    ego_changes,
+    expand_network,
+)
 from memharness.memsys.types import content_id
-from memharness.memsys.cam.clustering import Propagation, communities, plan_clusters, propagate_labels, super_edges
-from memharness.memsys.cam.network import Adjacency, Replicas, composite_similarity, ego_changes, expand_network
 
-Summariser = Callable[[list[list[str]]], list[tuple[str, bool]]]  # member texts -> (summary, failed)
+Summariser = Callable[
+    [list[list[str]]], list[tuple[str, bool]]
+]  # member texts -> (summary, failed)
 Embed = Callable[[list[str]], np.ndarray]
 
 
@@ -56,7 +71,9 @@ class Level:
     order: list[str] = field(default_factory=list)
     adj: Adjacency = field(default_factory=dict)
     replicas: Replicas = field(default_factory=Replicas)
-    clusters: dict[str, tuple[tuple[int, int], tuple[str, ...]]] = field(default_factory=dict)  # supernode -> (key, members)
+    clusters: dict[str, tuple[tuple[int, int], tuple[str, ...]]] = field(
+        default_factory=dict
+    )  # supernode -> (key, members)
     _pos: dict[str, int] | None = None
 
     def position(self) -> dict[str, int]:
@@ -124,12 +141,25 @@ class Development:
         positions = [self.nodes[v].meta["position"] for v in ids]
         documents = [self.nodes[v].meta["document"] for v in ids]
         new = slice(len(ids) - len(chunks), len(ids))
-        sims = composite_similarity(vectors[new], vectors, positions[new], positions, documents[new], documents,
-                                    s.alpha, s.sigma, s.clip_cosine)
+        sims = composite_similarity(
+            vectors[new],
+            vectors,
+            positions[new],
+            positions,
+            documents[new],
+            documents,
+            s.alpha,
+            s.sigma,
+            s.clip_cosine,
+        )
         added = expand_network(base.adj, [c.id for c in chunks], ids, sims, s.theta, s.k)
         affected = {c.id for c in chunks} | {u for _, u, _ in added}
-        record: dict[str, Any] = {"chunks": len(chunks), "edges_added": len(added), "affected_chunks": len(affected),
-                                  "levels": []}
+        record: dict[str, Any] = {
+            "chunks": len(chunks),
+            "edges_added": len(added),
+            "affected_chunks": len(affected),
+            "levels": [],
+        }
         delta: Delta | None = Delta(affected=affected)
         level = 0
         while s.hierarchy and delta:
@@ -144,17 +174,31 @@ class Development:
         s, here = self.settings, self.levels[level]
         order = here.position()
         touched = here.replicas.remove_nodes(delta.removed)
-        fresh, active = here.replicas.resplit(here.adj, [v for v in delta.affected if v in order], order,
-                                             s.ego_splitting)
+        fresh, active = here.replicas.resplit(
+            here.adj, [v for v in delta.affected if v in order], order, s.ego_splitting
+        )
         active |= touched
         if active and s.label_scope == "level":
             active = set(here.replicas.owner)
-        prop = (propagate_labels(here.replicas, active, s.lp_max_rounds, ripple=s.label_scope != "affected")
-                if active else Propagation(0, False, set(), set()))
+        prop = (
+            propagate_labels(
+                here.replicas, active, s.lp_max_rounds, ripple=s.label_scope != "affected"
+            )
+            if active
+            else Propagation(0, False, set(), set())
+        )
         comms = communities(here.replicas, s.max_cluster_size, order)
-        record = {"level": level, "nodes": len(here.order), "affected_nodes": len(delta.affected),
-                  "new_replicas": len(fresh), "active_replicas": len(prop.active), "lp_rounds": prop.rounds,
-                  "lp_hit_limit": prop.hit_limit, "labels_changed": len(prop.changed), "communities": len(comms)}
+        record = {
+            "level": level,
+            "nodes": len(here.order),
+            "affected_nodes": len(delta.affected),
+            "new_replicas": len(fresh),
+            "active_replicas": len(prop.active),
+            "lp_rounds": prop.rounds,
+            "lp_hit_limit": prop.hit_limit,
+            "labels_changed": len(prop.changed),
+            "communities": len(comms),
+        }
         if level >= s.max_level or len(comms) >= len(here.order):
             record["stopped"] = True
             self.drop_above(level)
@@ -170,7 +214,9 @@ class Development:
         for sid, key, members in plan.assignment:
             if sid is None:
                 self.serial += 1
-                sid = content_id("cam-node", level + 1, members, self.serial, prefix=f"s{level + 1}-")
+                sid = content_id(
+                    "cam-node", level + 1, members, self.serial, prefix=f"s{level + 1}-"
+                )
                 self.nodes[sid] = Node(sid, level + 1, "", None, children=members)
                 up.append(sid)
                 new_ids.append(sid)
@@ -180,14 +226,21 @@ class Development:
                 summarise.append(sid)
             clusters[sid] = (key, members)
         here.clusters = clusters
-        record.update(summarised=len(summarise), new=len(new_ids), removed=len(plan.removed),
-                      summary_failures=self.write_summaries(summarise))
+        record.update(
+            summarised=len(summarise),
+            new=len(new_ids),
+            removed=len(plan.removed),
+            summary_failures=self.write_summaries(summarise),
+        )
         edges = super_edges({sid: members for sid, (_, members) in clusters.items()}, here.adj)
         changed = ego_changes(up.adj, edges)  # own edges changed, or edges among the neighbours
         up.adj = edges
         gone = set(plan.removed)
-        nxt = Delta(removed=plan.removed, affected=(changed | set(new_ids)) - gone,
-                    dirty=set(summarise) - set(new_ids))
+        nxt = Delta(
+            removed=plan.removed,
+            affected=(changed | set(new_ids)) - gone,
+            dirty=set(summarise) - set(new_ids),
+        )
         return record, (nxt if nxt else None)
 
     def write_summaries(self, ids: Sequence[str]) -> int:
@@ -198,7 +251,7 @@ class Development:
         results = self.summarise(groups)
         vectors = self.embed([text for text, _ in results])
         failures = 0
-        for sid, (text, failed), vector in zip(ids, results, vectors):
+        for sid, (text, failed), vector in zip(ids, results, vectors, strict=False):
             node = self.nodes[sid]
             node.text, node.vector = text, vector
             node.meta = {"summary_failed": True} if failed else {}
@@ -207,24 +260,38 @@ class Development:
 
     def drop_above(self, level: int) -> None:
         """Remove every level above ``level`` (a stop rule now holds there)."""
-        for upper in self.levels[level + 1:]:
+        for upper in self.levels[level + 1 :]:
             for v in upper.order:
                 del self.nodes[v]
-        del self.levels[level + 1:]
+        del self.levels[level + 1 :]
         self.levels[level].clusters = {}
 
     # ------------------------------------------------------------------ persistence
     def to_json(self) -> dict[str, Any]:
-        return {"serial": self.serial, "levels": [
-            {"order": lvl.order, "replicas": lvl.replicas.to_json(),
-             "clusters": [[sid, list(key), list(members)] for sid, (key, members) in lvl.clusters.items()]}
-            for lvl in self.levels]}
+        return {
+            "serial": self.serial,
+            "levels": [
+                {
+                    "order": lvl.order,
+                    "replicas": lvl.replicas.to_json(),
+                    "clusters": [
+                        [sid, list(key), list(members)]
+                        for sid, (key, members) in lvl.clusters.items()
+                    ],
+                }
+                for lvl in self.levels
+            ],
+        }
 
-    def load_json(self, doc: dict[str, Any], nodes: dict[str, Node], edges: dict[str, dict[str, float]]) -> None:
+    def load_json(
+        self, doc: dict[str, Any], nodes: dict[str, Node], edges: dict[str, dict[str, float]]
+    ) -> None:
         """Restore from ``to_json`` plus the nodes and same-level edges read back from the store."""
         self.serial, self.nodes, self.levels = int(doc["serial"]), nodes, []
         for lvl in doc["levels"]:
             level = Level(order=list(lvl["order"]), replicas=Replicas.from_json(lvl["replicas"]))
             level.adj = {v: dict(edges.get(v, {})) for v in level.order}
-            level.clusters = {sid: (tuple(key), tuple(members)) for sid, key, members in lvl["clusters"]}
+            level.clusters = {
+                sid: (tuple(key), tuple(members)) for sid, key, members in lvl["clusters"]
+            }
             self.levels.append(level)

@@ -19,24 +19,29 @@ an online batch re-labels (``online_label_scope``), how selections are parsed (`
 the chunker (``chunking``); the online update's unspecified details
 (replica and community identity across batches) are documented in ``develop.py`` and docs/cam.md.
 """
+
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any, Literal, Sequence
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
 
 import numpy as np
-
-from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.base import fill_budget
+from memharness.memsys.cam.chunking import chunks_of
+from memharness.memsys.cam.develop import Development, Node, Settings
+from memharness.memsys.cam.retrieval import (
+    Exploration,
+    consecutive_runs,
+    explore,
+    numbered_passages,
+)
 from memharness.memsys.hierarchy import traverse
 from memharness.memsys.hierarchy.memory import HierarchicalMemory, retrieval_record
 from memharness.memsys.hierarchy.store import HierarchyStore
+from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.settings import Placeholders, Range
 from memharness.memsys.types import RetrievedItem, Unit, content_id
-from memharness.memsys.cam.chunking import chunks_of
-from memharness.memsys.cam.develop import Development, Node, Settings
-from memharness.memsys.cam.retrieval import Exploration, consecutive_runs, explore, numbered_passages
-
 
 
 class CAM(HierarchicalMemory):
@@ -45,33 +50,66 @@ class CAM(HierarchicalMemory):
     name = "cam"
     traversals = (*traverse.TRAVERSALS, "prune_and_grow")
 
-    def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None, *,
-                 construction: Literal["online", "offline"] = "online",
-                 chunking: Literal["units", "pack"] = "units", chunk_tokens: Annotated[int, Range(1)] = 512,
-                 alpha: Annotated[float, Range(0, 1)] = 0.5, sigma: Annotated[float, Range(0, lo_open=True)] = 1.0,
-                 theta: Annotated[float, Range(-1, 2)] = 0.5, k: Annotated[int, Range(1)] = 10,
-                 clip_cosine: bool = False, proximity_scope: Literal["source", "episode"] = "source",
-                 max_cluster_size: Annotated[int, Range(2)] | None = 12, max_level: Annotated[int, Range(1)] = 10,
-                 hierarchy: bool = True, ego_splitting: bool = True,
-                 lp_max_rounds: Annotated[int, Range(1)] | None = 100,
-                 online_label_scope: Literal["ripple", "affected", "level"] = "ripple",
-                 summary_prompt: Annotated[str, Placeholders("passages")] = "{passages}",
-                 summary_max_tokens: Annotated[int, Range(1)] = 1024,
-                 traversal: str = "prune_and_grow", top_k: int = 5, max_turns: Annotated[int, Range(1)] = 5,
-                 tolerance: Annotated[int, Range(0)] = 2,
-                 selection_prompt: Annotated[str, Placeholders("question", "passages")] = "{question}\n{passages}",
-                 selection_parse: Literal["lenient", "strict"] = "lenient",
-                 selection_max_tokens: Annotated[int, Range(1)] = 512,
-                 stop_when: Literal["no_growth", "candidates_unchanged"] = "no_growth",
-                 selection_retry_temperature: Annotated[float, Range(0, 2)] = 0.0,
-                 merge_consecutive: bool = True, **core: Any) -> None:
-        super().__init__(llm=llm, embedder=embedder, tokenizer=tokenizer, traversal=traversal, top_k=top_k, **core)
+    def __init__(
+        self,
+        llm: Any = None,
+        embedder: Any = None,
+        tokenizer: Any = None,
+        *,
+        construction: Literal["online", "offline"] = "online",
+        chunking: Literal["units", "pack"] = "units",
+        chunk_tokens: Annotated[int, Range(1)] = 512,
+        alpha: Annotated[float, Range(0, 1)] = 0.5,
+        sigma: Annotated[float, Range(0, lo_open=True)] = 1.0,
+        theta: Annotated[float, Range(-1, 2)] = 0.5,
+        k: Annotated[int, Range(1)] = 10,
+        clip_cosine: bool = False,
+        proximity_scope: Literal["source", "episode"] = "source",
+        max_cluster_size: Annotated[int, Range(2)] | None = 12,
+        max_level: Annotated[int, Range(1)] = 10,
+        hierarchy: bool = True,
+        ego_splitting: bool = True,
+        lp_max_rounds: Annotated[int, Range(1)] | None = 100,
+        online_label_scope: Literal["ripple", "affected", "level"] = "ripple",
+        summary_prompt: Annotated[str, Placeholders("passages")] = "{passages}",
+        summary_max_tokens: Annotated[int, Range(1)] = 1024,
+        traversal: str = "prune_and_grow",
+        top_k: int = 5,
+        max_turns: Annotated[int, Range(1)] = 5,
+        tolerance: Annotated[int, Range(0)] = 2,
+        selection_prompt: Annotated[
+            str, Placeholders("question", "passages")
+        ] = "{question}\n{passages}",
+        selection_parse: Literal["lenient", "strict"] = "lenient",
+        selection_max_tokens: Annotated[int, Range(1)] = 512,
+        stop_when: Literal["no_growth", "candidates_unchanged"] = "no_growth",
+        selection_retry_temperature: Annotated[float, Range(0, 2)] = 0.0,
+        merge_consecutive: bool = True,
+        **core: Any,
+    ) -> None:
+        super().__init__(
+            llm=llm,
+            embedder=embedder,
+            tokenizer=tokenizer,
+            traversal=traversal,
+            top_k=top_k,
+            **core,
+        )
         self.construction, self.online = construction, construction == "online"
         self.chunking, self.chunk_tokens = chunking, int(chunk_tokens)
-        self.alpha, self.sigma, self.theta, self.k = float(alpha), float(sigma), float(theta), int(k)
+        self.alpha, self.sigma, self.theta, self.k = (
+            float(alpha),
+            float(sigma),
+            float(theta),
+            int(k),
+        )
         self.clip_cosine, self.proximity_scope = bool(clip_cosine), proximity_scope
         self.max_cluster_size, self.max_level = max_cluster_size, int(max_level)
-        self.hierarchy, self.ego_splitting, self.lp_max_rounds = bool(hierarchy), bool(ego_splitting), lp_max_rounds
+        self.hierarchy, self.ego_splitting, self.lp_max_rounds = (
+            bool(hierarchy),
+            bool(ego_splitting),
+            lp_max_rounds,
+        )
         self.online_label_scope = online_label_scope
         self.summary_prompt, self.summary_max_tokens = summary_prompt, int(summary_max_tokens)
         self.max_turns, self.tolerance = int(max_turns), int(tolerance)
@@ -86,11 +124,22 @@ class CAM(HierarchicalMemory):
         self._reset()
 
     def _reset(self) -> None:
-        settings = Settings(alpha=self.alpha, sigma=self.sigma, theta=self.theta, k=self.k,
-                            clip_cosine=self.clip_cosine, max_cluster_size=self.max_cluster_size,
-                            max_level=self.max_level, hierarchy=self.hierarchy, ego_splitting=self.ego_splitting,
-                            lp_max_rounds=self.lp_max_rounds, label_scope=self.online_label_scope)
-        self.development = Development(settings, self._summarise, lambda texts: self.embedder.embed(texts))
+        settings = Settings(
+            alpha=self.alpha,
+            sigma=self.sigma,
+            theta=self.theta,
+            k=self.k,
+            clip_cosine=self.clip_cosine,
+            max_cluster_size=self.max_cluster_size,
+            max_level=self.max_level,
+            hierarchy=self.hierarchy,
+            ego_splitting=self.ego_splitting,
+            lp_max_rounds=self.lp_max_rounds,
+            label_scope=self.online_label_scope,
+        )
+        self.development = Development(
+            settings, self._summarise, lambda texts: self.embedder.embed(texts)
+        )
         self.next_position = 0
         self.store = HierarchyStore()
         self._positions: dict[int, int] = {}
@@ -113,36 +162,57 @@ class CAM(HierarchicalMemory):
             return
         vectors = self.embedder.embed([c.text for c in chunks])
         nodes = []
-        for chunk, vector in zip(chunks, vectors):
+        for chunk, vector in zip(chunks, vectors, strict=False):
             position = self.next_position
             self.next_position += 1
             document = chunk.source if self.proximity_scope == "source" else "episode"
             node_id = content_id("cam-chunk", chunk.units, position, chunk.text, prefix="c-")
-            nodes.append(Node(node_id, 0, chunk.text, vector, units=chunk.units,
-                              meta={"position": position, "document": document}))
+            nodes.append(
+                Node(
+                    node_id,
+                    0,
+                    chunk.text,
+                    vector,
+                    units=chunk.units,
+                    meta={"position": position, "document": document},
+                )
+            )
         record = self.development.insert(nodes)
         self._materialise()
         covered = {u for c in chunks for u in c.units}
-        record.update(units=len(units), units_without_text=sum(u.id not in covered for u in units), rebuild=rebuild,
-                      llm_calls=self.summary_calls - calls, seconds=time.perf_counter() - start)
+        record.update(
+            units=len(units),
+            units_without_text=sum(u.id not in covered for u in units),
+            rebuild=rebuild,
+            llm_calls=self.summary_calls - calls,
+            seconds=time.perf_counter() - start,
+        )
         self.batches.append(record)
 
     def _summarise(self, groups: list[list[str]]) -> list[tuple[str, bool]]:
         """One summary per community, all of a level as one concurrent batch; a failure is counted
         (``summary_failures``) and leaves the members' text, cut to the summary length, in its place,
         marked ``summary_failed`` (the memory's ``degradation`` counts those nodes)."""
-        requests = [ChatRequest.user(self.summary_prompt.format(passages=numbered_passages(texts)),
-                                     max_tokens=self.summary_max_tokens, temperature=0.0) for texts in groups]
+        requests = [
+            ChatRequest.user(
+                self.summary_prompt.format(passages=numbered_passages(texts)),
+                max_tokens=self.summary_max_tokens,
+                temperature=0.0,
+            )
+            for texts in groups
+        ]
         completions = self.llm.complete(requests, desc="cam summaries")
         self.summary_calls += len(requests)
         out = []
-        for texts, completion in zip(groups, completions):
+        for texts, completion in zip(groups, completions, strict=False):
             text = completion.text.strip() if completion.ok else ""
             if text:
                 out.append((text, False))
             else:  # the community keeps its members' text, cut, as its summary (counted in _materialise)
                 self.summary_failures += 1
-                out.append((self.tokenizer.truncate("\n".join(texts), self.summary_max_tokens), True))
+                out.append(
+                    (self.tokenizer.truncate("\n".join(texts), self.summary_max_tokens), True)
+                )
         return out
 
     def _materialise(self) -> None:
@@ -153,15 +223,26 @@ class CAM(HierarchicalMemory):
         for level in dev.levels:
             for v in level.order:
                 n = dev.nodes[v]
-                index[v] = store.add_node(v, n.text, n.vector, n.level, children=[index[c] for c in n.children],
-                                          units=n.units, meta=n.meta)
+                index[v] = store.add_node(
+                    v,
+                    n.text,
+                    n.vector,
+                    n.level,
+                    children=[index[c] for c in n.children],
+                    units=n.units,
+                    meta=n.meta,
+                )
         for level in dev.levels:
             for v, nbrs in level.adj.items():
                 for u, w in nbrs.items():
                     if index[v] < index[u]:
                         store.add_edge(index[v], index[u], w)
         for r in self.retrievals:  # a vanished node leaves the record with its score
-            kept = [(index[old_ids[v]], s) for v, s in zip(r["nodes"], r["scores"]) if old_ids[v] in index]
+            kept = [
+                (index[old_ids[v]], s)
+                for v, s in zip(r["nodes"], r["scores"], strict=False)
+                if old_ids[v] in index
+            ]
             r["nodes"], r["scores"] = [v for v, _ in kept], [s for _, s in kept]
         self.store, self._retrieval_ids = store, list(store.ids)
         self._positions = {index[v]: dev.nodes[v].meta["position"] for v in dev.levels[0].order}
@@ -172,21 +253,41 @@ class CAM(HierarchicalMemory):
     # ------------------------------------------------------------------ retrieval
     def explore(self, question: str, vector: np.ndarray) -> Exploration:
         """Prune-and-Grow for one question (recorded for ``stats``)."""
-        record = explore(self.store, vector, question, self.llm, top_k=self.top_k, max_turns=self.max_turns,
-                         tolerance=self.tolerance, prompt=self.selection_prompt, max_tokens=self.selection_max_tokens,
-                         parse=self.selection_parse, retry_temperature=self.selection_retry_temperature,
-                         stop_when=self.stop_when)
-        self.explorations.append({"turns": len(record.turns), "selected": sum(len(t["selected"] or []) for t in record.turns),
-                                  "evidence": len(record.evidence), "selection_calls": record.selection_calls,
-                                  "parse_failures": record.parse_failures, "call_failures": record.call_failures,
-                                  "tolerance_exhausted": record.exhausted, "fallback_to_initial": record.fallback})
+        record = explore(
+            self.store,
+            vector,
+            question,
+            self.llm,
+            top_k=self.top_k,
+            max_turns=self.max_turns,
+            tolerance=self.tolerance,
+            prompt=self.selection_prompt,
+            max_tokens=self.selection_max_tokens,
+            parse=self.selection_parse,
+            retry_temperature=self.selection_retry_temperature,
+            stop_when=self.stop_when,
+        )
+        self.explorations.append(
+            {
+                "turns": len(record.turns),
+                "selected": sum(len(t["selected"] or []) for t in record.turns),
+                "evidence": len(record.evidence),
+                "selection_calls": record.selection_calls,
+                "parse_failures": record.parse_failures,
+                "call_failures": record.call_failures,
+                "tolerance_exhausted": record.exhausted,
+                "fallback_to_initial": record.fallback,
+            }
+        )
         return record
 
     def traverse(self, question: str, vector: np.ndarray) -> traverse.Ranked:
         if self.traversal != "prune_and_grow":
             return super().traverse(question, vector)
         evidence = self.explore(question, vector).evidence
-        return list(zip(evidence, map(float, self.store.similarities(vector, evidence))))
+        return list(
+            zip(evidence, map(float, self.store.similarities(vector, evidence)), strict=False)
+        )
 
     def search(self, question: str, budget_tokens: int) -> list[RetrievedItem]:
         """Prune-and-Grow: evidence in the code's order, consecutive chunks merged, then the budget."""
@@ -196,20 +297,36 @@ class CAM(HierarchicalMemory):
             return []
         ranked = self.traverse(question, self.embedder.embed([question])[0])
         score = dict(ranked)
-        runs = consecutive_runs(self.store, [v for v, _ in ranked], self._positions) if self.merge_consecutive \
+        runs = (
+            consecutive_runs(self.store, [v for v, _ in ranked], self._positions)
+            if self.merge_consecutive
             else [[v] for v, _ in ranked]
+        )
         items = {}
         for run in runs:
             text = " ".join(self.store.texts[v] for v in run)
             units = tuple(dict.fromkeys(u for v in run for u in self.store.source_units(v)))
-            item = RetrievedItem(text=text, score=max(score[v] for v in run), node_id="+".join(self.store.ids[v] for v in run),
-                                 level=self.store.levels[run[0]], source_unit_ids=units,
-                                 tokens=self.tokenizer.count(text))
+            item = RetrievedItem(
+                text=text,
+                score=max(score[v] for v in run),
+                node_id="+".join(self.store.ids[v] for v in run),
+                level=self.store.levels[run[0]],
+                source_unit_ids=units,
+                tokens=self.tokenizer.count(text),
+            )
             items[item.node_id] = (item, run)
-        kept = fill_budget([i for i, _ in items.values()], budget_tokens, self.tokenizer, self.stop_at_first_overflow)
+        kept = fill_budget(
+            [i for i, _ in items.values()],
+            budget_tokens,
+            self.tokenizer,
+            self.stop_at_first_overflow,
+        )
         nodes = [v for item in kept for v in items[item.node_id][1]]
-        self.retrievals.append(retrieval_record(question, [self.store.ids[v] for v in nodes], nodes,
-                                                [score[v] for v in nodes]))
+        self.retrievals.append(
+            retrieval_record(
+                question, [self.store.ids[v] for v in nodes], nodes, [score[v] for v in nodes]
+            )
+        )
         return kept
 
     # ------------------------------------------------------------------ diagnostics and persistence
@@ -217,25 +334,51 @@ class CAM(HierarchicalMemory):
         """Core diagnostics plus per-batch construction records and Prune-and-Grow counters."""
         calls = [b["llm_calls"] for b in self.batches]
         secs = [b["seconds"] for b in self.batches]
-        construction = {"construction": self.construction, "batches": len(self.batches),
-                        "chunks": len(self.development.levels[0].order), "summary_calls": self.summary_calls,
-                        "summary_failures": self.summary_failures,
-                        "lp_limit_hits": sum(lv["lp_hit_limit"] for b in self.batches for lv in b["levels"]),
-                        "llm_calls_per_batch_mean": float(np.mean(calls)) if calls else 0.0,
-                        "seconds_per_batch_mean": float(np.mean(secs)) if secs else 0.0}
+        construction = {
+            "construction": self.construction,
+            "batches": len(self.batches),
+            "chunks": len(self.development.levels[0].order),
+            "summary_calls": self.summary_calls,
+            "summary_failures": self.summary_failures,
+            "lp_limit_hits": sum(lv["lp_hit_limit"] for b in self.batches for lv in b["levels"]),
+            "llm_calls_per_batch_mean": float(np.mean(calls)) if calls else 0.0,
+            "seconds_per_batch_mean": float(np.mean(secs)) if secs else 0.0,
+        }
         ex = self.explorations
         explore_stats = {"questions": len(ex)}
         if ex:
-            explore_stats.update({key: float(np.mean([e[key] for e in ex])) for key in
-                                  ("turns", "selected", "evidence", "selection_calls")})
-            explore_stats.update({key: int(sum(e[key] for e in ex)) for key in
-                                  ("parse_failures", "call_failures", "tolerance_exhausted", "fallback_to_initial")})
-        return {**super().stats(), "construction": construction, "batches": list(self.batches),
-                "prune_and_grow": explore_stats}
+            explore_stats.update(
+                {
+                    key: float(np.mean([e[key] for e in ex]))
+                    for key in ("turns", "selected", "evidence", "selection_calls")
+                }
+            )
+            explore_stats.update(
+                {
+                    key: int(sum(e[key] for e in ex))
+                    for key in (
+                        "parse_failures",
+                        "call_failures",
+                        "tolerance_exhausted",
+                        "fallback_to_initial",
+                    )
+                }
+            )
+        return {
+            **super().stats(),
+            "construction": construction,
+            "batches": list(self.batches),
+            "prune_and_grow": explore_stats,
+        }
 
     def state(self) -> dict[str, Any]:
-        return {"development": self.development.to_json(), "next_position": self.next_position,
-                "batches": self.batches, "summary_calls": self.summary_calls, "summary_failures": self.summary_failures}
+        return {
+            "development": self.development.to_json(),
+            "next_position": self.next_position,
+            "batches": self.batches,
+            "summary_calls": self.summary_calls,
+            "summary_failures": self.summary_failures,
+        }
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Rebuild the development state (levels, replicas, labels, communities) from the store."""
@@ -244,14 +387,24 @@ class CAM(HierarchicalMemory):
         store, nodes, edges = self.store, {}, {}
         for v in store.content_nodes():
             nid = store.ids[v]
-            nodes[nid] = Node(nid, store.levels[v], store.texts[v], store.embeddings[v].copy(),
-                              children=tuple(store.ids[c] for c in store.children[v]), units=store.units[v],
-                              meta=dict(store.meta[v]))
+            nodes[nid] = Node(
+                nid,
+                store.levels[v],
+                store.texts[v],
+                store.embeddings[v].copy(),
+                children=tuple(store.ids[c] for c in store.children[v]),
+                units=store.units[v],
+                meta=dict(store.meta[v]),
+            )
             edges[nid] = {store.ids[u]: w for u, w in store.edges[v].items()}
         self.development.load_json(state["development"], nodes, edges)
         self.next_position = int(state["next_position"])
         self.batches = list(state.get("batches", []))
-        self.summary_calls, self.summary_failures = int(state["summary_calls"]), int(state["summary_failures"])
-        self._positions = {v: store.meta[v]["position"] for v in store.content_nodes() if store.levels[v] == 0}
+        self.summary_calls, self.summary_failures = (
+            int(state["summary_calls"]),
+            int(state["summary_failures"]),
+        )
+        self._positions = {
+            v: store.meta[v]["position"] for v in store.content_nodes() if store.levels[v] == 0
+        }
         self._retrieval_ids = list(store.ids)
-

@@ -9,19 +9,28 @@ node's replicas correspond one-to-one to the connected components of its ego-net
 replica. Edge (u, v) of the level maps to the replica edge (u's replica whose component holds v,
 v's replica whose component holds u), as the paper defines.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
 Adjacency = dict[str, dict[str, float]]
 
 
-def composite_similarity(new_vectors: np.ndarray, vectors: np.ndarray, new_positions: Sequence[int],
-                         positions: Sequence[int], new_documents: Sequence[str], documents: Sequence[str],
-                         alpha: float, sigma: float, clip_cosine: bool = False) -> np.ndarray:
+def composite_similarity(
+    new_vectors: np.ndarray,
+    vectors: np.ndarray,
+    new_positions: Sequence[int],
+    positions: Sequence[int],
+    new_documents: Sequence[str],
+    documents: Sequence[str],
+    alpha: float,
+    sigma: float,
+    clip_cosine: bool = False,
+) -> np.ndarray:
     """Eq. 2 for every new chunk (rows) against every chunk (columns).
 
     s = α·cos + (1−α)·exp(−(i−j)²/2σ²); the proximity term is 0 between chunks of different
@@ -31,15 +40,27 @@ def composite_similarity(new_vectors: np.ndarray, vectors: np.ndarray, new_posit
     cos = new_vectors.astype(np.float64) @ vectors.astype(np.float64).T
     if clip_cosine:
         cos = np.maximum(cos, 0.0)
-    diff = np.asarray(new_positions, dtype=np.float64)[:, None] - np.asarray(positions, dtype=np.float64)[None, :]
-    proximity = np.exp(-(diff ** 2) / (2.0 * sigma ** 2))
+    diff = (
+        np.asarray(new_positions, dtype=np.float64)[:, None]
+        - np.asarray(positions, dtype=np.float64)[None, :]
+    )
+    proximity = np.exp(-(diff**2) / (2.0 * sigma**2))
     code = {d: i for i, d in enumerate(dict.fromkeys([*documents, *new_documents]))}
-    same_doc = np.array([code[d] for d in new_documents])[:, None] == np.array([code[d] for d in documents])[None, :]
+    same_doc = (
+        np.array([code[d] for d in new_documents])[:, None]
+        == np.array([code[d] for d in documents])[None, :]
+    )
     return alpha * cos + (1.0 - alpha) * proximity * same_doc
 
 
-def expand_network(adj: Adjacency, new_ids: Sequence[str], ids: Sequence[str], sims: np.ndarray,
-                   theta: float, k: int) -> list[tuple[str, str, float]]:
+def expand_network(
+    adj: Adjacency,
+    new_ids: Sequence[str],
+    ids: Sequence[str],
+    sims: np.ndarray,
+    theta: float,
+    k: int,
+) -> list[tuple[str, str, float]]:
     """Connect each new chunk to its top-k chunks with s >= θ (Sec. 4.1.1); return the new edges.
 
     ``sims[r, c]`` is s(new_ids[r], ids[c]); the chunk itself is never a candidate. Ties in s keep
@@ -61,7 +82,9 @@ def expand_network(adj: Adjacency, new_ids: Sequence[str], ids: Sequence[str], s
     return added
 
 
-def ego_changes(old: Mapping[str, Mapping[str, float]], new: Mapping[str, Mapping[str, float]]) -> set[str]:
+def ego_changes(
+    old: Mapping[str, Mapping[str, float]], new: Mapping[str, Mapping[str, float]]
+) -> set[str]:
     """Nodes whose ego-network G[N(v)] differs between two versions of a level's graph.
 
     That is every node whose own neighbour set changed, and every common neighbour c of the two
@@ -83,8 +106,9 @@ def ego_changes(old: Mapping[str, Mapping[str, float]], new: Mapping[str, Mappin
     return out
 
 
-def ego_components(adj: Mapping[str, Mapping[str, float]], v: str, order: Mapping[str, int],
-                   split: bool = True) -> list[tuple[str, ...]]:
+def ego_components(
+    adj: Mapping[str, Mapping[str, float]], v: str, order: Mapping[str, int], split: bool = True
+) -> list[tuple[str, ...]]:
     """Connected components of v's ego-network without v, each in level order, ordered by first member.
 
     ``split=False`` (the "w/o flexibility" variant of Table 3) returns all neighbours as one group,
@@ -113,10 +137,12 @@ def ego_components(adj: Mapping[str, Mapping[str, float]], v: str, order: Mappin
 class Replicas:
     """The replica network G̃ of one level and its labels (the clustering state)."""
 
-    owner: dict[int, str] = field(default_factory=dict)          # replica -> node
+    owner: dict[int, str] = field(default_factory=dict)  # replica -> node
     members: dict[int, frozenset[str]] = field(default_factory=dict)  # replica -> its ego component
     of_node: dict[str, list[int]] = field(default_factory=dict)  # node -> its replicas
-    via: dict[str, dict[str, int]] = field(default_factory=dict)  # node -> neighbour -> node's replica
+    via: dict[str, dict[str, int]] = field(
+        default_factory=dict
+    )  # node -> neighbour -> node's replica
     adj: dict[int, set[int]] = field(default_factory=dict)
     label: dict[int, int] = field(default_factory=dict)
     next_id: int = 0
@@ -149,8 +175,9 @@ class Replicas:
             self.via.pop(v, None)
         return {r for r in touched if r in self.owner}
 
-    def resplit(self, adj: Adjacency, nodes: Sequence[str], order: Mapping[str, int],
-                split: bool = True) -> tuple[set[int], set[int]]:
+    def resplit(
+        self, adj: Adjacency, nodes: Sequence[str], order: Mapping[str, int], split: bool = True
+    ) -> tuple[set[int], set[int]]:
         """Rebuild the replicas of ``nodes`` (the affected set A) and the replica edges they touch.
 
         A new component inherits the replica (and label) of the old component it overlaps most
@@ -172,7 +199,10 @@ class Replicas:
             old, kept, via = list(self.of_node.get(v, [])), [], {}
             for comp in comps:
                 # (overlap, older first); an isolated node's replica (no members) carries over too
-                best = max(((len(self.members[r] & set(comp)), -r) for r in old if r not in kept), default=None)
+                best = max(
+                    ((len(self.members[r] & set(comp)), -r) for r in old if r not in kept),
+                    default=None,
+                )
                 if best is not None and (best[0] > 0 or not self.members[-best[1]]):
                     r = -best[1]
                     self.members[r] = frozenset(comp)
@@ -196,15 +226,25 @@ class Replicas:
 
     # ------------------------------------------------------------------ persistence
     def to_json(self) -> dict:
-        return {"next_id": self.next_id,
-                "replicas": [[r, self.owner[r], sorted(self.members[r]), self.label[r]] for r in sorted(self.owner)],
-                "edges": sorted([r, q] for r in self.adj for q in self.adj[r] if r < q)}
+        return {
+            "next_id": self.next_id,
+            "replicas": [
+                [r, self.owner[r], sorted(self.members[r]), self.label[r]]
+                for r in sorted(self.owner)
+            ],
+            "edges": sorted([r, q] for r in self.adj for q in self.adj[r] if r < q),
+        }
 
     @classmethod
-    def from_json(cls, doc: dict) -> "Replicas":
+    def from_json(cls, doc: dict) -> Replicas:
         out = cls(next_id=int(doc["next_id"]))
         for r, node, members, label in doc["replicas"]:
-            out.owner[r], out.members[r], out.label[r], out.adj[r] = node, frozenset(members), label, set()
+            out.owner[r], out.members[r], out.label[r], out.adj[r] = (
+                node,
+                frozenset(members),
+                label,
+                set(),
+            )
             out.of_node.setdefault(node, []).append(r)
             out.via.setdefault(node, {}).update({u: r for u in members})
         for r, q in doc["edges"]:

@@ -16,18 +16,19 @@
 Candidates after the first turn are listed in that same node order (the code lists them in
 Python set order).
 """
+
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
-
-from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.hierarchy import traverse
 from memharness.memsys.hierarchy.store import HierarchyStore
+from memharness.memsys.services.types import ChatRequest
 
 SELECTION_PARSES = ("strict", "lenient")
 _LIST = re.compile(r"\[[^\[\]]*\]")
@@ -47,7 +48,9 @@ def parse_selection(reply: str, n: int, mode: str = "lenient") -> list[int] | No
             return None
         text = match.group(0)
     elif mode != "strict":
-        raise ValueError(f"memory.selection_parse must be one of {' | '.join(SELECTION_PARSES)}, got {mode!r}")
+        raise ValueError(
+            f"memory.selection_parse must be one of {' | '.join(SELECTION_PARSES)}, got {mode!r}"
+        )
     try:
         value = ast.literal_eval(text)
         picked = {int(i) - 1 for i in value} if isinstance(value, (list, tuple, set)) else None
@@ -86,18 +89,32 @@ def node_order(store: HierarchyStore, nodes: Sequence[int]) -> list[int]:
 
 def grow_step(store: HierarchyStore) -> Callable[[list[int]], list[int]]:
     """Next candidates: the picked nodes, their same-level neighbours and their children."""
+
     def grow(selected: list[int]) -> list[int]:
         out = set(selected)
         for v in selected:
             out.update(store.edges[v])
             out.update(store.children[v])
         return node_order(store, out)
+
     return grow
 
 
-def explore(store: HierarchyStore, vector: np.ndarray, question: str, llm: Any, *, top_k: int, max_turns: int,
-            tolerance: int, prompt: str, max_tokens: int, parse: str, retry_temperature: float,
-            stop_when: str = "no_growth") -> Exploration:
+def explore(
+    store: HierarchyStore,
+    vector: np.ndarray,
+    question: str,
+    llm: Any,
+    *,
+    top_k: int,
+    max_turns: int,
+    tolerance: int,
+    prompt: str,
+    max_tokens: int,
+    parse: str,
+    retry_temperature: float,
+    stop_when: str = "no_growth",
+) -> Exploration:
     """Run Prune-and-Grow for one question; the evidence nodes come back in the code's order."""
     initial = [v for v, _ in traverse.collapsed(store, vector, top_k)]
     record = Exploration(evidence=[], initial=initial)
@@ -107,9 +124,12 @@ def explore(store: HierarchyStore, vector: np.ndarray, question: str, llm: Any, 
         passages = numbered_passages([store.texts[v] for v in candidates])
         attempt = 0
         while True:
-            request = ChatRequest.user(prompt.format(question=question, passages=passages), max_tokens=max_tokens,
-                                       temperature=retry_temperature if attempt else 0.0,
-                                       seed=attempt if attempt else None)
+            request = ChatRequest.user(
+                prompt.format(question=question, passages=passages),
+                max_tokens=max_tokens,
+                temperature=retry_temperature if attempt else 0.0,
+                seed=attempt if attempt else None,
+            )
             reply = llm.complete([request])[0]
             record.selection_calls += 1
             picked = parse_selection(reply.text, len(candidates), parse) if reply.ok else None
@@ -131,13 +151,20 @@ def explore(store: HierarchyStore, vector: np.ndarray, question: str, llm: Any, 
     return record
 
 
-def consecutive_runs(store: HierarchyStore, nodes: Sequence[int], positions: dict[int, int]) -> list[list[int]]:
+def consecutive_runs(
+    store: HierarchyStore, nodes: Sequence[int], positions: dict[int, int]
+) -> list[list[int]]:
     """Group evidence (in node order) so that level-0 chunks at consecutive positions form one run."""
     runs: list[list[int]] = []
     for v in nodes:
         prev = runs[-1][-1] if runs else None
-        if (prev is not None and store.levels[v] == 0 and store.levels[prev] == 0
-                and positions.get(v) is not None and positions.get(v) == (positions.get(prev, -2) + 1)):
+        if (
+            prev is not None
+            and store.levels[v] == 0
+            and store.levels[prev] == 0
+            and positions.get(v) is not None
+            and positions.get(v) == (positions.get(prev, -2) + 1)
+        ):
             runs[-1].append(v)
         else:
             runs.append([v])

@@ -10,10 +10,12 @@ Two choices (``chunk_size`` in config):
   ``chunk_overlap`` tokens (GraphRAG: 1,200 / 100). A chunk carries the ids of every dataset unit
   whose tokens it overlaps, so provenance stays exact at the dataset-unit level.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from memharness.memsys.types import Unit, content_id
 
@@ -28,20 +30,32 @@ class TextUnit:
     source_id: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "text": self.text, "units": list(self.units), "source_id": self.source_id}
+        return {
+            "id": self.id,
+            "text": self.text,
+            "units": list(self.units),
+            "source_id": self.source_id,
+        }
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "TextUnit":
+    def from_json(cls, d: dict[str, Any]) -> TextUnit:
         return cls(id=d["id"], text=d["text"], units=tuple(d["units"]), source_id=d["source_id"])
 
 
-def make_text_units(units: Sequence[Unit], tokenizer: Any, chunk_size: int | None = None,
-                    chunk_overlap: int = 100) -> list[TextUnit]:
+def make_text_units(
+    units: Sequence[Unit], tokenizer: Any, chunk_size: int | None = None, chunk_overlap: int = 100
+) -> list[TextUnit]:
     """Text units from dataset units: one each (``chunk_size=None``) or token windows per document."""
     if chunk_size is None:
-        return [TextUnit(id=u.id, text=u.text, units=(u.id,), source_id=u.source_id) for u in units if u.text.strip()]
+        return [
+            TextUnit(id=u.id, text=u.text, units=(u.id,), source_id=u.source_id)
+            for u in units
+            if u.text.strip()
+        ]
     if chunk_size <= 0 or not 0 <= chunk_overlap < chunk_size:
-        raise ValueError(f"memory.chunk_size must be > memory.chunk_overlap >= 0, got {chunk_size} / {chunk_overlap}")
+        raise ValueError(
+            f"memory.chunk_size must be > memory.chunk_overlap >= 0, got {chunk_size} / {chunk_overlap}"
+        )
     documents: dict[str, list[Unit]] = {}
     for u in units:
         documents.setdefault(u.source_id, []).append(u)
@@ -51,7 +65,9 @@ def make_text_units(units: Sequence[Unit], tokenizer: Any, chunk_size: int | Non
     return out
 
 
-def _windows(source_id: str, members: list[Unit], tokenizer: Any, size: int, overlap: int) -> list[TextUnit]:
+def _windows(
+    source_id: str, members: list[Unit], tokenizer: Any, size: int, overlap: int
+) -> list[TextUnit]:
     """Token windows over one document's units joined by newlines; each knows the units it overlaps."""
     tokens: list[int] = []
     spans: list[tuple[int, int, str]] = []  # (start, end, unit id) in the joined token list
@@ -70,8 +86,14 @@ def _windows(source_id: str, members: list[Unit], tokenizer: Any, size: int, ove
         end = min(start + size, len(tokens))
         covered = tuple(uid for s, e, uid in spans if s < end and e > start)
         text = tokenizer.decode(tokens[start:end])
-        out.append(TextUnit(id=content_id("graphrag-chunk", source_id, start, text, prefix="t-"), text=text,
-                            units=covered, source_id=source_id))
+        out.append(
+            TextUnit(
+                id=content_id("graphrag-chunk", source_id, start, text, prefix="t-"),
+                text=text,
+                units=covered,
+                source_id=source_id,
+            )
+        )
         if end >= len(tokens):
             break
     return out

@@ -1,4 +1,5 @@
 """Small pieces shared by the GraphRAG-lite modules: prompt filling, JSON replies, the failure log."""
+
 from __future__ import annotations
 
 import html
@@ -30,7 +31,7 @@ def parse_json_object(reply: str) -> dict[str, Any] | None:
     if start < 0 or end <= start:
         return None
     try:
-        value = json.loads(reply[start:end + 1])
+        value = json.loads(reply[start : end + 1])
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
@@ -58,18 +59,28 @@ class FailureLog:
         return sum(self.counts[k] for k in kinds) if kinds else sum(self.counts.values())
 
     def to_json(self) -> dict[str, Any]:
-        return {"counts": dict(sorted(self.counts.items())), "samples_kept": len(self.samples),
-                "samples_cap": self.cap, "samples": list(self.samples)}
+        return {
+            "counts": dict(sorted(self.counts.items())),
+            "samples_kept": len(self.samples),
+            "samples_cap": self.cap,
+            "samples": list(self.samples),
+        }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any] | None, cap: int = 20) -> "FailureLog":
+    def from_json(cls, data: dict[str, Any] | None, cap: int = 20) -> FailureLog:
         log = cls(cap=(data or {}).get("samples_cap", cap))
         log.counts.update((data or {}).get("counts", {}))
         log.samples = list((data or {}).get("samples", []))
         return log
 
 
-EXTRACTION_FAILURES = ("call_failed", "loop_unparsed", "unparsed_reply", "malformed_record", "weight_defaulted")
+EXTRACTION_FAILURES = (
+    "call_failed",
+    "loop_unparsed",
+    "unparsed_reply",
+    "malformed_record",
+    "weight_defaulted",
+)
 
 
 def build_provenance(build: dict[str, Any]) -> dict[str, Any]:
@@ -77,7 +88,13 @@ def build_provenance(build: dict[str, Any]) -> dict[str, Any]:
     community levels and their sizes, and the extraction failure counts (every key, zeros included)."""
     leiden = build.get("communities", {})
     counts = build.get("failures", {}).get("counts", {})
-    return {"graph_seed": leiden.get("seed"), "leiden_backend": leiden.get("backend"),
-            "community_levels": leiden.get("levels", 0), "communities_per_level": dict(leiden.get("per_level", {})),
-            "extraction_calls": {k: v for k, v in build.get("llm_calls", {}).items() if k in ("extract", "glean", "loop")},
-            "extraction_failures": {k: int(counts.get(k, 0)) for k in EXTRACTION_FAILURES}}
+    return {
+        "graph_seed": leiden.get("seed"),
+        "leiden_backend": leiden.get("backend"),
+        "community_levels": leiden.get("levels", 0),
+        "communities_per_level": dict(leiden.get("per_level", {})),
+        "extraction_calls": {
+            k: v for k, v in build.get("llm_calls", {}).items() if k in ("extract", "glean", "loop")
+        },
+        "extraction_failures": {k: int(counts.get(k, 0)) for k in EXTRACTION_FAILURES},
+    }

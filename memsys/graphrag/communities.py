@@ -22,12 +22,14 @@ connected component. That algorithm, rebuilt on python-igraph (or leidenalg):
 GraphRAG's level 0 is the coarsest. Every partition is seeded with ``seed``; the same graph and
 seed give the same hierarchy. Communities are numbered level by level (their human ids).
 """
+
 from __future__ import annotations
 
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 
 @dataclass
@@ -36,12 +38,22 @@ class Community:
     level: int  # GraphRAG's level: 0 = coarsest
     members: list[int]  # entity positions (every entity beneath), ascending
     parent: int = -1
-    children: list[int] = field(default_factory=list)  # sub-community keys (empty: a final community)
+    children: list[int] = field(
+        default_factory=list
+    )  # sub-community keys (empty: a final community)
 
 
-def hierarchical_leiden(n_entities: int, edges: Sequence[tuple[int, int, float]], max_cluster_size: int = 10,
-                        seed: int = 0, use_lcc: bool = True, resolution: float = 1.0, iterations: int = 1,
-                        backend: str = "igraph", randomness: float = 0.001) -> tuple[list[Community], dict[str, Any]]:
+def hierarchical_leiden(
+    n_entities: int,
+    edges: Sequence[tuple[int, int, float]],
+    max_cluster_size: int = 10,
+    seed: int = 0,
+    use_lcc: bool = True,
+    resolution: float = 1.0,
+    iterations: int = 1,
+    backend: str = "igraph",
+    randomness: float = 0.001,
+) -> tuple[list[Community], dict[str, Any]]:
     """Communities (level 0 first) and a record of the run (sizes, seed, unsplittable ones, time)."""
     import igraph as ig
 
@@ -51,13 +63,27 @@ def hierarchical_leiden(n_entities: int, edges: Sequence[tuple[int, int, float]]
         raise ValueError(f"memory.leiden_backend must be 'igraph' or 'leidenalg', got {backend!r}")
     start = time.perf_counter()
     nodes = sorted({u for u, v, _ in edges} | {v for u, v, _ in edges})
-    info: dict[str, Any] = {"seed": seed, "max_cluster_size": max_cluster_size, "use_lcc": use_lcc,
-                            "resolution": resolution, "iterations": iterations, "backend": backend,
-                            "randomness": randomness if backend == "igraph" else None, "entities": n_entities,
-                            "graph_nodes": len(nodes), "graph_edges": len(edges)}
+    info: dict[str, Any] = {
+        "seed": seed,
+        "max_cluster_size": max_cluster_size,
+        "use_lcc": use_lcc,
+        "resolution": resolution,
+        "iterations": iterations,
+        "backend": backend,
+        "randomness": randomness if backend == "igraph" else None,
+        "entities": n_entities,
+        "graph_nodes": len(nodes),
+        "graph_edges": len(edges),
+    }
     if not nodes:
-        return [], {**info, "clustered_nodes": 0, "levels": 0, "communities": 0, "unsplittable": [],
-                    "seconds": time.perf_counter() - start}
+        return [], {
+            **info,
+            "clustered_nodes": 0,
+            "levels": 0,
+            "communities": 0,
+            "unsplittable": [],
+            "seconds": time.perf_counter() - start,
+        }
     index = {v: i for i, v in enumerate(nodes)}
     graph = ig.Graph(n=len(nodes), edges=[(index[u], index[v]) for u, v, _ in edges])
     graph.es["weight"] = [float(w) for _, _, w in edges]
@@ -65,7 +91,9 @@ def hierarchical_leiden(n_entities: int, edges: Sequence[tuple[int, int, float]]
     if use_lcc:
         graph = _largest_component(graph)
     communities: list[Community] = []
-    frontier = [(None, graph)]  # (parent key, subgraph to split); each subgraph carries its entity ids
+    frontier = [
+        (None, graph)
+    ]  # (parent key, subgraph to split); each subgraph carries its entity ids
     level, unsplittable = 0, []
     while frontier:
         next_frontier = []
@@ -76,8 +104,12 @@ def hierarchical_leiden(n_entities: int, edges: Sequence[tuple[int, int, float]]
                 continue
             entity_of = sub.vs["entity"]
             for part in parts:
-                c = Community(key=len(communities), level=level, members=sorted(entity_of[v] for v in part),
-                              parent=-1 if parent is None else parent)
+                c = Community(
+                    key=len(communities),
+                    level=level,
+                    members=sorted(entity_of[v] for v in part),
+                    parent=-1 if parent is None else parent,
+                )
                 communities.append(c)
                 if parent is not None:
                     communities[parent].children.append(c.key)
@@ -85,10 +117,15 @@ def hierarchical_leiden(n_entities: int, edges: Sequence[tuple[int, int, float]]
                     next_frontier.append((c.key, sub.induced_subgraph(part)))
         frontier, level = next_frontier, level + 1
     levels = max(c.level for c in communities) + 1
-    info.update(clustered_nodes=graph.vcount(), levels=levels, communities=len(communities),
-                per_level={str(lv): sum(1 for c in communities if c.level == lv) for lv in range(levels)},
-                max_final_size=max((len(c.members) for c in communities if not c.children), default=0),
-                unsplittable=unsplittable, seconds=time.perf_counter() - start)
+    info.update(
+        clustered_nodes=graph.vcount(),
+        levels=levels,
+        communities=len(communities),
+        per_level={str(lv): sum(1 for c in communities if c.level == lv) for lv in range(levels)},
+        max_final_size=max((len(c.members) for c in communities if not c.children), default=0),
+        unsplittable=unsplittable,
+        seconds=time.perf_counter() - start,
+    )
     return communities, info
 
 
@@ -100,31 +137,49 @@ def _largest_component(graph: Any) -> Any:
     return graph.induced_subgraph(sorted(best))
 
 
-def _partition(sub: Any, seed: int, resolution: float, iterations: int, backend: str,
-               randomness: float) -> list[list[int]]:
+def _partition(
+    sub: Any, seed: int, resolution: float, iterations: int, backend: str, randomness: float
+) -> list[list[int]]:
     """One seeded Leiden partition of ``sub``; parts as its vertex ids, ordered by their lowest entity."""
     if sub.ecount() == 0:
         parts = [[v] for v in range(sub.vcount())]
     else:
         groups: dict[int, list[int]] = {}
-        for v, community in enumerate(_membership(sub, seed, resolution, iterations, backend, randomness)):
+        for v, community in enumerate(
+            _membership(sub, seed, resolution, iterations, backend, randomness)
+        ):
             groups.setdefault(community, []).append(v)
         parts = list(groups.values())
     entity_of = sub.vs["entity"]
     return sorted(parts, key=lambda part: min(entity_of[v] for v in part))
 
 
-def _membership(sub: Any, seed: int, resolution: float, iterations: int, backend: str, randomness: float) -> list[int]:
+def _membership(
+    sub: Any, seed: int, resolution: float, iterations: int, backend: str, randomness: float
+) -> list[int]:
     if backend == "leidenalg":
         import leidenalg
 
-        return leidenalg.find_partition(sub, leidenalg.RBConfigurationVertexPartition, weights="weight",
-                                        resolution_parameter=resolution, n_iterations=iterations, seed=seed).membership
+        return leidenalg.find_partition(
+            sub,
+            leidenalg.RBConfigurationVertexPartition,
+            weights="weight",
+            resolution_parameter=resolution,
+            n_iterations=iterations,
+            seed=seed,
+        ).membership
     import igraph as ig
 
-    ig.set_random_number_generator(random.Random(seed))  # igraph's RNG is global: seed it, then restore
+    ig.set_random_number_generator(
+        random.Random(seed)
+    )  # igraph's RNG is global: seed it, then restore
     try:
-        return sub.community_leiden(objective_function="modularity", weights="weight", resolution=resolution,
-                                    beta=randomness, n_iterations=iterations).membership
+        return sub.community_leiden(
+            objective_function="modularity",
+            weights="weight",
+            resolution=resolution,
+            beta=randomness,
+            n_iterations=iterations,
+        ).membership
     finally:
         ig.set_random_number_generator(random)

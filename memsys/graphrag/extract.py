@@ -24,15 +24,17 @@ number becomes 1.0 (GraphRAG) and is counted. Every reply that yields nothing us
 record that cannot be read and every failed call is counted and its raw text kept
 (``FailureLog``); nothing is dropped silently.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
-from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.graphrag.chunks import TextUnit
 from memharness.memsys.graphrag.common import FailureLog, clean_str, fill, parse_json_object
+from memharness.memsys.services.types import ChatRequest
 
 
 @dataclass(frozen=True)
@@ -80,11 +82,19 @@ class Extraction:
 
 def extraction_prompt(settings: ExtractSettings, text: str) -> str:
     types = ",".join(t.upper() for t in settings.entity_types)
-    return fill(settings.prompt, entity_types=types, input_text=text, tuple_delimiter=settings.tuple_delimiter,
-                record_delimiter=settings.record_delimiter, completion_delimiter=settings.completion_delimiter)
+    return fill(
+        settings.prompt,
+        entity_types=types,
+        input_text=text,
+        tuple_delimiter=settings.tuple_delimiter,
+        record_delimiter=settings.record_delimiter,
+        completion_delimiter=settings.completion_delimiter,
+    )
 
 
-def _request(messages: list[tuple[str, str]], settings: ExtractSettings, **params: Any) -> ChatRequest:
+def _request(
+    messages: list[tuple[str, str]], settings: ExtractSettings, **params: Any
+) -> ChatRequest:
     params.setdefault("max_tokens", settings.max_tokens)
     params.setdefault("json_output", settings.format == "json")
     if settings.format == "records" and "choices" not in params:
@@ -92,31 +102,47 @@ def _request(messages: list[tuple[str, str]], settings: ExtractSettings, **param
     return ChatRequest(messages=tuple(messages), temperature=0.0, **params)
 
 
-def run_extraction(llm: Any, text_units: Sequence[TextUnit], settings: ExtractSettings, log: FailureLog) -> Extraction:
+def run_extraction(
+    llm: Any, text_units: Sequence[TextUnit], settings: ExtractSettings, log: FailureLog
+) -> Extraction:
     """Extract from every text unit: the first pass, gleanings and loop checks, each as one batch."""
     out = Extraction()
     conversations = {tu.id: [("user", extraction_prompt(settings, tu.text))] for tu in text_units}
-    active = _answer_round(llm, conversations, list(conversations), None, settings, out, log, "extract")
+    active = _answer_round(
+        llm, conversations, list(conversations), None, settings, out, log, "extract"
+    )
     for round_ in range(settings.max_gleanings):
-        active = _answer_round(llm, conversations, active, fill(settings.continue_prompt), settings, out, log, "glean")
+        active = _answer_round(
+            llm, conversations, active, fill(settings.continue_prompt), settings, out, log, "glean"
+        )
         if round_ >= settings.max_gleanings - 1 or not active:
             break
         active = _loop_check(llm, conversations, active, settings, out, log)
     return out
 
 
-def _answer_round(llm: Any, conversations: dict[str, list[tuple[str, str]]], ids: list[str], follow_up: str | None,
-                  settings: ExtractSettings, out: Extraction, log: FailureLog, kind: str) -> list[str]:
+def _answer_round(
+    llm: Any,
+    conversations: dict[str, list[tuple[str, str]]],
+    ids: list[str],
+    follow_up: str | None,
+    settings: ExtractSettings,
+    out: Extraction,
+    log: FailureLog,
+    kind: str,
+) -> list[str]:
     """Send one extraction or gleaning turn for ``ids``; parse the replies; return the ids still going."""
     if not ids:
         return []
     if follow_up is not None:
         for i in ids:
             conversations[i].append(("user", follow_up))
-    completions = llm.complete([_request(conversations[i], settings) for i in ids], desc=f"graphrag {kind}")
+    completions = llm.complete(
+        [_request(conversations[i], settings) for i in ids], desc=f"graphrag {kind}"
+    )
     out.calls[kind] += len(ids)
     going = []
-    for i, comp in zip(ids, completions):
+    for i, comp in zip(ids, completions, strict=False):
         if not comp.ok:
             log.add("call_failed", comp.error or "", step=kind, chunk=i)
             continue
@@ -129,16 +155,30 @@ def _answer_round(llm: Any, conversations: dict[str, list[tuple[str, str]]], ids
     return going
 
 
-def _loop_check(llm: Any, conversations: dict[str, list[tuple[str, str]]], ids: list[str], settings: ExtractSettings,
-                out: Extraction, log: FailureLog) -> list[str]:
+def _loop_check(
+    llm: Any,
+    conversations: dict[str, list[tuple[str, str]]],
+    ids: list[str],
+    settings: ExtractSettings,
+    out: Extraction,
+    log: FailureLog,
+) -> list[str]:
     """Ask whether more entities remain; only an exact "Y" goes on (question and answer stay in history)."""
     question = fill(settings.loop_prompt)
-    requests = [_request([*conversations[i], ("user", question)], settings, max_tokens=1,
-                         choices=("Y", "N"), json_output=False) for i in ids]
+    requests = [
+        _request(
+            [*conversations[i], ("user", question)],
+            settings,
+            max_tokens=1,
+            choices=("Y", "N"),
+            json_output=False,
+        )
+        for i in ids
+    ]
     completions = llm.complete(requests, desc="graphrag loop")
     out.calls["loop"] += len(ids)
     going = []
-    for i, comp in zip(ids, completions):
+    for i, comp in zip(ids, completions, strict=False):
         if not comp.ok:
             log.add("call_failed", comp.error or "", step="loop", chunk=i)
         elif comp.text.strip() == "Y":
@@ -149,17 +189,30 @@ def _loop_check(llm: Any, conversations: dict[str, list[tuple[str, str]]], ids: 
     return going
 
 
-def parse_reply(reply: str, chunk: str, settings: ExtractSettings,
-                log: FailureLog) -> tuple[list[EntityRecord], list[RelationRecord]]:
+def parse_reply(
+    reply: str, chunk: str, settings: ExtractSettings, log: FailureLog
+) -> tuple[list[EntityRecord], list[RelationRecord]]:
     """Entities and relationships of one reply in the configured format; failures go to ``log``."""
     if settings.format == "json":
         return parse_json_reply(reply, chunk, log)
-    return parse_records(reply, chunk, log, settings.tuple_delimiter, settings.record_delimiter,
-                         settings.completion_delimiter)
+    return parse_records(
+        reply,
+        chunk,
+        log,
+        settings.tuple_delimiter,
+        settings.record_delimiter,
+        settings.completion_delimiter,
+    )
 
 
-def parse_records(reply: str, chunk: str, log: FailureLog, tuple_delimiter: str = "<|>", record_delimiter: str = "##",
-                  completion_delimiter: str = "<|COMPLETE|>") -> tuple[list[EntityRecord], list[RelationRecord]]:
+def parse_records(
+    reply: str,
+    chunk: str,
+    log: FailureLog,
+    tuple_delimiter: str = "<|>",
+    record_delimiter: str = "##",
+    completion_delimiter: str = "<|COMPLETE|>",
+) -> tuple[list[EntityRecord], list[RelationRecord]]:
     """Delimited records. Pieces are split on the record delimiter and on line breaks (a model that
     writes one record per line without ``##`` still parses). A reply with text but no readable record
     counts once as ``unparsed_reply``; otherwise each unreadable piece counts as ``malformed_record``."""
@@ -175,12 +228,30 @@ def parse_records(reply: str, chunk: str, log: FailureLog, tuple_delimiter: str 
         fields = record.split(tuple_delimiter)
         kind = clean_str(fields[0]).lower()
         if kind == "entity" and len(fields) >= 4 and clean_str(fields[1]):
-            entities.append(EntityRecord(name=clean_str(fields[1]).upper(), type=clean_str(fields[2]).upper(),
-                                         description=clean_str(fields[3]), chunk=chunk))
-        elif kind == "relationship" and len(fields) >= 5 and clean_str(fields[1]) and clean_str(fields[2]):
+            entities.append(
+                EntityRecord(
+                    name=clean_str(fields[1]).upper(),
+                    type=clean_str(fields[2]).upper(),
+                    description=clean_str(fields[3]),
+                    chunk=chunk,
+                )
+            )
+        elif (
+            kind == "relationship"
+            and len(fields) >= 5
+            and clean_str(fields[1])
+            and clean_str(fields[2])
+        ):
             weight = _weight(fields[-1], chunk, log)
-            relations.append(RelationRecord(source=clean_str(fields[1]).upper(), target=clean_str(fields[2]).upper(),
-                                            description=clean_str(fields[3]), weight=weight, chunk=chunk))
+            relations.append(
+                RelationRecord(
+                    source=clean_str(fields[1]).upper(),
+                    target=clean_str(fields[2]).upper(),
+                    description=clean_str(fields[3]),
+                    weight=weight,
+                    chunk=chunk,
+                )
+            )
         else:
             malformed.append(piece)
     if malformed and not entities and not relations:
@@ -200,26 +271,42 @@ def _weight(raw: Any, chunk: str, log: FailureLog) -> float:
         return 1.0
 
 
-def parse_json_reply(reply: str, chunk: str, log: FailureLog) -> tuple[list[EntityRecord], list[RelationRecord]]:
+def parse_json_reply(
+    reply: str, chunk: str, log: FailureLog
+) -> tuple[list[EntityRecord], list[RelationRecord]]:
     """The JSON format: ``{"entities": [...], "relationships": [...]}``."""
     data = parse_json_object(reply)
-    if data is None or not isinstance(data.get("entities", []), list) \
-            or not isinstance(data.get("relationships", []), list):
+    if (
+        data is None
+        or not isinstance(data.get("entities", []), list)
+        or not isinstance(data.get("relationships", []), list)
+    ):
         log.add("unparsed_reply", reply, chunk=chunk)
         return [], []
     entities, relations = [], []
     for e in data.get("entities", []):
         if isinstance(e, dict) and clean_str(e.get("name")):
-            entities.append(EntityRecord(name=clean_str(e["name"]).upper(), type=clean_str(e.get("type")).upper(),
-                                         description=clean_str(e.get("description")), chunk=chunk))
+            entities.append(
+                EntityRecord(
+                    name=clean_str(e["name"]).upper(),
+                    type=clean_str(e.get("type")).upper(),
+                    description=clean_str(e.get("description")),
+                    chunk=chunk,
+                )
+            )
         else:
             log.add("malformed_record", str(e), chunk=chunk)
     for r in data.get("relationships", []):
         if isinstance(r, dict) and clean_str(r.get("source")) and clean_str(r.get("target")):
-            relations.append(RelationRecord(source=clean_str(r["source"]).upper(), target=clean_str(r["target"]).upper(),
-                                            description=clean_str(r.get("description")),
-                                            weight=_weight(r.get("strength", r.get("weight")), chunk, log),
-                                            chunk=chunk))
+            relations.append(
+                RelationRecord(
+                    source=clean_str(r["source"]).upper(),
+                    target=clean_str(r["target"]).upper(),
+                    description=clean_str(r.get("description")),
+                    weight=_weight(r.get("strength", r.get("weight")), chunk, log),
+                    chunk=chunk,
+                )
+            )
         else:
             log.add("malformed_record", str(r), chunk=chunk)
     return entities, relations

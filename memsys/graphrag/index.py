@@ -17,13 +17,14 @@ The store holds everything (``memsys.hierarchy.HierarchyStore``):
 Text units (the chunks) are not nodes: they live in the memory's state and are returned by local
 search with their dataset units as provenance.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from memharness.memsys.hierarchy.store import HierarchyStore
 from memharness.memsys.graphrag.chunks import TextUnit
+from memharness.memsys.hierarchy.store import HierarchyStore
 
 
 @dataclass
@@ -61,25 +62,39 @@ class GraphIndex:
         self.incident: dict[int, list[int]] = {v: [] for v in self.entities}
         for v in self.entities:
             for r in store.meta[v].get("relations", []):
-                rel = Rel(id=r["id"], source=v, target=by_id[r["target"]], description=r["description"],
-                          weight=float(r["weight"]), rank=int(r["rank"]), units=tuple(r["units"]),
-                          text_units=tuple(r["text_units"]))
+                rel = Rel(
+                    id=r["id"],
+                    source=v,
+                    target=by_id[r["target"]],
+                    description=r["description"],
+                    weight=float(r["weight"]),
+                    rank=int(r["rank"]),
+                    units=tuple(r["units"]),
+                    text_units=tuple(r["text_units"]),
+                )
                 self.incident[rel.source].append(len(self.relations))
                 self.incident[rel.target].append(len(self.relations))
                 self.relations.append(rel)
         self.communities: list[CommunityView] = []
-        self.entity_communities: dict[int, list[int]] = {v: [] for v in self.entities}  # community views, coarse first
+        self.entity_communities: dict[int, list[int]] = {
+            v: [] for v in self.entities
+        }  # community views, coarse first
         for v in store.content_nodes():
             m = store.meta[v]
             if store.levels[v] == 0 or "community" not in m:
                 continue
-            view = CommunityView(node=v, key=int(m["community"]), level=int(m["community_level"]),
-                                 members=store.atoms_under(v), rating=float(m.get("rating", 0.0)),
-                                 has_report=m.get("report_status") == "parsed")
+            view = CommunityView(
+                node=v,
+                key=int(m["community"]),
+                level=int(m["community_level"]),
+                members=store.atoms_under(v),
+                rating=float(m.get("rating", 0.0)),
+                has_report=m.get("report_status") == "parsed",
+            )
             for e in view.members:
                 self.entity_communities.setdefault(e, []).append(len(self.communities))
             self.communities.append(view)
-        for e, views in self.entity_communities.items():
+        for views in self.entity_communities.values():
             views.sort(key=lambda i: self.communities[i].level)
         self._rollup: dict[int, list[int]] = {}
         self._contiguous = self.entities == list(range(len(self.entities)))
@@ -108,14 +123,20 @@ class GraphIndex:
             eligible = [i for i in views if self.communities[i].level <= community_level]
             if eligible:
                 chosen.add(eligible[-1])
-        self._rollup[community_level] = sorted((i for i in chosen if self.communities[i].has_report),
-                                               key=lambda i: self.communities[i].key)
+        self._rollup[community_level] = sorted(
+            (i for i in chosen if self.communities[i].has_report),
+            key=lambda i: self.communities[i].key,
+        )
         return self._rollup[community_level]
 
     def entity_text_units(self, entity: int) -> list[str]:
         return list(self.store.meta[entity].get("text_units", []))
 
     def describe(self) -> dict[str, Any]:
-        return {"entities": len(self.entities), "relationships": len(self.relations),
-                "communities": len(self.communities), "text_units": len(self.text_units),
-                "reports": sum(c.has_report for c in self.communities)}
+        return {
+            "entities": len(self.entities),
+            "relationships": len(self.relations),
+            "communities": len(self.communities),
+            "text_units": len(self.text_units),
+            "reports": sum(c.has_report for c in self.communities),
+        }

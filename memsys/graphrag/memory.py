@@ -12,35 +12,64 @@ the core's ``collapsed``, ``collapsed_expand`` and ``top_down`` run on the same 
 reports in one pool; top-down from the coarsest communities) for the traversal-coupling
 experiment. Hyperparameters and every prompt: ``conf/memory/graphrag.yaml``; see docs/graphrag.md.
 """
+
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
-from typing import Annotated, Any, Iterator, Literal, Sequence
+from typing import Annotated, Any, Literal
 
 import numpy as np
-
-from memharness.memsys.services.types import Completion
-from memharness.memsys.hierarchy import traverse
-from memharness.memsys.hierarchy.memory import HierarchicalMemory, retrieval_record
-from memharness.memsys.hierarchy.store import HierarchyStore
-from memharness.memsys.settings import NonEmpty, Placeholders, Range
-from memharness.memsys.types import Question, RetrievedItem, Unit, content_id
 from memharness.memsys.graphrag.chunks import TextUnit, make_text_units
 from memharness.memsys.graphrag.common import FailureLog, build_provenance
 from memharness.memsys.graphrag.communities import Community, hierarchical_leiden
 from memharness.memsys.graphrag.extract import ExtractSettings, run_extraction
 from memharness.memsys.graphrag.index import GraphIndex
-from memharness.memsys.graphrag.merge import Graph, SummarySettings, merge_graph, summarize_descriptions
-from memharness.memsys.graphrag.reports import ContextBuilder, Report, ReportSettings, generate_reports
-from memharness.memsys.graphrag.search_global import GlobalSearch, GlobalSearchSettings, global_settings
-from memharness.memsys.graphrag.search_local import LocalSearch, LocalSearchSettings, local_settings, local_settings_problems
+from memharness.memsys.graphrag.merge import (
+    Graph,
+    SummarySettings,
+    merge_graph,
+    summarize_descriptions,
+)
+from memharness.memsys.graphrag.reports import (
+    ContextBuilder,
+    Report,
+    ReportSettings,
+    generate_reports,
+)
+from memharness.memsys.graphrag.search_global import (
+    GlobalSearch,
+    GlobalSearchSettings,
+    global_settings,
+)
+from memharness.memsys.graphrag.search_local import (
+    LocalSearch,
+    LocalSearchSettings,
+    local_settings,
+    local_settings_problems,
+)
+from memharness.memsys.hierarchy import traverse
+from memharness.memsys.hierarchy.memory import HierarchicalMemory, retrieval_record
+from memharness.memsys.hierarchy.store import HierarchyStore
+from memharness.memsys.services.types import Completion
+from memharness.memsys.settings import NonEmpty, Placeholders, Range
+from memharness.memsys.types import Question, RetrievedItem, Unit, content_id
 
 log = logging.getLogger(__name__)
 DELIMITERS = ("entity_types", "tuple_delimiter", "record_delimiter", "completion_delimiter")
-PROMPTS = ("extract_prompt", "extract_json_prompt", "continue_prompt", "loop_prompt", "summarize_prompt",
-           "report_prompt", "map_prompt", "reduce_prompt", "reduce_mc_prompt")
+PROMPTS = (
+    "extract_prompt",
+    "extract_json_prompt",
+    "continue_prompt",
+    "loop_prompt",
+    "summarize_prompt",
+    "report_prompt",
+    "map_prompt",
+    "reduce_prompt",
+    "reduce_mc_prompt",
+)
 
 
 def default_prompts() -> dict[str, str]:
@@ -49,7 +78,9 @@ def default_prompts() -> dict[str, str]:
 
     from omegaconf import OmegaConf
 
-    cfg = OmegaConf.create((files("memharness.conf") / "memory" / "graphrag.yaml").read_text(encoding="utf-8"))
+    cfg = OmegaConf.create(
+        (files("memharness.conf") / "memory" / "graphrag.yaml").read_text(encoding="utf-8")
+    )
     return {k: str(cfg[k]) for k in PROMPTS}
 
 
@@ -60,62 +91,122 @@ class GraphRAG(HierarchicalMemory):
     name = "graphrag"
     traversals = traverse.TRAVERSALS + ("local", "global")
 
-    def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None, *,
-                 chunk_size: Annotated[int, Range(1)] | None = None, chunk_overlap: Annotated[int, Range(0)] = 100,
-                 entity_types: Annotated[list[str], NonEmpty()] = ("organization", "person", "geo", "event"),
-                 extraction_format: Literal["records", "json"] = "records",
-                 max_gleanings: Annotated[int, Range(0)] = 1, extract_max_tokens: Annotated[int, Range(1)] = 1500,
-                 tuple_delimiter: Annotated[str, NonEmpty()] = "<|>", record_delimiter: Annotated[str, NonEmpty()] = "##",
-                 completion_delimiter: Annotated[str, NonEmpty()] = "<|COMPLETE|>",
-                 missing_endpoint: Literal["drop", "create"] = "drop",
-                 summary_threshold_tokens: Annotated[int, Range(0)] = 500,
-                 summary_max_input_tokens: Annotated[int, Range(1)] = 4000,
-                 summary_max_words: Annotated[int, Range(1)] = 500, summary_max_tokens: Annotated[int, Range(1)] = 700,
-                 description_separator: str = "\n",
-                 max_cluster_size: Annotated[int, Range(1)] = 10, use_lcc: bool = True,
-                 leiden_seed: Annotated[int, Range(0)] | None = None,
-                 leiden_resolution: Annotated[float, Range(0, lo_open=True)] = 1.0,
-                 leiden_iterations: Annotated[int, Range(1)] = 1,
-                 leiden_backend: Literal["igraph", "leidenalg"] = "igraph",
-                 leiden_randomness: Annotated[float, Range(0, lo_open=True)] = 0.001,
-                 report_max_input_tokens: Annotated[int, Range(1)] = 8000,
-                 report_max_words: Annotated[int, Range(1)] = 2000, report_max_tokens: Annotated[int, Range(1)] = 1500,
-                 local_search: LocalSearchSettings | None = None, global_search: GlobalSearchSettings | None = None,
-                 max_failures_kept: Annotated[int, Range(0)] = 20,
-                 extract_prompt: Annotated[str, Placeholders("input_text", optional=DELIMITERS)] | None = None,
-                 extract_json_prompt: Annotated[str, Placeholders("input_text", optional=("entity_types",))] | None = None,
-                 continue_prompt: Annotated[str, Placeholders()] | None = None,
-                 loop_prompt: Annotated[str, Placeholders()] | None = None,
-                 summarize_prompt: Annotated[str, Placeholders("description_list",
-                                                               optional=("entity_name", "max_length"))] | None = None,
-                 report_prompt: Annotated[str, Placeholders("input_text", optional=("max_report_length",))] | None = None,
-                 map_prompt: Annotated[str, Placeholders("context_data", optional=("max_length",))] | None = None,
-                 reduce_prompt: Annotated[str, Placeholders("report_data",
-                                                            optional=("response_type", "max_length"))] | None = None,
-                 reduce_mc_prompt: Annotated[str, Placeholders("report_data", "options")] | None = None,
-                 traversal: str = "local", top_k: int = 10, retrieve_threshold: float = -1.0, **core: Any) -> None:
+    def __init__(
+        self,
+        llm: Any = None,
+        embedder: Any = None,
+        tokenizer: Any = None,
+        *,
+        chunk_size: Annotated[int, Range(1)] | None = None,
+        chunk_overlap: Annotated[int, Range(0)] = 100,
+        entity_types: Annotated[list[str], NonEmpty()] = ("organization", "person", "geo", "event"),
+        extraction_format: Literal["records", "json"] = "records",
+        max_gleanings: Annotated[int, Range(0)] = 1,
+        extract_max_tokens: Annotated[int, Range(1)] = 1500,
+        tuple_delimiter: Annotated[str, NonEmpty()] = "<|>",
+        record_delimiter: Annotated[str, NonEmpty()] = "##",
+        completion_delimiter: Annotated[str, NonEmpty()] = "<|COMPLETE|>",
+        missing_endpoint: Literal["drop", "create"] = "drop",
+        summary_threshold_tokens: Annotated[int, Range(0)] = 500,
+        summary_max_input_tokens: Annotated[int, Range(1)] = 4000,
+        summary_max_words: Annotated[int, Range(1)] = 500,
+        summary_max_tokens: Annotated[int, Range(1)] = 700,
+        description_separator: str = "\n",
+        max_cluster_size: Annotated[int, Range(1)] = 10,
+        use_lcc: bool = True,
+        leiden_seed: Annotated[int, Range(0)] | None = None,
+        leiden_resolution: Annotated[float, Range(0, lo_open=True)] = 1.0,
+        leiden_iterations: Annotated[int, Range(1)] = 1,
+        leiden_backend: Literal["igraph", "leidenalg"] = "igraph",
+        leiden_randomness: Annotated[float, Range(0, lo_open=True)] = 0.001,
+        report_max_input_tokens: Annotated[int, Range(1)] = 8000,
+        report_max_words: Annotated[int, Range(1)] = 2000,
+        report_max_tokens: Annotated[int, Range(1)] = 1500,
+        local_search: LocalSearchSettings | None = None,
+        global_search: GlobalSearchSettings | None = None,
+        max_failures_kept: Annotated[int, Range(0)] = 20,
+        extract_prompt: Annotated[str, Placeholders("input_text", optional=DELIMITERS)]
+        | None = None,
+        extract_json_prompt: Annotated[str, Placeholders("input_text", optional=("entity_types",))]
+        | None = None,
+        continue_prompt: Annotated[str, Placeholders()] | None = None,
+        loop_prompt: Annotated[str, Placeholders()] | None = None,
+        summarize_prompt: Annotated[
+            str, Placeholders("description_list", optional=("entity_name", "max_length"))
+        ]
+        | None = None,
+        report_prompt: Annotated[str, Placeholders("input_text", optional=("max_report_length",))]
+        | None = None,
+        map_prompt: Annotated[str, Placeholders("context_data", optional=("max_length",))]
+        | None = None,
+        reduce_prompt: Annotated[
+            str, Placeholders("report_data", optional=("response_type", "max_length"))
+        ]
+        | None = None,
+        reduce_mc_prompt: Annotated[str, Placeholders("report_data", "options")] | None = None,
+        traversal: str = "local",
+        top_k: int = 10,
+        retrieve_threshold: float = -1.0,
+        **core: Any,
+    ) -> None:
         # Settings are declared by the annotations (memsys.settings), checked before a run starts;
         # null prompts are the ones in conf/memory/graphrag.yaml.
-        super().__init__(llm=llm, embedder=embedder, tokenizer=tokenizer, traversal=traversal, top_k=top_k,
-                         retrieve_threshold=retrieve_threshold, **core)
+        super().__init__(
+            llm=llm,
+            embedder=embedder,
+            tokenizer=tokenizer,
+            traversal=traversal,
+            top_k=top_k,
+            retrieve_threshold=retrieve_threshold,
+            **core,
+        )
         self.chunk_size, self.chunk_overlap = chunk_size, int(chunk_overlap)
         self.entity_types, self.extraction_format = list(entity_types), extraction_format
         self.max_gleanings, self.extract_max_tokens = int(max_gleanings), int(extract_max_tokens)
         self.tuple_delimiter, self.record_delimiter = tuple_delimiter, record_delimiter
         self.completion_delimiter, self.missing_endpoint = completion_delimiter, missing_endpoint
-        self.summary_threshold_tokens, self.summary_max_input_tokens = int(summary_threshold_tokens), int(summary_max_input_tokens)
-        self.summary_max_words, self.summary_max_tokens = int(summary_max_words), int(summary_max_tokens)
+        self.summary_threshold_tokens, self.summary_max_input_tokens = (
+            int(summary_threshold_tokens),
+            int(summary_max_input_tokens),
+        )
+        self.summary_max_words, self.summary_max_tokens = (
+            int(summary_max_words),
+            int(summary_max_tokens),
+        )
         self.description_separator = description_separator
-        self.max_cluster_size, self.use_lcc, self.leiden_seed = int(max_cluster_size), bool(use_lcc), leiden_seed
-        self.leiden_resolution, self.leiden_iterations = float(leiden_resolution), int(leiden_iterations)
+        self.max_cluster_size, self.use_lcc, self.leiden_seed = (
+            int(max_cluster_size),
+            bool(use_lcc),
+            leiden_seed,
+        )
+        self.leiden_resolution, self.leiden_iterations = (
+            float(leiden_resolution),
+            int(leiden_iterations),
+        )
         self.leiden_backend, self.leiden_randomness = leiden_backend, float(leiden_randomness)
-        self.report_max_input_tokens, self.report_max_words = int(report_max_input_tokens), int(report_max_words)
-        self.report_max_tokens, self.max_failures_kept = int(report_max_tokens), int(max_failures_kept)
-        self.local_search, self.global_search = local_settings(local_search), global_settings(global_search)
-        given = {"extract_prompt": extract_prompt, "extract_json_prompt": extract_json_prompt,
-                 "continue_prompt": continue_prompt, "loop_prompt": loop_prompt, "summarize_prompt": summarize_prompt,
-                 "report_prompt": report_prompt, "map_prompt": map_prompt, "reduce_prompt": reduce_prompt,
-                 "reduce_mc_prompt": reduce_mc_prompt}
+        self.report_max_input_tokens, self.report_max_words = (
+            int(report_max_input_tokens),
+            int(report_max_words),
+        )
+        self.report_max_tokens, self.max_failures_kept = (
+            int(report_max_tokens),
+            int(max_failures_kept),
+        )
+        self.local_search, self.global_search = (
+            local_settings(local_search),
+            global_settings(global_search),
+        )
+        given = {
+            "extract_prompt": extract_prompt,
+            "extract_json_prompt": extract_json_prompt,
+            "continue_prompt": continue_prompt,
+            "loop_prompt": loop_prompt,
+            "summarize_prompt": summarize_prompt,
+            "report_prompt": report_prompt,
+            "map_prompt": map_prompt,
+            "reduce_prompt": reduce_prompt,
+            "reduce_mc_prompt": reduce_mc_prompt,
+        }
         defaults = default_prompts() if any(v is None for v in given.values()) else {}
         for key, value in given.items():
             setattr(self, key, value if value is not None else defaults[key])
@@ -125,7 +216,9 @@ class GraphRAG(HierarchicalMemory):
         self.search_record: dict[str, Any] = {"queries": 0, "local": {}, "global": {}}
         self.index: GraphIndex | None = None
         self._global: GlobalSearch | None = None
-        self._map_outcome: tuple[str, dict[str, int]] | None = None  # the last question's map calls (answer reads it)
+        self._map_outcome: tuple[str, dict[str, int]] | None = (
+            None  # the last question's map calls (answer reads it)
+        )
 
     @classmethod
     def check_settings(cls, settings: dict[str, Any]) -> Iterator[tuple[str, str]]:
@@ -152,37 +245,70 @@ class GraphRAG(HierarchicalMemory):
         self.text_units = {tu.id: tu for tu in text_units}
         extraction = run_extraction(self.llm, text_units, self._extract_settings(), log)
         timings["extract_s"] = time.perf_counter() - start
-        graph = merge_graph(extraction.entities, extraction.relations, text_units, log, self.missing_endpoint)
+        graph = merge_graph(
+            extraction.entities, extraction.relations, text_units, log, self.missing_endpoint
+        )
         summarize_descriptions(self.llm, graph, self._summary_settings(), self.tokenizer, log)
         self._add_entities(graph)
         timings["merge_s"] = time.perf_counter() - start - timings["extract_s"]
         seed = self.seed if self.leiden_seed is None else self.leiden_seed
         edges = [(r.source, r.target, _positive(r.weight, log, r.id)) for r in graph.relations]
-        communities, leiden = hierarchical_leiden(len(graph.entities), edges, self.max_cluster_size, seed,
-                                                  self.use_lcc, self.leiden_resolution, self.leiden_iterations,
-                                                  self.leiden_backend, self.leiden_randomness)
+        communities, leiden = hierarchical_leiden(
+            len(graph.entities),
+            edges,
+            self.max_cluster_size,
+            seed,
+            self.use_lcc,
+            self.leiden_resolution,
+            self.leiden_iterations,
+            self.leiden_backend,
+            self.leiden_randomness,
+        )
         incident: list[list[int]] = [[] for _ in graph.entities]
         for i, r in enumerate(graph.relations):
             incident[r.source].append(i)
             incident[r.target].append(i)
         report_start = time.perf_counter()
-        reports, report_record = generate_reports(self.llm, ContextBuilder(graph, incident, self.tokenizer),
-                                                  communities, self._report_settings(), log)
+        reports, report_record = generate_reports(
+            self.llm,
+            ContextBuilder(graph, incident, self.tokenizer),
+            communities,
+            self._report_settings(),
+            log,
+        )
         self._add_communities(graph, communities, reports)
         timings["reports_s"] = time.perf_counter() - report_start
         self.index = GraphIndex(self.store, self.text_units)
         self._record_degradation(log)
         self.build_record = {
-            "units": len(units), "text_units": len(text_units),
-            "chunking": "dataset units" if self.chunk_size is None else f"{self.chunk_size}/{self.chunk_overlap} tokens",
-            "llm_calls": {**extraction.calls, "summarize": graph.summary_calls, "report": report_record["calls"],
-                          "total": sum(extraction.calls.values()) + graph.summary_calls + report_record["calls"]},
-            "extraction": {"replies": extraction.replies, "entity_records": len(extraction.entities),
-                           "relationship_records": len(extraction.relations)},
-            "graph": {"entities": len(graph.entities), "relationships": len(graph.relations),
-                      "descriptions_summarised": graph.summarised},
-            "communities": leiden, "reports": {k: v for k, v in report_record.items() if k != "calls"},
-            "failures": log.to_json(), "seconds": {**timings, "total_s": time.perf_counter() - start}}
+            "units": len(units),
+            "text_units": len(text_units),
+            "chunking": "dataset units"
+            if self.chunk_size is None
+            else f"{self.chunk_size}/{self.chunk_overlap} tokens",
+            "llm_calls": {
+                **extraction.calls,
+                "summarize": graph.summary_calls,
+                "report": report_record["calls"],
+                "total": sum(extraction.calls.values())
+                + graph.summary_calls
+                + report_record["calls"],
+            },
+            "extraction": {
+                "replies": extraction.replies,
+                "entity_records": len(extraction.entities),
+                "relationship_records": len(extraction.relations),
+            },
+            "graph": {
+                "entities": len(graph.entities),
+                "relationships": len(graph.relations),
+                "descriptions_summarised": graph.summarised,
+            },
+            "communities": leiden,
+            "reports": {k: v for k, v in report_record.items() if k != "calls"},
+            "failures": log.to_json(),
+            "seconds": {**timings, "total_s": time.perf_counter() - start},
+        }
 
     def _record_degradation(self, log: FailureLog) -> None:
         """Outputs the structure was built without (the runner flags questions answered from it)."""
@@ -195,60 +321,117 @@ class GraphRAG(HierarchicalMemory):
         self.degrade("report_unparsed", c["report_unparsed"])
 
     def _extract_settings(self) -> ExtractSettings:
-        prompt = self.extract_prompt if self.extraction_format == "records" else self.extract_json_prompt
-        return ExtractSettings(prompt=prompt, continue_prompt=self.continue_prompt, loop_prompt=self.loop_prompt,
-                               entity_types=self.entity_types, format=self.extraction_format,
-                               max_gleanings=self.max_gleanings, max_tokens=self.extract_max_tokens,
-                               tuple_delimiter=self.tuple_delimiter, record_delimiter=self.record_delimiter,
-                               completion_delimiter=self.completion_delimiter)
+        prompt = (
+            self.extract_prompt if self.extraction_format == "records" else self.extract_json_prompt
+        )
+        return ExtractSettings(
+            prompt=prompt,
+            continue_prompt=self.continue_prompt,
+            loop_prompt=self.loop_prompt,
+            entity_types=self.entity_types,
+            format=self.extraction_format,
+            max_gleanings=self.max_gleanings,
+            max_tokens=self.extract_max_tokens,
+            tuple_delimiter=self.tuple_delimiter,
+            record_delimiter=self.record_delimiter,
+            completion_delimiter=self.completion_delimiter,
+        )
 
     def _summary_settings(self) -> SummarySettings:
-        return SummarySettings(prompt=self.summarize_prompt, threshold_tokens=self.summary_threshold_tokens,
-                               max_input_tokens=self.summary_max_input_tokens, max_words=self.summary_max_words,
-                               max_tokens=self.summary_max_tokens, separator=self.description_separator)
+        return SummarySettings(
+            prompt=self.summarize_prompt,
+            threshold_tokens=self.summary_threshold_tokens,
+            max_input_tokens=self.summary_max_input_tokens,
+            max_words=self.summary_max_words,
+            max_tokens=self.summary_max_tokens,
+            separator=self.description_separator,
+        )
 
     def _report_settings(self) -> ReportSettings:
-        return ReportSettings(prompt=self.report_prompt, max_input_tokens=self.report_max_input_tokens,
-                              max_words=self.report_max_words, max_tokens=self.report_max_tokens)
+        return ReportSettings(
+            prompt=self.report_prompt,
+            max_input_tokens=self.report_max_input_tokens,
+            max_words=self.report_max_words,
+            max_tokens=self.report_max_tokens,
+        )
 
     def _add_entities(self, graph: Graph) -> None:
         """Entities become level-0 atoms (node index = entity position); relationships, edges with meta."""
         texts = [f"{e.name}: {e.description}" for e in graph.entities]
         vectors = self.embedder.embed(texts) if texts else np.zeros((0, 0), np.float32)
-        for e, text, vector in zip(graph.entities, texts, vectors):
-            self.store.add_node(content_id("graphrag-entity", e.name, prefix="e-"), text, vector, level=0, units=e.units,
-                                meta={"name": e.name, "type": e.type, "description": e.description,
-                                      "text_units": e.chunks, "frequency": e.frequency, "degree": e.degree})
+        for e, text, vector in zip(graph.entities, texts, vectors, strict=False):
+            self.store.add_node(
+                content_id("graphrag-entity", e.name, prefix="e-"),
+                text,
+                vector,
+                level=0,
+                units=e.units,
+                meta={
+                    "name": e.name,
+                    "type": e.type,
+                    "description": e.description,
+                    "text_units": e.chunks,
+                    "frequency": e.frequency,
+                    "degree": e.degree,
+                },
+            )
         for r in graph.relations:
             a, b = graph.entities[r.source].name, graph.entities[r.target].name
             r.id = content_id("graphrag-relation", a, b, prefix="r-")
             self.store.add_edge(r.source, r.target, r.weight)
             self.store.meta[r.source].setdefault("relations", []).append(
-                {"id": r.id, "target": self.store.ids[r.target], "description": r.description, "weight": r.weight,
-                 "rank": r.rank, "text_units": r.chunks, "units": list(r.units)})
+                {
+                    "id": r.id,
+                    "target": self.store.ids[r.target],
+                    "description": r.description,
+                    "weight": r.weight,
+                    "rank": r.rank,
+                    "text_units": r.chunks,
+                    "units": list(r.units),
+                }
+            )
 
-    def _add_communities(self, graph: Graph, communities: Sequence[Community], reports: dict[int, Report]) -> None:
+    def _add_communities(
+        self, graph: Graph, communities: Sequence[Community], reports: dict[int, Report]
+    ) -> None:
         """Community nodes, deepest level first, above their sub-communities or entities."""
         if not communities:
             return
         levels = max(c.level for c in communities) + 1
         ordered = sorted(communities, key=lambda c: (-c.level, c.key))
-        texts = [reports[c.key].text if reports[c.key].ok else
-                 f"Community {c.key} (no report): " + ", ".join(graph.entities[m].name for m in c.members)
-                 for c in ordered]
+        texts = [
+            reports[c.key].text
+            if reports[c.key].ok
+            else f"Community {c.key} (no report): "
+            + ", ".join(graph.entities[m].name for m in c.members)
+            for c in ordered
+        ]
         vectors = self.embedder.embed(texts)
         node_of: dict[int, int] = {}
-        for c, text, vector in zip(ordered, texts, vectors):
+        for c, text, vector in zip(ordered, texts, vectors, strict=False):
             r = reports[c.key]
             children = [node_of[k] for k in c.children] if c.children else list(c.members)
             names = sorted(graph.entities[m].name for m in c.members)
             node_of[c.key] = self.store.add_node(
-                content_id("graphrag-community", c.level, names, prefix="c-"), text, vector, level=levels - c.level,
-                children=children, meta={"community": c.key, "community_level": c.level, "parent": c.parent,
-                                         "size": len(c.members), "report_status": r.status, "title": r.title,
-                                         "summary": r.summary, "rating": r.rating,
-                                         "rating_explanation": r.rating_explanation, "findings": r.findings,
-                                         "context_tokens": r.context_tokens})
+                content_id("graphrag-community", c.level, names, prefix="c-"),
+                text,
+                vector,
+                level=levels - c.level,
+                children=children,
+                meta={
+                    "community": c.key,
+                    "community_level": c.level,
+                    "parent": c.parent,
+                    "size": len(c.members),
+                    "report_status": r.status,
+                    "title": r.title,
+                    "summary": r.summary,
+                    "rating": r.rating,
+                    "rating_explanation": r.rating_explanation,
+                    "findings": r.findings,
+                    "context_tokens": r.context_tokens,
+                },
+            )
 
     # ------------------------------------------------------------------ retrieval
     def _local(self) -> LocalSearch:
@@ -256,8 +439,14 @@ class GraphRAG(HierarchicalMemory):
 
     def _global_search(self) -> GlobalSearch:
         if self._global is None:
-            self._global = GlobalSearch(self._graph_index(), self.global_search, self.tokenizer, self.map_prompt,
-                                        self.reduce_prompt, self.reduce_mc_prompt)
+            self._global = GlobalSearch(
+                self._graph_index(),
+                self.global_search,
+                self.tokenizer,
+                self.map_prompt,
+                self.reduce_prompt,
+                self.reduce_mc_prompt,
+            )
         return self._global
 
     def _graph_index(self) -> GraphIndex:
@@ -273,7 +462,10 @@ class GraphRAG(HierarchicalMemory):
         if self.traversal == "global":
             g = self._global_search()
             weights = g.weights(g.index.rollup_reports(int(self.global_search["community_level"])))
-            return sorted(((g.index.communities[c].node, w) for c, w in weights.items()), key=lambda x: (-x[1], x[0]))
+            return sorted(
+                ((g.index.communities[c].node, w) for c, w in weights.items()),
+                key=lambda x: (-x[1], x[0]),
+            )
         return super().traverse(question, vector)
 
     def search(self, question: str, budget_tokens: int) -> list[RetrievedItem]:
@@ -299,13 +491,23 @@ class GraphRAG(HierarchicalMemory):
             record["points_kept"] = len(items)
             for k, v in record.items():
                 _bump(self.search_record["global"], k, v)
-            self._map_outcome = (question, {k: record[k] for k in ("map_calls", "map_failed", "map_unparsed")})
-            nodes = sorted({g.index.communities[c].node for b in g.batches() for c in b.communities})
-        self.retrievals.append(retrieval_record(question, [self.store.ids[v] for v in nodes], nodes,
-                                                [1.0] * len(nodes)))
+            self._map_outcome = (
+                question,
+                {k: record[k] for k in ("map_calls", "map_failed", "map_unparsed")},
+            )
+            nodes = sorted(
+                {g.index.communities[c].node for b in g.batches() for c in b.communities}
+            )
+        self.retrievals.append(
+            retrieval_record(
+                question, [self.store.ids[v] for v in nodes], nodes, [1.0] * len(nodes)
+            )
+        )
         return items
 
-    def answer(self, question: Question, items: Sequence[RetrievedItem], multiple_choice: bool = False) -> Completion:
+    def answer(
+        self, question: Question, items: Sequence[RetrievedItem], multiple_choice: bool = False
+    ) -> Completion:
         """Global search's reduce step; the no-data answer (no call) when no scored point remains.
 
         When every map batch of this question failed or could not be read, there is no answer: a
@@ -313,19 +515,29 @@ class GraphRAG(HierarchicalMemory):
         reduced from the rest and flagged (``sample_fields: {"partial": ...}`` on the question's record).
         """
         record = self.search_record["global"]
-        outcome = self._map_outcome[1] if self._map_outcome and self._map_outcome[0] == question.text else {}
+        outcome = (
+            self._map_outcome[1]
+            if self._map_outcome and self._map_outcome[0] == question.text
+            else {}
+        )
         broken = outcome.get("map_failed", 0) + outcome.get("map_unparsed", 0)
         if broken and broken == outcome["map_calls"]:
             _bump(record, "map_all_failed")
-            return Completion(text="", error=f"global map: {broken}/{broken} batches failed or unparsed",
-                              extra={"prompt": ""})
+            return Completion(
+                text="",
+                error=f"global map: {broken}/{broken} batches failed or unparsed",
+                extra={"prompt": ""},
+            )
         flags = {"sample_fields": {"partial": dict(outcome)}} if broken else {}
         if not items:
             _bump(record, "no_data_answers")
-            return Completion(text=self.global_search["no_data_answer"],
-                              extra={"prompt": "", "no_data": True, **flags})
-        request = self._global_search().reduce_request(question.text, items,
-                                                       question.options if multiple_choice else None, question.id)
+            return Completion(
+                text=self.global_search["no_data_answer"],
+                extra={"prompt": "", "no_data": True, **flags},
+            )
+        request = self._global_search().reduce_request(
+            question.text, items, question.options if multiple_choice else None, question.id
+        )
         completion = self.llm.complete([request], desc="graphrag reduce")[0]
         _bump(record, "reduce_calls")
         if not completion.ok:
@@ -344,26 +556,40 @@ class GraphRAG(HierarchicalMemory):
             failure_counts[k] = failure_counts.get(k, 0) + v
         if self.traversal == "global" and len(self.store):
             search["global_reports"] = self._global_search().selection()
-        return {**super().stats(), "graphrag": {"build": self.build_record, "search": search,
-                                                "provenance": build_provenance(self.build_record),
-                                                "failure_counts": failure_counts,
-                                                "index": self._graph_index().describe() if len(self.store) else {}}}
+        return {
+            **super().stats(),
+            "graphrag": {
+                "build": self.build_record,
+                "search": search,
+                "provenance": build_provenance(self.build_record),
+                "failure_counts": failure_counts,
+                "index": self._graph_index().describe() if len(self.store) else {},
+            },
+        }
 
     def state(self) -> dict[str, Any]:
         """Text units, records, and the inserted units (a later insert rebuilds over all of them)."""
-        return {"text_units": [tu.to_json() for tu in self.text_units.values()], "build": self.build_record,
-                "search": self.search_record, "search_failures": self.search_failures.to_json(),
-                "units": [u.to_json() for u in self.units]}
+        return {
+            "text_units": [tu.to_json() for tu in self.text_units.values()],
+            "build": self.build_record,
+            "search": self.search_record,
+            "search_failures": self.search_failures.to_json(),
+            "units": [u.to_json() for u in self.units],
+        }
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.units = [Unit.from_json(u) for u in state.get("units", [])]
         if "units" not in state and not self.store.is_empty():
-            log.warning("GraphRAG memory saved without its inserted units: a later insert rebuilds from the "
-                        "new units only")
+            log.warning(
+                "GraphRAG memory saved without its inserted units: a later insert rebuilds from the "
+                "new units only"
+            )
         self.text_units = {d["id"]: TextUnit.from_json(d) for d in state.get("text_units", [])}
         self.build_record = dict(state.get("build", {}))
         self.search_record = dict(state.get("search", {"queries": 0, "local": {}, "global": {}}))
-        self.search_failures = FailureLog.from_json(state.get("search_failures"), self.max_failures_kept)
+        self.search_failures = FailureLog.from_json(
+            state.get("search_failures"), self.max_failures_kept
+        )
         self.index, self._global = GraphIndex(self.store, self.text_units), None
 
 

@@ -20,17 +20,19 @@
   window (GraphRAG). All lists needing a call in a window round go out as one batch. A failed or
   empty summary keeps that window's joined descriptions and is counted.
 """
+
 from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
-from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.graphrag.chunks import TextUnit
 from memharness.memsys.graphrag.common import FailureLog, fill
 from memharness.memsys.graphrag.extract import EntityRecord, RelationRecord
+from memharness.memsys.services.types import ChatRequest
 
 
 @dataclass
@@ -78,11 +80,18 @@ class Graph:
     summarised: int = 0
 
 
-def merge_graph(entity_records: Sequence[EntityRecord], relation_records: Sequence[RelationRecord],
-                text_units: Sequence[TextUnit], log: FailureLog, missing_endpoint: str = "drop") -> Graph:
+def merge_graph(
+    entity_records: Sequence[EntityRecord],
+    relation_records: Sequence[RelationRecord],
+    text_units: Sequence[TextUnit],
+    log: FailureLog,
+    missing_endpoint: str = "drop",
+) -> Graph:
     """Merge records into entities and undirected relationships with provenance (no LLM call)."""
     if missing_endpoint not in ("drop", "create"):
-        raise ValueError(f"memory.missing_endpoint must be 'drop' or 'create', got {missing_endpoint!r}")
+        raise ValueError(
+            f"memory.missing_endpoint must be 'drop' or 'create', got {missing_endpoint!r}"
+        )
     types: dict[str, Counter[str]] = {}
     first_type: dict[str, dict[str, int]] = {}
     descriptions: dict[str, list[str]] = {}
@@ -97,7 +106,12 @@ def merge_graph(entity_records: Sequence[EntityRecord], relation_records: Sequen
         missing = [end for end in (r.source, r.target) if end not in extracted]
         if not missing:
             continue
-        log.add("missing_endpoint", f"{r.source} -> {r.target}: {r.description}", endpoints=missing, chunk=r.chunk)
+        log.add(
+            "missing_endpoint",
+            f"{r.source} -> {r.target}: {r.description}",
+            endpoints=missing,
+            chunk=r.chunk,
+        )
         if missing_endpoint == "create":
             for end in missing:
                 if end not in types:
@@ -112,14 +126,23 @@ def merge_graph(entity_records: Sequence[EntityRecord], relation_records: Sequen
     for name in sorted(types):
         best = max(types[name].items(), key=lambda kv: (kv[1], -first_type[name][kv[0]]))[0]
         position[name] = len(graph.entities)
-        graph.entities.append(Entity(name=name, type=best, descriptions=descriptions[name],
-                                     chunks=list(dict.fromkeys(chunks[name])), frequency=sum(types[name].values())))
+        graph.entities.append(
+            Entity(
+                name=name,
+                type=best,
+                descriptions=descriptions[name],
+                chunks=list(dict.fromkeys(chunks[name])),
+                frequency=sum(types[name].values()),
+            )
+        )
     graph.relations = _merge_relations(relation_records, position, log)
     _attach_provenance(graph, text_units)
     return graph
 
 
-def _merge_relations(records: Sequence[RelationRecord], position: dict[str, int], log: FailureLog) -> list[Relation]:
+def _merge_relations(
+    records: Sequence[RelationRecord], position: dict[str, int], log: FailureLog
+) -> list[Relation]:
     merged: dict[tuple[int, int], Relation] = {}
     for r in records:
         if r.source not in position or r.target not in position:
@@ -128,7 +151,9 @@ def _merge_relations(records: Sequence[RelationRecord], position: dict[str, int]
             log.add("self_loop", f"{r.source}: {r.description}", chunk=r.chunk)
             continue
         a, b = sorted((position[r.source], position[r.target]))
-        rel = merged.setdefault((a, b), Relation(source=a, target=b, descriptions=[], chunks=[], weight=0.0))
+        rel = merged.setdefault(
+            (a, b), Relation(source=a, target=b, descriptions=[], chunks=[], weight=0.0)
+        )
         rel.descriptions.append(r.description)
         rel.chunks.append(r.chunk)
         rel.weight += r.weight
@@ -161,8 +186,9 @@ class _Pending:
     carry: str | None = None
 
 
-def summarize_descriptions(llm: Any, graph: Graph, settings: SummarySettings, tokenizer: Any,
-                           log: FailureLog) -> None:
+def summarize_descriptions(
+    llm: Any, graph: Graph, settings: SummarySettings, tokenizer: Any, log: FailureLog
+) -> None:
     """Set every entity's and relationship's ``description``; LLM summaries only over the threshold."""
     pending: list[_Pending] = []
     names = [e.name for e in graph.entities]
@@ -170,26 +196,45 @@ def summarize_descriptions(llm: Any, graph: Graph, settings: SummarySettings, to
         unique = sorted(set(d for d in item.descriptions if d))
         joined = settings.separator.join(unique)
         always = settings.threshold_tokens == 0  # GraphRAG: every list of two or more is summarised
-        if len(unique) <= 1 or (not always and tokenizer.count(joined) <= settings.threshold_tokens):
+        if len(unique) <= 1 or (
+            not always and tokenizer.count(joined) <= settings.threshold_tokens
+        ):
             item.description = joined
             continue
-        label = item.name if isinstance(item, Entity) else json.dumps([names[item.source], names[item.target]])
+        label = (
+            item.name
+            if isinstance(item, Entity)
+            else json.dumps([names[item.source], names[item.target]])
+        )
         pending.append(_Pending(target=item, label=label, queue=unique))
     graph.summarised = len(pending)
     prompt_tokens = tokenizer.count(settings.prompt)
     while pending:
         windows = [_next_window(p, settings, tokenizer, prompt_tokens) for p in pending]
-        requests = [ChatRequest.user(fill(settings.prompt, entity_name=p.label, max_length=settings.max_words,
-                                          description_list=json.dumps(w, ensure_ascii=False)),
-                                     max_tokens=settings.max_tokens, temperature=0.0)
-                    for p, w in zip(pending, windows)]
+        requests = [
+            ChatRequest.user(
+                fill(
+                    settings.prompt,
+                    entity_name=p.label,
+                    max_length=settings.max_words,
+                    description_list=json.dumps(w, ensure_ascii=False),
+                ),
+                max_tokens=settings.max_tokens,
+                temperature=0.0,
+            )
+            for p, w in zip(pending, windows, strict=False)
+        ]
         completions = llm.complete(requests, desc="graphrag summaries")
         graph.summary_calls += len(requests)
         still = []
-        for p, window, comp in zip(pending, windows, completions):
+        for p, window, comp in zip(pending, windows, completions, strict=False):
             text = comp.text.strip() if comp.ok else ""
             if not text:
-                log.add("summary_failed" if not comp.ok else "summary_empty", comp.error or comp.text, item=p.label)
+                log.add(
+                    "summary_failed" if not comp.ok else "summary_empty",
+                    comp.error or comp.text,
+                    item=p.label,
+                )
                 text = settings.separator.join(window)
             if p.queue:
                 p.carry = text
@@ -199,7 +244,9 @@ def summarize_descriptions(llm: Any, graph: Graph, settings: SummarySettings, to
         pending = still
 
 
-def _next_window(p: _Pending, settings: SummarySettings, tokenizer: Any, prompt_tokens: int) -> list[str]:
+def _next_window(
+    p: _Pending, settings: SummarySettings, tokenizer: Any, prompt_tokens: int
+) -> list[str]:
     """Take descriptions (after the carried partial summary) until the input budget is used up;
     at least two items per window so every call makes progress."""
     window = [p.carry] if p.carry is not None else []

@@ -21,17 +21,19 @@ node in the store shows its member names, marked ``report_status`` in its metada
 non-numeric rating becomes 0 and is counted. The report text (``full_content``) is
 ``# title\\n\\nsummary\\n\\n## finding summary\\n\\nexplanation`` for each finding.
 """
+
 from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
-from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.graphrag.common import FailureLog, clean_str, fill, parse_json_object
 from memharness.memsys.graphrag.communities import Community
 from memharness.memsys.graphrag.merge import Graph
+from memharness.memsys.services.types import ChatRequest
 
 
 @dataclass
@@ -73,7 +75,9 @@ def _csv_row(values: Sequence[Any]) -> str:
 
 
 ENTITY_HEADER = "-----Entities-----\n" + _csv_row(["id", "entity", "description", "degree"])
-EDGE_HEADER = "-----Relationships-----\n" + _csv_row(["id", "source", "target", "description", "combined_degree"])
+EDGE_HEADER = "-----Relationships-----\n" + _csv_row(
+    ["id", "source", "target", "description", "combined_degree"]
+)
 REPORT_HEADER = "-----Reports-----\n" + _csv_row(["community", "full_content"])
 
 
@@ -84,7 +88,9 @@ class ContextBuilder:
         self.graph, self.incident, self.tokenizer = graph, incident, tokenizer
         self._entity_rows: dict[int, tuple[str, int]] = {}
         self._edge_rows: dict[int, tuple[str, int]] = {}
-        self.header_tokens = {h: tokenizer.count(h) for h in (ENTITY_HEADER, EDGE_HEADER, REPORT_HEADER)}
+        self.header_tokens = {
+            h: tokenizer.count(h) for h in (ENTITY_HEADER, EDGE_HEADER, REPORT_HEADER)
+        }
 
     def entity_row(self, i: int) -> tuple[str, int]:
         if i not in self._entity_rows:
@@ -96,7 +102,9 @@ class ContextBuilder:
     def edge_row(self, r: int) -> tuple[str, int]:
         if r not in self._edge_rows:
             rel, names = self.graph.relations[r], self.graph.entities
-            row = _csv_row([r, names[rel.source].name, names[rel.target].name, rel.description, rel.rank])
+            row = _csv_row(
+                [r, names[rel.source].name, names[rel.target].name, rel.description, rel.rank]
+            )
             self._edge_rows[r] = (row, self.tokenizer.count(row))
         return self._edge_rows[r]
 
@@ -107,17 +115,27 @@ class ContextBuilder:
 
     def local_tokens(self, members: Sequence[int]) -> int:
         """Tokens of the whole (untrimmed) local context of ``members``."""
-        return (self.header_tokens[ENTITY_HEADER] + self.header_tokens[EDGE_HEADER]
-                + sum(self.entity_row(m)[1] for m in members) + sum(self.edge_row(r)[1] for r in self.edges_of(members)))
+        return (
+            self.header_tokens[ENTITY_HEADER]
+            + self.header_tokens[EDGE_HEADER]
+            + sum(self.entity_row(m)[1] for m in members)
+            + sum(self.edge_row(r)[1] for r in self.edges_of(members))
+        )
 
-    def local_context(self, members: Sequence[int], reports: Sequence[tuple[int, str]] = (),
-                      max_tokens: int | None = None) -> tuple[str, int]:
+    def local_context(
+        self,
+        members: Sequence[int],
+        reports: Sequence[tuple[int, str]] = (),
+        max_tokens: int | None = None,
+    ) -> tuple[str, int]:
         """The Entities / Relationships tables (after any Reports table), trimmed to ``max_tokens``."""
         member_set = set(members)
         used = self.header_tokens[ENTITY_HEADER] + self.header_tokens[EDGE_HEADER]
         report_rows = [_csv_row([k, text]) for k, text in reports]
         if report_rows:
-            used += self.header_tokens[REPORT_HEADER] + sum(self.tokenizer.count(r) for r in report_rows)
+            used += self.header_tokens[REPORT_HEADER] + sum(
+                self.tokenizer.count(r) for r in report_rows
+            )
         nodes: list[int] = []
         edges: list[int] = []
         seen: set[int] = set()
@@ -145,12 +163,19 @@ class ContextBuilder:
             parts.append(EDGE_HEADER + "".join(self.edge_row(r)[0] for r in edges))
         return "\n".join(parts), used
 
-    def community_context(self, c: Community, by_key: dict[int, Community], reports: dict[int, Report],
-                          max_tokens: int) -> tuple[str, int]:
+    def community_context(
+        self,
+        c: Community,
+        by_key: dict[int, Community],
+        reports: dict[int, Report],
+        max_tokens: int,
+    ) -> tuple[str, int]:
         """A community's report context: its local context, or the mixed context when that is too large."""
         if not c.children or self.local_tokens(c.members) <= max_tokens:
             return self.local_context(c.members, max_tokens=max_tokens)
-        subs = sorted((by_key[k] for k in c.children), key=lambda s: (-self.local_tokens(s.members), s.key))
+        subs = sorted(
+            (by_key[k] for k in c.children), key=lambda s: (-self.local_tokens(s.members), s.key)
+        )
         substitutes: list[tuple[int, str]] = []
         kept_local: list[int] = []
         for i, sub in enumerate(subs):
@@ -159,7 +184,7 @@ class ContextBuilder:
                 kept_local += sub.members
                 continue
             substitutes.append((sub.key, report.text))
-            rest = [m for s in subs[i + 1:] for m in s.members] + kept_local
+            rest = [m for s in subs[i + 1 :] for m in s.members] + kept_local
             text, used = self.local_context(rest, substitutes)
             if used <= max_tokens:
                 return text, used
@@ -191,29 +216,54 @@ def parse_report(key: int, reply: str, log: FailureLog) -> Report:
     findings = []
     for f in data.get("findings") or []:
         if isinstance(f, dict) and (clean_str(f.get("summary")) or clean_str(f.get("explanation"))):
-            findings.append({"summary": clean_str(f.get("summary")), "explanation": clean_str(f.get("explanation"))})
+            findings.append(
+                {
+                    "summary": clean_str(f.get("summary")),
+                    "explanation": clean_str(f.get("explanation")),
+                }
+            )
         else:
             log.add("finding_malformed", str(f), community=key)
-    return Report(key=key, status="parsed", title=clean_str(data.get("title")), summary=clean_str(data.get("summary")),
-                  rating=rating, rating_explanation=clean_str(data.get("rating_explanation")), findings=findings)
+    return Report(
+        key=key,
+        status="parsed",
+        title=clean_str(data.get("title")),
+        summary=clean_str(data.get("summary")),
+        rating=rating,
+        rating_explanation=clean_str(data.get("rating_explanation")),
+        findings=findings,
+    )
 
 
-def generate_reports(llm: Any, builder: ContextBuilder, communities: Sequence[Community], settings: ReportSettings,
-                     log: FailureLog) -> tuple[dict[int, Report], dict[str, Any]]:
+def generate_reports(
+    llm: Any,
+    builder: ContextBuilder,
+    communities: Sequence[Community],
+    settings: ReportSettings,
+    log: FailureLog,
+) -> tuple[dict[int, Report], dict[str, Any]]:
     """Every community's report, deepest level first, one concurrent batch per level."""
     by_key = {c.key: c for c in communities}
     reports: dict[int, Report] = {}
     record: dict[str, Any] = {"calls": 0, "batches": [], "failed": 0, "unparsed": 0}
     for level in sorted({c.level for c in communities}, reverse=True):
         batch = [c for c in communities if c.level == level]
-        contexts = [builder.community_context(c, by_key, reports, settings.max_input_tokens) for c in batch]
-        requests = [ChatRequest.user(fill(settings.prompt, input_text=text, max_report_length=settings.max_words),
-                                     max_tokens=settings.max_tokens, temperature=0.0, json_output=True)
-                    for text, _ in contexts]
+        contexts = [
+            builder.community_context(c, by_key, reports, settings.max_input_tokens) for c in batch
+        ]
+        requests = [
+            ChatRequest.user(
+                fill(settings.prompt, input_text=text, max_report_length=settings.max_words),
+                max_tokens=settings.max_tokens,
+                temperature=0.0,
+                json_output=True,
+            )
+            for text, _ in contexts
+        ]
         completions = llm.complete(requests, desc=f"graphrag reports L{level}")
         record["calls"] += len(requests)
         record["batches"].append({"level": level, "calls": len(requests)})
-        for c, (_, tokens), comp in zip(batch, contexts, completions):
+        for c, (_, tokens), comp in zip(batch, contexts, completions, strict=False):
             if not comp.ok:
                 log.add("report_failed", comp.error or "", community=c.key)
                 record["failed"] += 1

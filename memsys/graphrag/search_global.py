@@ -23,23 +23,34 @@
    failed or unparsed``; the runner records ``answer_failed``) instead of the no-data text; when
    only some did, the answer is flagged ``partial`` on the question's record.
 """
+
 from __future__ import annotations
 
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Sequence, TypedDict
+from typing import Annotated, Any, TypedDict
 
+from memharness.memsys.graphrag.common import FailureLog, fill, parse_json_object
+from memharness.memsys.graphrag.index import GraphIndex
 from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.settings import NonEmpty, Range
 from memharness.memsys.types import RetrievedItem, content_id, option_letters
-from memharness.memsys.graphrag.common import FailureLog, fill, parse_json_object
-from memharness.memsys.graphrag.index import GraphIndex
 
-GLOBAL_DEFAULTS = {"community_level": 2, "map_batch_tokens": 12000, "map_max_words": 1000, "map_max_tokens": 1500,
-                   "reduce_max_words": 2000, "reduce_max_tokens": 64, "response_type": "a short answer of a few words",
-                   "shuffle_seed": 86, "min_rating": 0.0, "min_point_score": 1,
-                   "no_data_answer": "I cannot answer this question from the available data."}
+GLOBAL_DEFAULTS = {
+    "community_level": 2,
+    "map_batch_tokens": 12000,
+    "map_max_words": 1000,
+    "map_max_tokens": 1500,
+    "reduce_max_words": 2000,
+    "reduce_max_tokens": 64,
+    "response_type": "a short answer of a few words",
+    "shuffle_seed": 86,
+    "min_rating": 0.0,
+    "min_point_score": 1,
+    "no_data_answer": "I cannot answer this question from the available data.",
+}
 
 
 @dataclass
@@ -82,10 +93,21 @@ def global_settings(settings: dict[str, Any] | None) -> dict[str, Any]:
 class GlobalSearch:
     """Map over report batches, keep the scored points, reduce them into an answer."""
 
-    def __init__(self, index: GraphIndex, settings: dict[str, Any], tokenizer: Any, map_prompt: str,
-                 reduce_prompt: str, reduce_mc_prompt: str) -> None:
+    def __init__(
+        self,
+        index: GraphIndex,
+        settings: dict[str, Any],
+        tokenizer: Any,
+        map_prompt: str,
+        reduce_prompt: str,
+        reduce_mc_prompt: str,
+    ) -> None:
         self.index, self.s, self.tokenizer = index, global_settings(settings), tokenizer
-        self.map_prompt, self.reduce_prompt, self.reduce_mc_prompt = map_prompt, reduce_prompt, reduce_mc_prompt
+        self.map_prompt, self.reduce_prompt, self.reduce_mc_prompt = (
+            map_prompt,
+            reduce_prompt,
+            reduce_mc_prompt,
+        )
         self._batches: list[Batch] | None = None
         self._selection: dict[str, int] = {}
 
@@ -94,7 +116,11 @@ class GlobalSearch:
         """Occurrence weight: distinct text units of a community's entities over the largest such count."""
         counts = {}
         for c in chosen:
-            units = {tu for e in self.index.communities[c].members for tu in self.index.entity_text_units(e)}
+            units = {
+                tu
+                for e in self.index.communities[c].members
+                for tu in self.index.entity_text_units(e)
+            }
             counts[c] = len(units)
         top = max(counts.values(), default=0) or 1
         return {c: n / top for c, n in counts.items()}
@@ -106,8 +132,11 @@ class GlobalSearch:
         views, store = self.index.communities, self.index.store
         rolled = self.index.rollup_reports(int(self.s["community_level"]))
         chosen = [c for c in rolled if views[c].rating >= float(self.s["min_rating"])]
-        self._selection = {"reports_at_level": len(rolled), "reports_below_min_rating": len(rolled) - len(chosen),
-                           "reports_mapped": len(chosen)}
+        self._selection = {
+            "reports_at_level": len(rolled),
+            "reports_below_min_rating": len(rolled) - len(chosen),
+            "reports_mapped": len(chosen),
+        }
         weight = self.weights(chosen)
         random.Random(int(self.s["shuffle_seed"])).shuffle(chosen)
         header = "-----Reports-----\nid|title|occurrence weight|content|rank\n"
@@ -117,8 +146,10 @@ class GlobalSearch:
         used = header_tokens
         for c in chosen:
             view = views[c]
-            row = (f"{view.key}|{store.meta[view.node].get('title', '')}|{weight[c]:.4f}|"
-                   f"{store.texts[view.node]}|{view.rating:g}\n")
+            row = (
+                f"{view.key}|{store.meta[view.node].get('title', '')}|{weight[c]:.4f}|"
+                f"{store.texts[view.node]}|{view.rating:g}\n"
+            )
             n = self.tokenizer.count(row)
             if used + n > int(self.s["map_batch_tokens"]) and current:
                 batches.append(self._batch(len(batches), header, current, weight, used))
@@ -136,31 +167,63 @@ class GlobalSearch:
         self.batches()
         return dict(self._selection)
 
-    def _batch(self, number: int, header: str, rows: list[tuple[int, str]], weight: dict[int, float],
-               tokens: int) -> Batch:
+    def _batch(
+        self,
+        number: int,
+        header: str,
+        rows: list[tuple[int, str]],
+        weight: dict[int, float],
+        tokens: int,
+    ) -> Batch:
         views = self.index.communities
         rows = sorted(rows, key=lambda cr: (-weight[cr[0]], -views[cr[0]].rating))
-        return Batch(number=number, text=header + "".join(r for _, r in rows), communities=[c for c, _ in rows],
-                     tokens=tokens)
+        return Batch(
+            number=number,
+            text=header + "".join(r for _, r in rows),
+            communities=[c for c, _ in rows],
+            tokens=tokens,
+        )
 
     # ------------------------------------------------------------------ map
     def map_requests(self, question: str) -> list[ChatRequest]:
-        return [ChatRequest(messages=(("system", fill(self.map_prompt, context_data=b.text,
-                                                      max_length=self.s["map_max_words"])),
-                                      ("user", question)),
-                            max_tokens=int(self.s["map_max_tokens"]), temperature=0.0, json_output=True)
-                for b in self.batches()]
+        return [
+            ChatRequest(
+                messages=(
+                    (
+                        "system",
+                        fill(
+                            self.map_prompt, context_data=b.text, max_length=self.s["map_max_words"]
+                        ),
+                    ),
+                    ("user", question),
+                ),
+                max_tokens=int(self.s["map_max_tokens"]),
+                temperature=0.0,
+                json_output=True,
+            )
+            for b in self.batches()
+        ]
 
-    def run_map(self, llm: Any, question: str, log: FailureLog) -> tuple[list[Point], dict[str, int]]:
+    def run_map(
+        self, llm: Any, question: str, log: FailureLog
+    ) -> tuple[list[Point], dict[str, int]]:
         """All map calls as one concurrent batch; returns every parsed point and this query's counts."""
         requests = self.map_requests(question)
-        record = {"map_calls": len(requests), "map_parsed": 0, "map_failed": 0, "map_unparsed": 0, "points": 0,
-                  "points_zero": 0, "points_below_min_score": 0, "points_malformed": 0}
+        record = {
+            "map_calls": len(requests),
+            "map_parsed": 0,
+            "map_failed": 0,
+            "map_unparsed": 0,
+            "points": 0,
+            "points_zero": 0,
+            "points_below_min_score": 0,
+            "points_malformed": 0,
+        }
         if not requests:
             return [], record
         completions = llm.complete(requests, desc="graphrag map")
         points: list[Point] = []
-        for batch, comp in zip(self.batches(), completions):
+        for batch, comp in zip(self.batches(), completions, strict=False):
             if not comp.ok:
                 log.add("map_failed", comp.error or "", batch=batch.number)
                 record["map_failed"] += 1
@@ -168,10 +231,14 @@ class GlobalSearch:
             points.extend(self.parse_points(batch, comp.text, log, record))
         record["points"] = len(points)
         record["points_zero"] = sum(p.score <= 0 for p in points)
-        record["points_below_min_score"] = sum(p.score < int(self.s["min_point_score"]) for p in points)
+        record["points_below_min_score"] = sum(
+            p.score < int(self.s["min_point_score"]) for p in points
+        )
         return points, record
 
-    def parse_points(self, batch: Batch, reply: str, log: FailureLog, record: dict[str, int]) -> list[Point]:
+    def parse_points(
+        self, batch: Batch, reply: str, log: FailureLog, record: dict[str, int]
+    ) -> list[Point]:
         data = parse_json_object(reply)
         if data is None or not isinstance(data.get("points"), list):
             log.add("map_unparsed", reply, batch=batch.number)
@@ -205,28 +272,52 @@ class GlobalSearch:
             if used + tokens > budget:
                 break
             sources = p.cited or batches[p.batch].communities
-            units = tuple(dict.fromkeys(u for c in sources for u in store.source_units(views[c].node)))
-            items.append(RetrievedItem(text=text, score=float(p.score),
-                                       node_id=content_id("graphrag-point", p.batch, n, p.description, prefix="p-"),
-                                       level=max(store.levels[views[c].node] for c in sources),
-                                       source_unit_ids=units, tokens=tokens))
+            units = tuple(
+                dict.fromkeys(u for c in sources for u in store.source_units(views[c].node))
+            )
+            items.append(
+                RetrievedItem(
+                    text=text,
+                    score=float(p.score),
+                    node_id=content_id("graphrag-point", p.batch, n, p.description, prefix="p-"),
+                    level=max(store.levels[views[c].node] for c in sources),
+                    source_unit_ids=units,
+                    tokens=tokens,
+                )
+            )
             used += tokens
         return items
 
-    def reduce_request(self, question: str, items: Sequence[RetrievedItem],
-                       options: Sequence[str] | None = None, question_id: str = "?") -> ChatRequest:
+    def reduce_request(
+        self,
+        question: str,
+        items: Sequence[RetrievedItem],
+        options: Sequence[str] | None = None,
+        question_id: str = "?",
+    ) -> ChatRequest:
         """The reduce call; with ``options`` it asks for one option letter (constrained; at most 10 options)."""
         data = "\n\n".join(i.text for i in items)
         if options:
             letters = option_letters(len(options), question_id)
             listed = "\n".join(f"({letters[i]}) {o}" for i, o in enumerate(options))
             system = fill(self.reduce_mc_prompt, report_data=data, options=listed)
-            return ChatRequest(messages=(("system", system), ("user", question)), max_tokens=2, temperature=0.0,
-                               choices=tuple(letters))
-        system = fill(self.reduce_prompt, report_data=data, response_type=self.s["response_type"],
-                      max_length=self.s["reduce_max_words"])
-        return ChatRequest(messages=(("system", system), ("user", question)),
-                           max_tokens=int(self.s["reduce_max_tokens"]), temperature=0.0)
+            return ChatRequest(
+                messages=(("system", system), ("user", question)),
+                max_tokens=2,
+                temperature=0.0,
+                choices=tuple(letters),
+            )
+        system = fill(
+            self.reduce_prompt,
+            report_data=data,
+            response_type=self.s["response_type"],
+            max_length=self.s["reduce_max_words"],
+        )
+        return ChatRequest(
+            messages=(("system", system), ("user", question)),
+            max_tokens=int(self.s["reduce_max_tokens"]),
+            temperature=0.0,
+        )
 
 
 def _cited_reports(description: str) -> list[int]:

@@ -25,21 +25,30 @@ as above.
 
 Each list stops at its first item that does not fit its budget (both implementations).
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Sequence, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 import numpy as np
-
+from memharness.memsys.graphrag.index import GraphIndex, Rel
 from memharness.memsys.hierarchy.traverse import top_k_positions
 from memharness.memsys.settings import Range
 from memharness.memsys.types import RetrievedItem
-from memharness.memsys.graphrag.index import GraphIndex, Rel
 
-LOCAL_DEFAULTS = {"style": "graphrag", "top_k_entities": 10, "oversample": 2, "entity_threshold": -1.0,
-                  "top_k_relationships": 10, "community_prop": 0.15, "text_unit_prop": 0.5, "community_level": 2,
-                  "nano_split": [3200, 4800, 4000]}
+LOCAL_DEFAULTS = {
+    "style": "graphrag",
+    "top_k_entities": 10,
+    "oversample": 2,
+    "entity_threshold": -1.0,
+    "top_k_relationships": 10,
+    "community_prop": 0.15,
+    "text_unit_prop": 0.5,
+    "community_level": 2,
+    "nano_split": [3200, 4800, 4000],
+}
 
 
 @dataclass
@@ -76,12 +85,19 @@ def local_settings_problems(settings: dict[str, Any]) -> list[tuple[str, str]]:
     if s["community_prop"] + s["text_unit_prop"] > 1:
         out.append(("text_unit_prop", "community_prop + text_unit_prop must not exceed 1"))
     if len(s["nano_split"]) != 3 or sum(s["nano_split"]) <= 0:
-        out.append(("nano_split", "must be three token budgets (reports, relationships, text units) with a "
-                                  "positive sum"))
+        out.append(
+            (
+                "nano_split",
+                "must be three token budgets (reports, relationships, text units) with a "
+                "positive sum",
+            )
+        )
     return out
 
 
-def _fill(candidates: Sequence[tuple[RetrievedItem, Any]], budget: int) -> tuple[list[tuple[RetrievedItem, Any]], int]:
+def _fill(
+    candidates: Sequence[tuple[RetrievedItem, Any]], budget: int
+) -> tuple[list[tuple[RetrievedItem, Any]], int]:
     """Keep candidates in order until the first one that does not fit."""
     kept, used = [], 0
     for item, key in candidates:
@@ -101,7 +117,9 @@ class LocalSearch:
     # ------------------------------------------------------------------ candidates
     def select_entities(self, vector: np.ndarray) -> list[tuple[int, float]]:
         nodes = self.index.entities
-        k = int(self.s["top_k_entities"]) * (int(self.s["oversample"]) if self.s["style"] == "graphrag" else 1)
+        k = int(self.s["top_k_entities"]) * (
+            int(self.s["oversample"]) if self.s["style"] == "graphrag" else 1
+        )
         if not nodes or k <= 0:
             return []
         sims = self.index.entity_similarities(vector)
@@ -114,14 +132,25 @@ class LocalSearch:
     def _relation_item(self, r: int) -> RetrievedItem:
         rel = self.index.relations[r]
         text = self.index.relation_text(rel)
-        return RetrievedItem(text=text, score=rel.weight, node_id=rel.id, level=0, source_unit_ids=rel.units,
-                             tokens=self.tokenizer.count(text))
+        return RetrievedItem(
+            text=text,
+            score=rel.weight,
+            node_id=rel.id,
+            level=0,
+            source_unit_ids=rel.units,
+            tokens=self.tokenizer.count(text),
+        )
 
     def community_candidates(self, entities: list[int]) -> list[tuple[RetrievedItem, int]]:
         """Reports of the selected entities' communities by (matches, rating), highest first."""
         level = int(self.s["community_level"])
-        allowed = set(self.index.rollup_reports(level)) if self.s["style"] == "graphrag" else \
-            {i for i, c in enumerate(self.index.communities) if c.level <= level and c.has_report}
+        allowed = (
+            set(self.index.rollup_reports(level))
+            if self.s["style"] == "graphrag"
+            else {
+                i for i, c in enumerate(self.index.communities) if c.level <= level and c.has_report
+            }
+        )
         matches: dict[int, int] = {}
         for e in entities:
             for c in self.index.entity_communities.get(e, []):
@@ -129,19 +158,28 @@ class LocalSearch:
                     matches[c] = matches.get(c, 0) + 1
         views = self.index.communities
         ranked = sorted(matches, key=lambda c: (-matches[c], -views[c].rating, views[c].key))
-        return [(self.index.store.item(views[c].node, matches[c], self.tokenizer), views[c].node) for c in ranked]
+        return [
+            (self.index.store.item(views[c].node, matches[c], self.tokenizer), views[c].node)
+            for c in ranked
+        ]
 
     def relationships_for(self, entities: list[int]) -> list[int]:
         """GraphRAG's relationship order: in-network by rank, then out-of-network by (links, rank), capped."""
         chosen = set(entities)
         touching = sorted({r for e in entities for r in self.index.incident.get(e, [])})
         rels = self.index.relations
-        inside = sorted((r for r in touching if rels[r].source in chosen and rels[r].target in chosen),
-                        key=lambda r: (-rels[r].rank, r))
+        inside = sorted(
+            (r for r in touching if rels[r].source in chosen and rels[r].target in chosen),
+            key=lambda r: (-rels[r].rank, r),
+        )
         outside = [r for r in touching if (rels[r].source in chosen) != (rels[r].target in chosen)]
         links: dict[int, set[int]] = {}
         for r in outside:
-            inner, outer = (rels[r].source, rels[r].target) if rels[r].source in chosen else (rels[r].target, rels[r].source)
+            inner, outer = (
+                (rels[r].source, rels[r].target)
+                if rels[r].source in chosen
+                else (rels[r].target, rels[r].source)
+            )
             links.setdefault(outer, set()).add(inner)
 
         def outer_links(r: int) -> int:
@@ -165,8 +203,19 @@ class LocalSearch:
         out = []
         for _, negcount, tu_id in ranked:
             tu = self.index.text_units[tu_id]
-            out.append((RetrievedItem(text=tu.text, score=float(-negcount), node_id=tu.id, level=0,
-                                      source_unit_ids=tu.units, tokens=self.tokenizer.count(tu.text)), tu_id))
+            out.append(
+                (
+                    RetrievedItem(
+                        text=tu.text,
+                        score=float(-negcount),
+                        node_id=tu.id,
+                        level=0,
+                        source_unit_ids=tu.units,
+                        tokens=self.tokenizer.count(tu.text),
+                    ),
+                    tu_id,
+                )
+            )
         return out
 
     # ------------------------------------------------------------------ context
@@ -183,16 +232,24 @@ class LocalSearch:
 
     def _graphrag_context(self, result: LocalResult, budget: int) -> None:
         entities = [v for v, _ in result.entities]
-        b = {"reports": max(int(budget * self.s["community_prop"]), 0),
-             "text_units": max(int(budget * self.s["text_unit_prop"]), 0)}
-        b["entities_and_relationships"] = max(int(budget * (1 - self.s["community_prop"] - self.s["text_unit_prop"])), 0)
+        b = {
+            "reports": max(int(budget * self.s["community_prop"]), 0),
+            "text_units": max(int(budget * self.s["text_unit_prop"]), 0),
+        }
+        b["entities_and_relationships"] = max(
+            int(budget * (1 - self.s["community_prop"] - self.s["text_unit_prop"])), 0
+        )
         reports, used_reports = _fill(self.community_candidates(entities), b["reports"])
-        entity_items, used_entities = _fill([(self._entity_item(v, s), v) for v, s in result.entities],
-                                            b["entities_and_relationships"])
+        entity_items, used_entities = _fill(
+            [(self._entity_item(v, s), v) for v, s in result.entities],
+            b["entities_and_relationships"],
+        )
         relation_items: list[tuple[RetrievedItem, int]] = []
         used_relations = 0
         cache: dict[int, RetrievedItem] = {}
-        for n in range(1, len(entities) + 1):  # grow entity by entity while entities + relationships fit
+        for n in range(
+            1, len(entities) + 1
+        ):  # grow entity by entity while entities + relationships fit
             order = self.relationships_for(entities[:n])
             for r in order:
                 if r not in cache:
@@ -202,30 +259,69 @@ class LocalSearch:
                 break
             relation_items, used_relations = candidate, used
         units, used_units = _fill(self.text_unit_candidates(entities), b["text_units"])
-        _record(result, b, reports, entity_items, relation_items, units,
-                {"reports": used_reports, "entities": used_entities, "relationships": used_relations,
-                 "text_units": used_units})
+        _record(
+            result,
+            b,
+            reports,
+            entity_items,
+            relation_items,
+            units,
+            {
+                "reports": used_reports,
+                "entities": used_entities,
+                "relationships": used_relations,
+                "text_units": used_units,
+            },
+        )
 
     def _nano_context(self, result: LocalResult, budget: int) -> None:
         entities = [v for v, _ in result.entities]
-        entity_items, used_entities = _fill([(self._entity_item(v, s), v) for v, s in result.entities], budget)
+        entity_items, used_entities = _fill(
+            [(self._entity_item(v, s), v) for v, s in result.entities], budget
+        )
         rest = budget - used_entities
         split = [float(x) for x in self.s["nano_split"]]
-        b = {"entities": budget, "reports": int(rest * split[0] / sum(split)),
-             "relationships": int(rest * split[1] / sum(split)), "text_units": int(rest * split[2] / sum(split))}
+        b = {
+            "entities": budget,
+            "reports": int(rest * split[0] / sum(split)),
+            "relationships": int(rest * split[1] / sum(split)),
+            "text_units": int(rest * split[2] / sum(split)),
+        }
         reports, used_reports = _fill(self.community_candidates(entities), b["reports"])
         rels = self.index.relations
-        touching = sorted({r for e in entities for r in self.index.incident.get(e, [])},
-                          key=lambda r: (-rels[r].rank, -rels[r].weight, r))
-        relation_items, used_relations = _fill([(self._relation_item(r), r) for r in touching], b["relationships"])
+        touching = sorted(
+            {r for e in entities for r in self.index.incident.get(e, [])},
+            key=lambda r: (-rels[r].rank, -rels[r].weight, r),
+        )
+        relation_items, used_relations = _fill(
+            [(self._relation_item(r), r) for r in touching], b["relationships"]
+        )
         units, used_units = _fill(self.text_unit_candidates(entities), b["text_units"])
-        _record(result, b, reports, entity_items, relation_items, units,
-                {"reports": used_reports, "entities": used_entities, "relationships": used_relations,
-                 "text_units": used_units})
+        _record(
+            result,
+            b,
+            reports,
+            entity_items,
+            relation_items,
+            units,
+            {
+                "reports": used_reports,
+                "entities": used_entities,
+                "relationships": used_relations,
+                "text_units": used_units,
+            },
+        )
 
 
-def _record(result: LocalResult, budgets: dict[str, int], reports: list, entities: list, relations: list,
-            units: list, used: dict[str, int]) -> None:
+def _record(
+    result: LocalResult,
+    budgets: dict[str, int],
+    reports: list,
+    entities: list,
+    relations: list,
+    units: list,
+    used: dict[str, int],
+) -> None:
     """Write one built context onto ``result``: items in report, entity, relation, text-unit order."""
     result.items = [i for i, _ in [*reports, *entities, *relations, *units]]
     result.budgets = budgets

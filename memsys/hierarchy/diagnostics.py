@@ -14,12 +14,12 @@
 - ``ss_theta``: the computable self-sufficiency SS_θ of representatives (theory App. A, eq. 2) in
   ``ss_theta.py``.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
-
 from memharness.memsys.hierarchy.store import HierarchyStore
 
 
@@ -50,8 +50,11 @@ def structure_stats(store: HierarchyStore) -> dict[str, Any]:
 
 
 def _quartiles(counts: list[int]) -> dict[str, float]:
-    return {"tokens_median": float(np.median(counts)), "tokens_q25": float(np.percentile(counts, 25)),
-            "tokens_q75": float(np.percentile(counts, 75))}
+    return {
+        "tokens_median": float(np.median(counts)),
+        "tokens_q25": float(np.percentile(counts, 25)),
+        "tokens_q75": float(np.percentile(counts, 75)),
+    }
 
 
 def depth_profile(store: HierarchyStore, tokenizer: Any) -> dict[str, Any]:
@@ -72,8 +75,12 @@ def level_profile(store: HierarchyStore, tokenizer: Any) -> dict[str, Any]:
             continue
         counts = [store.tokens(v, tokenizer) for v in members]
         total = int(sum(counts))
-        out[str(level)] = {"nodes": len(members), **_quartiles(counts), "tokens_total": total,
-                           "compression": (total / previous) if previous else None}
+        out[str(level)] = {
+            "nodes": len(members),
+            **_quartiles(counts),
+            "tokens_total": total,
+            "compression": (total / previous) if previous else None,
+        }
         previous = total
     return out
 
@@ -85,8 +92,9 @@ def level_groups(store: HierarchyStore, level: int) -> tuple[list[int], list[lis
     return members, groups
 
 
-def coherence(store: HierarchyStore, exact_max_members: int = 2000, samples: int = 20000,
-              seed: int = 0) -> dict[str, Any]:
+def coherence(
+    store: HierarchyStore, exact_max_members: int = 2000, samples: int = 20000, seed: int = 0
+) -> dict[str, Any]:
     """Mean within-group vs between-group cosine for every level's grouping (theory App. C).
 
     A pair is "within" when the two nodes share at least one group (groups may overlap). Exact up
@@ -118,24 +126,43 @@ def coherence(store: HierarchyStore, exact_max_members: int = 2000, samples: int
             method = "sampled"
         within = float(sims[shared].mean()) if shared.any() else None
         between = float(sims[~shared].mean()) if (~shared).any() else None
-        out[str(level)] = {"groups": len(groups), "members": len(members), "method": method,
-                           "within": within, "between": between,
-                           "gap": within - between if within is not None and between is not None else None,
-                           "pairs_within": int(shared.sum()), "pairs_between": int((~shared).sum())}
+        out[str(level)] = {
+            "groups": len(groups),
+            "members": len(members),
+            "method": method,
+            "within": within,
+            "between": between,
+            "gap": within - between if within is not None and between is not None else None,
+            "pairs_within": int(shared.sum()),
+            "pairs_between": int((~shared).sum()),
+        }
     return out
 
 
-def hierarchy_stats(store: HierarchyStore, tokenizer: Any, llm: Any = None, *, seed: int = 0,
-                    revenue_exact_max_leaves: int = 1500, revenue_samples: int = 20000,
-                    coherence_exact_max_members: int = 2000, coherence_samples: int = 20000,
-                    ss_theta_groups: int = 0, ss_theta_max_tokens: int = 256) -> dict[str, Any]:
+def hierarchy_stats(
+    store: HierarchyStore,
+    tokenizer: Any,
+    llm: Any = None,
+    *,
+    seed: int = 0,
+    revenue_exact_max_leaves: int = 1500,
+    revenue_samples: int = 20000,
+    coherence_exact_max_members: int = 2000,
+    coherence_samples: int = 20000,
+    ss_theta_groups: int = 0,
+    ss_theta_max_tokens: int = 256,
+) -> dict[str, Any]:
     """Everything a hierarchical memory reports in ``memory_stats.json``, JSON-ready."""
     from memharness.memsys.hierarchy.revenue import revenue
     from memharness.memsys.hierarchy.ss_theta import ss_theta
 
-    return {"structure": structure_stats(store), "depth_profile": depth_profile(store, tokenizer),
-            "levels": level_profile(store, tokenizer),
-            "coherence": coherence(store, coherence_exact_max_members, coherence_samples, seed),
-            "revenue": revenue(store, revenue_exact_max_leaves, revenue_samples, seed),
-            "ss_theta": ss_theta(store, llm, tokenizer, groups=ss_theta_groups, max_tokens=ss_theta_max_tokens,
-                                 seed=seed)}
+    return {
+        "structure": structure_stats(store),
+        "depth_profile": depth_profile(store, tokenizer),
+        "levels": level_profile(store, tokenizer),
+        "coherence": coherence(store, coherence_exact_max_members, coherence_samples, seed),
+        "revenue": revenue(store, revenue_exact_max_leaves, revenue_samples, seed),
+        "ss_theta": ss_theta(
+            store, llm, tokenizer, groups=ss_theta_groups, max_tokens=ss_theta_max_tokens, seed=seed
+        ),
+    }

@@ -9,6 +9,7 @@ state; the HTML view shows any hierarchy with the nodes each question retrieved.
 Every constructor parameter of a subclass must be stored as an attribute of the same name:
 ``hyperparameters()`` reads them back to save the memory, ``load`` passes them to the constructor.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -17,17 +18,22 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
 import numpy as np
-
-from memharness.memsys.services import files as fileio
 from memharness.memsys.base import MemorySystem, fill_budget
-from memharness.memsys.settings import ChoicesFrom, Range
-from memharness.memsys.types import RetrievedItem
 from memharness.memsys.hierarchy import traverse
 from memharness.memsys.hierarchy.diagnostics import hierarchy_stats
 from memharness.memsys.hierarchy.store import HierarchyStore
+from memharness.memsys.services import files as fileio
+from memharness.memsys.settings import ChoicesFrom, Range
+from memharness.memsys.types import RetrievedItem
 
-DIAGNOSTICS = {"revenue_exact_max_leaves": 1500, "revenue_samples": 20000, "coherence_exact_max_members": 2000,
-               "coherence_samples": 20000, "ss_theta_groups": 0, "ss_theta_max_tokens": 256}
+DIAGNOSTICS = {
+    "revenue_exact_max_leaves": 1500,
+    "revenue_samples": 20000,
+    "coherence_exact_max_members": 2000,
+    "coherence_samples": 20000,
+    "ss_theta_groups": 0,
+    "ss_theta_max_tokens": 256,
+}
 _SERVICES = ("self", "llm", "embedder", "tokenizer")
 
 
@@ -48,21 +54,43 @@ class HierarchicalMemory(MemorySystem):
     with_root = False  # MemTree: a content-less root above the top nodes
     traversals = traverse.TRAVERSALS
     # the shared settings that never change what is built (snapshots are reused across them)
-    retrieval_settings = ("traversal", "top_k", "retrieve_threshold", "stop_at_first_overflow", "top_down_returns",
-                          "diagnostics", "html_max_nodes")
+    retrieval_settings = (
+        "traversal",
+        "top_k",
+        "retrieve_threshold",
+        "stop_at_first_overflow",
+        "top_down_returns",
+        "diagnostics",
+        "html_max_nodes",
+    )
 
-    def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None, *,
-                 traversal: Annotated[str, ChoicesFrom("traversals")] = "collapsed",
-                 top_k: Annotated[int, Range(1)] = 10,
-                 retrieve_threshold: Annotated[float, Range(-1, 1)] = -1.0,
-                 stop_at_first_overflow: bool = False, top_down_returns: Literal["all", "atoms"] = "all",
-                 diagnostics: DiagnosticsSettings | None = None, seed: Annotated[int, Range(0)] = 0,
-                 html_max_nodes: Annotated[int, Range(0)] = 5000) -> None:
+    def __init__(
+        self,
+        llm: Any = None,
+        embedder: Any = None,
+        tokenizer: Any = None,
+        *,
+        traversal: Annotated[str, ChoicesFrom("traversals")] = "collapsed",
+        top_k: Annotated[int, Range(1)] = 10,
+        retrieve_threshold: Annotated[float, Range(-1, 1)] = -1.0,
+        stop_at_first_overflow: bool = False,
+        top_down_returns: Literal["all", "atoms"] = "all",
+        diagnostics: DiagnosticsSettings | None = None,
+        seed: Annotated[int, Range(0)] = 0,
+        html_max_nodes: Annotated[int, Range(0)] = 5000,
+    ) -> None:
         # Settings are declared by the annotations above (memsys.settings) and checked before the run
         # starts; subclasses inherit these declarations through **kwargs (see docs/config.md).
         super().__init__(llm=llm, embedder=embedder, tokenizer=tokenizer)
-        self.traversal, self.top_k, self.retrieve_threshold = traversal, int(top_k), float(retrieve_threshold)
-        self.stop_at_first_overflow, self.top_down_returns = bool(stop_at_first_overflow), top_down_returns
+        self.traversal, self.top_k, self.retrieve_threshold = (
+            traversal,
+            int(top_k),
+            float(retrieve_threshold),
+        )
+        self.stop_at_first_overflow, self.top_down_returns = (
+            bool(stop_at_first_overflow),
+            top_down_returns,
+        )
         self.diagnostics = {**DIAGNOSTICS, **(diagnostics or {})}
         self.seed, self.html_max_nodes = seed, int(html_max_nodes)
         self.store = HierarchyStore(with_root=self.with_root)
@@ -75,9 +103,13 @@ class HierarchicalMemory(MemorySystem):
         if self.traversal == "collapsed":
             return traverse.collapsed(self.store, vector, self.top_k, self.retrieve_threshold)
         if self.traversal == "collapsed_expand":
-            return traverse.collapsed_expand(self.store, vector, self.top_k, self.retrieve_threshold)
+            return traverse.collapsed_expand(
+                self.store, vector, self.top_k, self.retrieve_threshold
+            )
         if self.traversal == "top_down":
-            return traverse.top_down(self.store, vector, self.top_k, self.retrieve_threshold, self.top_down_returns)
+            return traverse.top_down(
+                self.store, vector, self.top_k, self.retrieve_threshold, self.top_down_returns
+            )
         raise ValueError(f"{type(self).__name__} has no traversal {self.traversal!r}")
 
     def search(self, question: str, budget_tokens: int) -> list[RetrievedItem]:
@@ -88,24 +120,42 @@ class HierarchicalMemory(MemorySystem):
         items = [self.store.item(v, s, self.tokenizer) for v, s in ranked]
         kept = fill_budget(items, budget_tokens, self.tokenizer, self.stop_at_first_overflow)
         index = {self.store.ids[v]: v for v, _ in ranked}
-        self.retrievals.append(retrieval_record(question, [i.node_id for i in kept],
-                                                [index[i.node_id] for i in kept], [i.score for i in kept]))
+        self.retrievals.append(
+            retrieval_record(
+                question,
+                [i.node_id for i in kept],
+                [index[i.node_id] for i in kept],
+                [i.score for i in kept],
+            )
+        )
         return kept
 
     # ------------------------------------------------------------------ diagnostics
     def stats(self) -> dict[str, Any]:
         """Shared hierarchy diagnostics plus the traversal settings; subclasses add their own counters."""
-        return {**super().stats(),
-                **hierarchy_stats(self.store, self.tokenizer, self.llm, seed=self.seed, **self.diagnostics),
-                "traversal": {"name": self.traversal, "top_k": self.top_k, "threshold": self.retrieve_threshold,
-                              "stop_at_first_overflow": self.stop_at_first_overflow}}
+        return {
+            **super().stats(),
+            **hierarchy_stats(
+                self.store, self.tokenizer, self.llm, seed=self.seed, **self.diagnostics
+            ),
+            "traversal": {
+                "name": self.traversal,
+                "top_k": self.top_k,
+                "threshold": self.retrieve_threshold,
+                "stop_at_first_overflow": self.stop_at_first_overflow,
+            },
+        }
 
     # ------------------------------------------------------------------ persistence
     def hyperparameters(self) -> dict[str, Any]:
         """The constructor's parameters, read back from the attributes of the same name."""
-        names = [p.name for cls in type(self).__mro__ if issubclass(cls, HierarchicalMemory)
-                 for p in inspect.signature(cls.__init__).parameters.values()
-                 if p.name not in _SERVICES and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+        names = [
+            p.name
+            for cls in type(self).__mro__
+            if issubclass(cls, HierarchicalMemory)
+            for p in inspect.signature(cls.__init__).parameters.values()
+            if p.name not in _SERVICES and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+        ]
         return {n: getattr(self, n) for n in dict.fromkeys(names) if hasattr(self, n)}
 
     def state(self) -> dict[str, Any]:
@@ -120,18 +170,35 @@ class HierarchicalMemory(MemorySystem):
         from memharness.memsys.hierarchy.view import render_html
 
         system = f"{type(self).__module__}.{type(self).__qualname__}"
-        self.store.save(out_dir, extra={"system": system, "hyperparameters": self.hyperparameters(),
-                                        "state": self.state(), "retrievals": self.retrievals,
-                                        "degradation": self.degraded})
+        self.store.save(
+            out_dir,
+            extra={
+                "system": system,
+                "hyperparameters": self.hyperparameters(),
+                "state": self.state(),
+                "retrievals": self.retrievals,
+                "degradation": self.degraded,
+            },
+        )
         if not view:
             return
-        html = render_html(self.store, title=f"{self.name}: {len(self.store.content_nodes())} nodes",
-                           retrievals=self.retrievals, max_nodes=self.html_max_nodes)
+        html = render_html(
+            self.store,
+            title=f"{self.name}: {len(self.store.content_nodes())} nodes",
+            retrievals=self.retrievals,
+            max_nodes=self.html_max_nodes,
+        )
         fileio.write_text(Path(out_dir) / "view.html", html)
 
     @classmethod
-    def load(cls, in_dir: str | Path, llm: Any = None, embedder: Any = None, tokenizer: Any = None,
-             **overrides: Any) -> "HierarchicalMemory":
+    def load(
+        cls,
+        in_dir: str | Path,
+        llm: Any = None,
+        embedder: Any = None,
+        tokenizer: Any = None,
+        **overrides: Any,
+    ) -> HierarchicalMemory:
         """Rebuild a saved memory without any LLM call; missing embeddings are recomputed with ``embedder``."""
         store, doc = HierarchyStore.load(in_dir)
         params = {**doc.get("hyperparameters", {}), **overrides}
@@ -139,7 +206,7 @@ class HierarchicalMemory(MemorySystem):
         if store.dim == 0 and not store.is_empty():
             nodes = store.content_nodes()
             vectors = embedder.embed([store.texts[v] for v in nodes])
-            for v, vec in zip(nodes, vectors):
+            for v, vec in zip(nodes, vectors, strict=False):
                 store.set_text(v, store.texts[v], vec)
         memory.store = store
         memory._pending = False
@@ -149,14 +216,22 @@ class HierarchicalMemory(MemorySystem):
         return memory
 
 
-def retrieval_record(question: str, node_ids: list[str], nodes: list[int], scores: list[float]) -> dict[str, Any]:
+def retrieval_record(
+    question: str, node_ids: list[str], nodes: list[int], scores: list[float]
+) -> dict[str, Any]:
     """One question's retrieval: node ids (what identifies a node across save/load), the indices they
     had in the store at retrieval time (what the view draws) and the scores."""
-    return {"question": question, "node_ids": list(node_ids), "nodes": [int(v) for v in nodes],
-            "scores": [round(float(s), 4) for s in scores]}
+    return {
+        "question": question,
+        "node_ids": list(node_ids),
+        "nodes": [int(v) for v in nodes],
+        "scores": [round(float(s), 4) for s in scores],
+    }
 
 
-def restore_retrievals(store: HierarchyStore, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def restore_retrievals(
+    store: HierarchyStore, records: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """Saved retrieval records with each node's index looked up again by its id in ``store``.
 
     Records written before node ids were recorded keep their indices; ids no longer in the store
@@ -166,8 +241,13 @@ def restore_retrievals(store: HierarchyStore, records: list[dict[str, Any]]) -> 
     out = []
     for r in records:
         if "node_ids" in r:
-            r = {**r, "nodes": [index[i] for i in r["node_ids"] if i in index],
-                 "scores": [s for i, s in zip(r["node_ids"], r["scores"]) if i in index]}
+            r = {
+                **r,
+                "nodes": [index[i] for i in r["node_ids"] if i in index],
+                "scores": [
+                    s for i, s in zip(r["node_ids"], r["scores"], strict=False) if i in index
+                ],
+            }
         out.append(r)
     return out
 

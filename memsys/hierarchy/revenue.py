@@ -6,12 +6,12 @@ we take the common ancestor with the fewest leaves (for a tree that is the lca, 
 Leaves with no common ancestor (several tops and no root) meet at a virtual root holding all n
 leaves and earn nothing. ``normalised`` divides by the upper bound (n − 2) Σ_{i<j} w_ij.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
-
 from memharness.memsys.hierarchy.store import HierarchyStore
 
 
@@ -76,7 +76,12 @@ def revenue_exact(store: HierarchyStore) -> dict[str, Any]:
         done[block] = True
     total = float((w * gain).sum() / 2.0)
     bound = (n - 2) * float(w.sum() / 2.0)
-    return {"method": "exact", "leaves": n, "revenue": total, "normalised": total / bound if bound > 0 else 0.0}
+    return {
+        "method": "exact",
+        "leaves": n,
+        "revenue": total,
+        "normalised": total / bound if bound > 0 else 0.0,
+    }
 
 
 def revenue_sampled(store: HierarchyStore, samples: int, seed: int = 0) -> dict[str, Any]:
@@ -103,18 +108,33 @@ def revenue_sampled(store: HierarchyStore, samples: int, seed: int = 0) -> dict[
     a = rng.integers(0, n, samples)
     b = (a + rng.integers(1, n, samples)) % n
     emb = store.embeddings
-    w = np.clip(np.einsum("ij,ij->i", emb[[leaves[x] for x in a]], emb[[leaves[y] for y in b]]), 0.0, None)
-    gain = np.array([n - min((size[c] for c in up(leaves[x]) & up(leaves[y])), default=n)
-                     for x, y in zip(a, b)], dtype=float)
+    w = np.clip(
+        np.einsum("ij,ij->i", emb[[leaves[x] for x in a]], emb[[leaves[y] for y in b]]), 0.0, None
+    )
+    gain = np.array(
+        [
+            n - min((size[c] for c in up(leaves[x]) & up(leaves[y])), default=n)
+            for x, y in zip(a, b, strict=False)
+        ],
+        dtype=float,
+    )
     terms = w * gain
     pairs = n * (n - 1) / 2
     total, stderr = pairs * terms.mean(), pairs * terms.std(ddof=1) / np.sqrt(samples)
     bound = (n - 2) * pairs * w.mean()
-    return {"method": "sampled", "leaves": n, "samples": samples, "revenue": float(total), "stderr": float(stderr),
-            "normalised": float(total / bound) if bound > 0 else 0.0}
+    return {
+        "method": "sampled",
+        "leaves": n,
+        "samples": samples,
+        "revenue": float(total),
+        "stderr": float(stderr),
+        "normalised": float(total / bound) if bound > 0 else 0.0,
+    }
 
 
-def revenue(store: HierarchyStore, exact_max_leaves: int = 1500, samples: int = 20000, seed: int = 0) -> dict[str, Any]:
+def revenue(
+    store: HierarchyStore, exact_max_leaves: int = 1500, samples: int = 20000, seed: int = 0
+) -> dict[str, Any]:
     """Exact revenue up to ``exact_max_leaves`` leaves, a sampled estimate above."""
     if len(store.leaves()) <= exact_max_leaves:
         return revenue_exact(store)

@@ -10,14 +10,14 @@ seeded sample of the nodes with children, at most ``groups`` of them, spread ove
 Only backends that expose prompt log-probabilities can do this (the embedded llama.cpp model
 does); elsewhere the result is ``{"status": "unavailable", ...}``, never an estimate.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
-
-from memharness.memsys.services.types import LogprobRequest
 from memharness.memsys.hierarchy.store import HierarchyStore
+from memharness.memsys.services.types import LogprobRequest
 
 # {representative} is the group's representative; the scored text follows the prefix.
 TEMPLATE = "Summary of the passages below:\n{representative}\n\nPassages:\n"
@@ -40,14 +40,23 @@ def sample_groups(store: HierarchyStore, groups: int, seed: int) -> list[int]:
     return chosen
 
 
-def ss_theta(store: HierarchyStore, llm: Any, tokenizer: Any, groups: int = 8, max_tokens: int = 256,
-             seed: int = 0) -> dict[str, Any]:
+def ss_theta(
+    store: HierarchyStore,
+    llm: Any,
+    tokenizer: Any,
+    groups: int = 8,
+    max_tokens: int = 256,
+    seed: int = 0,
+) -> dict[str, Any]:
     """SS_θ per sampled group, with means per level and overall."""
     if groups <= 0:
         return {"status": "off"}
     if llm is None or not getattr(llm, "supports_logprobs", False):
         name = getattr(llm, "model_id", None)
-        return {"status": "unavailable", "reason": f"backend {name!r} exposes no prompt log-probabilities"}
+        return {
+            "status": "unavailable",
+            "reason": f"backend {name!r} exposes no prompt log-probabilities",
+        }
     chosen = sample_groups(store, groups, seed)
     if not chosen:
         return {"status": "ok", "groups": 0, "mean": None, "by_level": {}}
@@ -55,8 +64,10 @@ def ss_theta(store: HierarchyStore, llm: Any, tokenizer: Any, groups: int = 8, m
     for v in chosen:
         text = "\n\n".join(store.texts[c] for c in store.children[v])
         text = tokenizer.truncate(text, max_tokens) if tokenizer is not None else text
-        requests += [LogprobRequest(prefix=TEMPLATE.format(representative=store.texts[v]), text=text),
-                     LogprobRequest(prefix=UNCONDITIONED, text=text)]
+        requests += [
+            LogprobRequest(prefix=TEMPLATE.format(representative=store.texts[v]), text=text),
+            LogprobRequest(prefix=UNCONDITIONED, text=text),
+        ]
     scores = llm.logprobs(requests)
     rows, failed = [], 0
     for i, v in enumerate(chosen):
@@ -65,12 +76,26 @@ def ss_theta(store: HierarchyStore, llm: Any, tokenizer: Any, groups: int = 8, m
             failed += 1
             continue
         value = 1.0 - (-cond.logprob) / (-plain.logprob)
-        rows.append({"node": store.ids[v], "level": store.levels[v], "ss_theta": value,
-                     "nll_given_representative": -cond.logprob, "nll": -plain.logprob, "tokens": plain.tokens})
+        rows.append(
+            {
+                "node": store.ids[v],
+                "level": store.levels[v],
+                "ss_theta": value,
+                "nll_given_representative": -cond.logprob,
+                "nll": -plain.logprob,
+                "tokens": plain.tokens,
+            }
+        )
     by_level: dict[str, dict[str, float]] = {}
     for level in sorted({r["level"] for r in rows}):
         vals = [r["ss_theta"] for r in rows if r["level"] == level]
         by_level[str(level)] = {"n": len(vals), "mean": float(np.mean(vals))}
-    return {"status": "ok", "model": llm.model_id, "groups": len(rows), "failed": failed,
-            "mean": float(np.mean([r["ss_theta"] for r in rows])) if rows else None,
-            "by_level": by_level, "samples": rows}
+    return {
+        "status": "ok",
+        "model": llm.model_id,
+        "groups": len(rows),
+        "failed": failed,
+        "mean": float(np.mean([r["ss_theta"] for r in rows])) if rows else None,
+        "by_level": by_level,
+        "samples": rows,
+    }

@@ -9,14 +9,15 @@ an optional node (``with_root``) that no traversal returns.
 Every node answers "which source units am I made of?" (``source_units``): the units attached to
 the node itself and to everything beneath it, in node order.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
-
 from memharness.memsys.services import files as fileio
 from memharness.memsys.types import RetrievedItem
 
@@ -37,7 +38,9 @@ class HierarchyStore:
         self.levels: list[int] = []
         self.children: list[list[int]] = []
         self.parents: list[list[int]] = []
-        self.units: list[tuple[str, ...]] = []  # source units held by the node itself (atoms: their unit)
+        self.units: list[
+            tuple[str, ...]
+        ] = []  # source units held by the node itself (atoms: their unit)
         self.meta: list[dict[str, Any]] = []
         self.edges: list[dict[int, float]] = []  # same-level edges, symmetric
         self._emb: np.ndarray | None = None
@@ -58,18 +61,32 @@ class HierarchyStore:
     @property
     def embeddings(self) -> np.ndarray:
         """The (n, dim) embedding matrix (a content-less root's row is zero)."""
-        return self._emb[: len(self)] if self._emb is not None else np.zeros((len(self), 0), np.float32)
+        return (
+            self._emb[: len(self)]
+            if self._emb is not None
+            else np.zeros((len(self), 0), np.float32)
+        )
 
     def _grow(self, dim: int, needed: int) -> None:
         if self._emb is None:
             self._emb = np.zeros((max(16, needed), dim), dtype=np.float32)
         elif needed > self._emb.shape[0]:
-            grown = np.zeros((max(needed, 2 * self._emb.shape[0]), self._emb.shape[1]), dtype=np.float32)
+            grown = np.zeros(
+                (max(needed, 2 * self._emb.shape[0]), self._emb.shape[1]), dtype=np.float32
+            )
             grown[: self._emb.shape[0]] = self._emb
             self._emb = grown
 
-    def add_node(self, node_id: str, text: str, vector: np.ndarray | None, level: int,
-                 children: Iterable[int] = (), units: Sequence[str] = (), meta: dict[str, Any] | None = None) -> int:
+    def add_node(
+        self,
+        node_id: str,
+        text: str,
+        vector: np.ndarray | None,
+        level: int,
+        children: Iterable[int] = (),
+        units: Sequence[str] = (),
+        meta: dict[str, Any] | None = None,
+    ) -> int:
         """Append a node (and its edges to ``children``); return its index."""
         idx = len(self.ids)
         if vector is not None:
@@ -91,11 +108,20 @@ class HierarchyStore:
             self.link(idx, c)
         return idx
 
-    def add_nodes(self, ids: Sequence[str], texts: Sequence[str], vectors: np.ndarray, level: int,
-                  units: Sequence[Sequence[str]] | None = None) -> list[int]:
+    def add_nodes(
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        vectors: np.ndarray,
+        level: int,
+        units: Sequence[Sequence[str]] | None = None,
+    ) -> list[int]:
         """Append a batch of nodes of one level (atoms, usually); return their indices."""
         units = units if units is not None else [()] * len(ids)
-        return [self.add_node(i, t, v, level, units=u) for i, t, v, u in zip(ids, texts, vectors, units)]
+        return [
+            self.add_node(i, t, v, level, units=u)
+            for i, t, v, u in zip(ids, texts, vectors, units, strict=False)
+        ]
 
     def link(self, parent: int, child: int) -> None:
         """Make ``child`` a member of ``parent``'s group (idempotent)."""
@@ -160,8 +186,11 @@ class HierarchyStore:
 
     def depths(self) -> dict[int, int]:
         """Shortest distance from the top: the root's children (or parentless nodes) are at depth 1."""
-        start = self.children[self.root] if self.root is not None else \
-            [v for v in range(len(self)) if not self.parents[v]]
+        start = (
+            self.children[self.root]
+            if self.root is not None
+            else [v for v in range(len(self)) if not self.parents[v]]
+        )
         depth = {v: 1 for v in start}
         frontier = list(start)
         while frontier:
@@ -191,13 +220,18 @@ class HierarchyStore:
     def source_units(self, node: int) -> tuple[str, ...]:
         """Ids of the source units the node is made of, first occurrence in node order."""
         if node not in self._prov:
-            self._prov[node] = tuple(dict.fromkeys(u for v in self.descendants(node) for u in self.units[v]))
+            self._prov[node] = tuple(
+                dict.fromkeys(u for v in self.descendants(node) for u in self.units[v])
+            )
         return self._prov[node]
 
     def tokens(self, node: int, tokenizer: Any) -> int:
         if self._tokens[node] is None:
-            self._tokens[node] = tokenizer.count(self.texts[node]) if tokenizer is not None \
+            self._tokens[node] = (
+                tokenizer.count(self.texts[node])
+                if tokenizer is not None
                 else len(self.texts[node].split())
+            )
         return self._tokens[node]
 
     def similarities(self, vector: np.ndarray, nodes: Sequence[int] | None = None) -> np.ndarray:
@@ -209,25 +243,44 @@ class HierarchyStore:
 
     def item(self, node: int, score: float, tokenizer: Any) -> RetrievedItem:
         """A retrieved item with the node's provenance."""
-        return RetrievedItem(text=self.texts[node], score=float(score), node_id=self.ids[node],
-                             level=self.levels[node], source_unit_ids=self.source_units(node),
-                             tokens=self.tokens(node, tokenizer))
+        return RetrievedItem(
+            text=self.texts[node],
+            score=float(score),
+            node_id=self.ids[node],
+            level=self.levels[node],
+            source_unit_ids=self.source_units(node),
+            tokens=self.tokens(node, tokenizer),
+        )
 
     # ------------------------------------------------------------------ persistence
     def to_json(self) -> dict[str, Any]:
-        nodes = [{"id": self.ids[v], "text": self.texts[v], "level": self.levels[v], "children": self.children[v],
-                  "units": list(self.units[v]), **({"meta": self.meta[v]} if self.meta[v] else {}),
-                  **({"edges": {str(k): w for k, w in self.edges[v].items()}} if self.edges[v] else {})}
-                 for v in range(len(self))]
+        nodes = [
+            {
+                "id": self.ids[v],
+                "text": self.texts[v],
+                "level": self.levels[v],
+                "children": self.children[v],
+                "units": list(self.units[v]),
+                **({"meta": self.meta[v]} if self.meta[v] else {}),
+                **(
+                    {"edges": {str(k): w for k, w in self.edges[v].items()}}
+                    if self.edges[v]
+                    else {}
+                ),
+            }
+            for v in range(len(self))
+        ]
         return {"format": FORMAT, "root": self.root, "nodes": nodes}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any], embeddings: np.ndarray | None) -> "HierarchyStore":
+    def from_json(cls, data: dict[str, Any], embeddings: np.ndarray | None) -> HierarchyStore:
         if data.get("format") != FORMAT:
             raise ValueError(f"not a {FORMAT} document (format={data.get('format')!r})")
         store = cls(with_root=False)
         for n in data["nodes"]:
-            v = store.add_node(n["id"], n["text"], None, n["level"], units=n.get("units", ()), meta=n.get("meta"))
+            v = store.add_node(
+                n["id"], n["text"], None, n["level"], units=n.get("units", ()), meta=n.get("meta")
+            )
             store.edges[v] = {int(k): float(w) for k, w in n.get("edges", {}).items()}
         for v, n in enumerate(data["nodes"]):
             for c in n["children"]:
@@ -244,13 +297,14 @@ class HierarchyStore:
         out.mkdir(parents=True, exist_ok=True)
         doc = {**self.to_json(), **(extra or {})}
         fileio.write_json(out / "hierarchy.json", doc, ensure_ascii=False)
-        fileio.atomic_write(out / "embeddings.npy", lambda f: np.save(f, self.embeddings), mode="wb")
+        fileio.atomic_write(
+            out / "embeddings.npy", lambda f: np.save(f, self.embeddings), mode="wb"
+        )
 
     @classmethod
-    def load(cls, folder: str | Path) -> tuple["HierarchyStore", dict[str, Any]]:
+    def load(cls, folder: str | Path) -> tuple[HierarchyStore, dict[str, Any]]:
         """Read a saved store; returns it and the whole JSON document (for system state)."""
         folder = Path(folder)
         doc = json.loads((folder / "hierarchy.json").read_text(encoding="utf-8"))
         npy = folder / "embeddings.npy"
         return cls.from_json(doc, np.load(npy) if npy.exists() else None), doc
-

@@ -15,13 +15,13 @@ first item that overflows, as RAPTOR's code does).
 - ``llm_guided``: the loop of reasoning-based navigation (Alg. 3) with the selection and growth
   steps supplied by the system; CAM's Prune-and-Grow plugs in here.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import numpy as np
-
 from memharness.memsys.hierarchy.store import HierarchyStore
 
 Ranked = list[tuple[int, float]]
@@ -67,7 +67,9 @@ def collapsed(store: HierarchyStore, vector: np.ndarray, k: int, threshold: floa
     return _rank(np.arange(len(store)), sims, k, threshold)
 
 
-def collapsed_expand(store: HierarchyStore, vector: np.ndarray, k: int, threshold: float = -1.0) -> Ranked:
+def collapsed_expand(
+    store: HierarchyStore, vector: np.ndarray, k: int, threshold: float = -1.0
+) -> Ranked:
     """Collapsed top-k, each non-leaf replaced by its atoms (ordered by their own cosine); duplicates dropped.
 
     ``threshold`` filters the seeds and then the atoms they expand to, each by its own cosine.
@@ -80,8 +82,10 @@ def collapsed_expand(store: HierarchyStore, vector: np.ndarray, k: int, threshol
         else:
             under = store.atoms_under(node)
             sims = store.similarities(vector, under)
-            atoms = sorted(((a, s) for a, s in zip(under, map(float, sims)) if s >= threshold),
-                           key=lambda a: (-a[1], a[0]))
+            atoms = sorted(
+                ((a, s) for a, s in zip(under, map(float, sims), strict=False) if s >= threshold),
+                key=lambda a: (-a[1], a[0]),
+            )
         for atom, s in atoms:
             if atom not in seen:
                 seen.add(atom)
@@ -89,8 +93,9 @@ def collapsed_expand(store: HierarchyStore, vector: np.ndarray, k: int, threshol
     return out
 
 
-def top_down(store: HierarchyStore, vector: np.ndarray, k: int, threshold: float = -1.0,
-             returns: str = "all") -> Ranked:
+def top_down(
+    store: HierarchyStore, vector: np.ndarray, k: int, threshold: float = -1.0, returns: str = "all"
+) -> Ranked:
     """Beam refinement: top-k entry nodes, then top-k among the children of the picked nodes, down to the leaves."""
     if returns not in ("all", "atoms"):
         raise ValueError(f"top_down returns must be 'all' or 'atoms', got {returns!r}")
@@ -101,7 +106,9 @@ def top_down(store: HierarchyStore, vector: np.ndarray, k: int, threshold: float
         level = _rank(frontier, store.similarities(vector, frontier), k, threshold)
         picked.extend(level)
         seen.update(v for v, _ in level)
-        frontier = list(dict.fromkeys(c for v, _ in level for c in store.children[v] if c not in seen))
+        frontier = list(
+            dict.fromkeys(c for v, _ in level for c in store.children[v] if c not in seen)
+        )
     if returns == "atoms":
         return [(v, s) for v, s in picked if not store.children[v]]
     return picked
@@ -118,9 +125,13 @@ class GuidedResult:
 STOP_RULES = ("candidates_unchanged", "no_growth")
 
 
-def llm_guided(initial: Sequence[int], select: Callable[[list[int]], list[int] | None],
-               grow: Callable[[list[int]], list[int]], max_turns: int,
-               stop_when: str = "candidates_unchanged") -> GuidedResult:
+def llm_guided(
+    initial: Sequence[int],
+    select: Callable[[list[int]], list[int] | None],
+    grow: Callable[[list[int]], list[int]],
+    max_turns: int,
+    stop_when: str = "candidates_unchanged",
+) -> GuidedResult:
     """Reasoning-based navigation (Alg. 3) as a loop with pluggable steps.
 
     ``select(candidates)`` asks the LLM which candidates help (None = the reply could not be used
@@ -136,7 +147,11 @@ def llm_guided(initial: Sequence[int], select: Callable[[list[int]], list[int] |
     candidates, selected, turns = list(initial), [], []
     previous: set[int] | None = None
     for turn in range(max_turns):
-        if stop_when == "candidates_unchanged" and previous is not None and set(candidates) == previous:
+        if (
+            stop_when == "candidates_unchanged"
+            and previous is not None
+            and set(candidates) == previous
+        ):
             break
         chosen = select(candidates)
         turns.append({"turn": turn, "candidates": list(candidates), "selected": chosen})
@@ -152,6 +167,8 @@ def llm_guided(initial: Sequence[int], select: Callable[[list[int]], list[int] |
 
 def children_of(store: HierarchyStore) -> Callable[[list[int]], list[int]]:
     """Alg. 3's growth step: the selected nodes' children (leaves stay as they are)."""
+
     def grow(selected: list[int]) -> list[int]:
         return list(dict.fromkeys(c for v in selected for c in (store.children[v] or [v])))
+
     return grow

@@ -7,13 +7,13 @@ retrieved (their ancestors are marked so the branch can be found).
 
 ``python -m memharness.memsys.hierarchy`` (``__main__.py``) re-renders the view of a saved memory.
 """
+
 from __future__ import annotations
 
-import argparse
 import html
 import json
-from pathlib import Path
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from memharness.memsys.hierarchy.store import HierarchyStore
 
@@ -116,30 +116,56 @@ pick.onchange = () => {
 """
 
 
-def view_data(store: HierarchyStore, retrievals: Sequence[dict[str, Any]], max_nodes: int) -> dict[str, Any]:
+def view_data(
+    store: HierarchyStore, retrievals: Sequence[dict[str, Any]], max_nodes: int
+) -> dict[str, Any]:
     """The JSON the page renders: compact nodes (text, level, children, parents, units, neighbours)."""
     keep = len(store) if len(store) <= max_nodes else max_nodes
-    nodes = [{"t": store.texts[v], "l": store.levels[v], "c": [c for c in store.children[v] if c < keep],
-              "p": [p for p in store.parents[v] if p < keep and p != store.root], "u": len(store.source_units(v)),
-              "e": len(store.edges[v])} for v in range(keep)]
+    nodes = [
+        {
+            "t": store.texts[v],
+            "l": store.levels[v],
+            "c": [c for c in store.children[v] if c < keep],
+            "p": [p for p in store.parents[v] if p < keep and p != store.root],
+            "u": len(store.source_units(v)),
+            "e": len(store.edges[v]),
+        }
+        for v in range(keep)
+    ]
     top = [v for v in store.entry_nodes() if v < keep]
     if store.root is None:  # nodes that no kept node points to must stay reachable
         top += [v for v in range(keep) if not nodes[v]["p"] and v not in top]
-    hits = [{"question": r["question"], "nodes": [v for v in r["nodes"] if v < keep], "scores": r["scores"]}
-            for r in retrievals]
+    hits = [
+        {
+            "question": r["question"],
+            "nodes": [v for v in r["nodes"] if v < keep],
+            "scores": r["scores"],
+        }
+        for r in retrievals
+    ]
     return {"nodes": nodes, "top": top, "retrievals": hits, "truncated": len(store) - keep}
 
 
-def render_html(store: HierarchyStore, title: str = "hierarchy", retrievals: Sequence[dict[str, Any]] = (),
-                max_nodes: int = 5000) -> str:
+def render_html(
+    store: HierarchyStore,
+    title: str = "hierarchy",
+    retrievals: Sequence[dict[str, Any]] = (),
+    max_nodes: int = 5000,
+) -> str:
     """The self-contained page (inline CSS, script and data)."""
     data = view_data(store, retrievals, max_nodes)
     blob = json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
-    note = f" (only the first {max_nodes} nodes are shown; html_max_nodes)" if data["truncated"] else ""
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{_STYLE}</style></head><body><h3>{html.escape(title)}{html.escape(note)}</h3>"
-            "<div id='bar'><input id='search' placeholder='search node text'> <span id='nres' class='meta'></span>"
-            " &nbsp; <select id='question'><option value=''>highlight what a question retrieved…</option></select></div>"
-            "<div id='side'><div><b>Matches</b><ol id='results'></ol></div>"
-            "<div><b>Retrieved</b><ol id='retrieved'></ol></div></div><div id='tree'></div>"
-            f"<script type='application/json' id='data'>{blob}</script><script>{_SCRIPT}</script></body></html>")
+    note = (
+        f" (only the first {max_nodes} nodes are shown; html_max_nodes)"
+        if data["truncated"]
+        else ""
+    )
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{_STYLE}</style></head><body><h3>{html.escape(title)}{html.escape(note)}</h3>"
+        "<div id='bar'><input id='search' placeholder='search node text'> <span id='nres' class='meta'></span>"
+        " &nbsp; <select id='question'><option value=''>highlight what a question retrieved…</option></select></div>"
+        "<div id='side'><div><b>Matches</b><ol id='results'></ol></div>"
+        "<div><b>Retrieved</b><ol id='retrieved'></ol></div></div><div id='tree'></div>"
+        f"<script type='application/json' id='data'>{blob}</script><script>{_SCRIPT}</script></body></html>"
+    )

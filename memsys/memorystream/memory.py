@@ -23,16 +23,16 @@ min-max normalised recency, importance and relevance:
 When all candidates share one value of a component, min-max normalisation sets
 it to 0.5 for all (as in the public code).
 """
+
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Iterator, Literal, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Annotated, Any, Literal
 
 import numpy as np
-
-from memharness.memsys.services.types import ChatRequest
-
 from memharness.memsys.base import MemorySystem, fill_budget
+from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.settings import Placeholders, Range
 from memharness.memsys.types import RetrievedItem, Unit
 
@@ -74,20 +74,32 @@ class MemoryStream(MemorySystem):
     """Flat embedding table with cosine top-k, or Generative Agents scoring."""
 
     name = "memorystream"
-    retrieval_settings = ("top_k", "recency_decay", "recency_weight", "importance_weight", "relevance_weight",
-                          "update_access")
+    retrieval_settings = (
+        "top_k",
+        "recency_decay",
+        "recency_weight",
+        "importance_weight",
+        "relevance_weight",
+        "update_access",
+    )
 
-    def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None,
-                 top_k: Annotated[int, Range(1)] = 3,
-                 scoring: Literal["cosine", "generative_agents"] = "cosine",
-                 recency: Literal["paper", "released_code"] = "paper",
-                 recency_decay: Annotated[float, Range(0, 1, lo_open=True)] = 0.995,
-                 recency_weight: Annotated[float, Range(0)] = 1.0,
-                 importance_weight: Annotated[float, Range(0)] = 1.0,
-                 relevance_weight: Annotated[float, Range(0)] = 1.0,
-                 importance_default: Annotated[int, Range(1, 10)] = 5,
-                 importance_prompt: Annotated[str, Placeholders(optional=("memory",))] = "",
-                 importance_max_tokens: Annotated[int, Range(1)] = 4, update_access: bool = True) -> None:
+    def __init__(
+        self,
+        llm: Any = None,
+        embedder: Any = None,
+        tokenizer: Any = None,
+        top_k: Annotated[int, Range(1)] = 3,
+        scoring: Literal["cosine", "generative_agents"] = "cosine",
+        recency: Literal["paper", "released_code"] = "paper",
+        recency_decay: Annotated[float, Range(0, 1, lo_open=True)] = 0.995,
+        recency_weight: Annotated[float, Range(0)] = 1.0,
+        importance_weight: Annotated[float, Range(0)] = 1.0,
+        relevance_weight: Annotated[float, Range(0)] = 1.0,
+        importance_default: Annotated[int, Range(1, 10)] = 5,
+        importance_prompt: Annotated[str, Placeholders(optional=("memory",))] = "",
+        importance_max_tokens: Annotated[int, Range(1)] = 4,
+        update_access: bool = True,
+    ) -> None:
         super().__init__(llm, embedder, tokenizer)
         self.top_k = top_k
         self.scoring = scoring
@@ -106,8 +118,13 @@ class MemoryStream(MemorySystem):
     @classmethod
     def check_settings(cls, settings: dict[str, Any]) -> Iterator[tuple[str, str]]:
         """Cross-field rule: Generative Agents scoring rates importance with the prompt."""
-        if settings.get("scoring") == "generative_agents" and "{memory}" not in settings.get("importance_prompt", ""):
-            yield "importance_prompt", "must contain the placeholder {memory} when scoring=generative_agents"
+        if settings.get("scoring") == "generative_agents" and "{memory}" not in settings.get(
+            "importance_prompt", ""
+        ):
+            yield (
+                "importance_prompt",
+                "must contain the placeholder {memory} when scoring=generative_agents",
+            )
 
     def add(self, units: Sequence[Unit]) -> None:
         self._vectors.extend(self.embedder.embed([u.text for u in units]))
@@ -116,8 +133,12 @@ class MemoryStream(MemorySystem):
             self._importance.extend(self._rate_importance(units))
 
     def _rate_importance(self, units: Sequence[Unit]) -> list[float]:
-        requests = [ChatRequest.user(self.importance_prompt.format(memory=u.text),
-                                     max_tokens=self.importance_max_tokens) for u in units]
+        requests = [
+            ChatRequest.user(
+                self.importance_prompt.format(memory=u.text), max_tokens=self.importance_max_tokens
+            )
+            for u in units
+        ]
         ratings = []
         for completion in self.llm.complete(requests, desc="importance"):
             value = parse_importance(completion.text) if completion.ok else None
@@ -135,18 +156,31 @@ class MemoryStream(MemorySystem):
         relevance = np.stack(self._vectors) @ query_vector
         if self.scoring == "cosine":
             return relevance
-        recency = recency_scores(self._last_access, len(self.units), self.recency_decay, self.recency)
+        recency = recency_scores(
+            self._last_access, len(self.units), self.recency_decay, self.recency
+        )
         w_rec, w_imp, w_rel = self.weights
-        return (w_rec * min_max(recency) + w_imp * min_max(np.asarray(self._importance))
-                + w_rel * min_max(relevance))
+        return (
+            w_rec * min_max(recency)
+            + w_imp * min_max(np.asarray(self._importance))
+            + w_rel * min_max(relevance)
+        )
 
     def search(self, question: str, budget_tokens: int) -> list[RetrievedItem]:
         if not self._vectors:
             return []
         scores = self.scores(self.embedder.embed_one(question))
         order = np.argsort(-scores, kind="stable")[: self.top_k]
-        items = [RetrievedItem(text=self.units[i].text, score=float(scores[i]), node_id=self.units[i].id,
-                               level=0, source_unit_ids=(self.units[i].id,)) for i in order]
+        items = [
+            RetrievedItem(
+                text=self.units[i].text,
+                score=float(scores[i]),
+                node_id=self.units[i].id,
+                level=0,
+                source_unit_ids=(self.units[i].id,),
+            )
+            for i in order
+        ]
         kept = fill_budget(items, budget_tokens, self.tokenizer)
         if self.update_access and self.scoring == "generative_agents":
             kept_ids = {k.node_id for k in kept}
@@ -157,19 +191,29 @@ class MemoryStream(MemorySystem):
 
     def state(self) -> dict[str, Any]:
         """The embedded table and the ratings (a snapshot of the built memory)."""
-        return {"vectors": np.stack(self._vectors) if self._vectors else np.zeros((0, 0), np.float32),
-                "importance": list(self._importance), "last_access": list(self._last_access),
-                "importance_unparsed": self.importance_unparsed, "importance_failed": self.importance_failed}
+        return {
+            "vectors": np.stack(self._vectors) if self._vectors else np.zeros((0, 0), np.float32),
+            "importance": list(self._importance),
+            "last_access": list(self._last_access),
+            "importance_unparsed": self.importance_unparsed,
+            "importance_failed": self.importance_failed,
+        }
 
     def load_state(self, state: dict[str, Any]) -> None:
         self._vectors = list(np.asarray(state["vectors"], dtype=np.float32))
         self._importance, self._last_access = list(state["importance"]), list(state["last_access"])
-        self.importance_unparsed, self.importance_failed = state["importance_unparsed"], state["importance_failed"]
+        self.importance_unparsed, self.importance_failed = (
+            state["importance_unparsed"],
+            state["importance_failed"],
+        )
 
     def stats(self) -> dict[str, Any]:
         out = {**super().stats(), "memories": len(self._vectors), "scoring": self.scoring}
         if self.scoring == "generative_agents":
-            out.update(recency=self.recency, importance_unparsed=self.importance_unparsed,
-                       importance_failed=self.importance_failed,
-                       importance_mean=float(np.mean(self._importance)) if self._importance else None)
+            out.update(
+                recency=self.recency,
+                importance_unparsed=self.importance_unparsed,
+                importance_failed=self.importance_failed,
+                importance_mean=float(np.mean(self._importance)) if self._importance else None,
+            )
         return out

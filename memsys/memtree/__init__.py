@@ -2,6 +2,7 @@
 
 ``memory`` (the ``MemTree`` memory system: descent, thresholds, aggregation, retrieval),
 ``legacy`` (reading trees saved before the hierarchy core)."""
+
 from memharness.memsys.memtree.memory import MemTree
 
 __all__ = ["MemTree"]

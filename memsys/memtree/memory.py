@@ -17,18 +17,19 @@ each level from the root (App. A.3.5's "traversal"); ``collapsed_expand`` is off
 A node's level in the store is its *height* (0 = leaf = a raw unit), the harness convention;
 depths (root 0) drive the insertion threshold and Fig. 4.
 """
+
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, Sequence
+from typing import Annotated, Any, Literal
 
 import numpy as np
-
-from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.hierarchy import traverse
 from memharness.memsys.hierarchy.memory import HierarchicalMemory
+from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.settings import Placeholders, Range
 from memharness.memsys.types import Unit, content_id
 
@@ -42,22 +43,38 @@ class MemTree(HierarchicalMemory):
     name = "memtree"
     with_root = True
 
-    def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None, *,
-                 aggregate_prompt: Annotated[str, Placeholders("new_content", "current_content",
-                                                               optional=("n_children",))]
-                 = "{current_content}\n{new_content}",
-                 base_threshold: Annotated[float, Range(0, 1, hi_open=True)] = 0.4,
-                 rate: Annotated[float, Range(0)] = 0.5,
-                 threshold_form: Literal["scaled", "exponential"] = "scaled",
-                 max_depth: Annotated[int, Range(1)] | None = None,
-                 aggregate_count: Literal["units", "children"] = "units",
-                 aggregate_max_tokens: Annotated[int, Range(1)] = 192,
-                 parallel_updates: bool = True, insert_order_seed: Annotated[int, Range(0)] | None = None,
-                 traversal: str = "collapsed", top_k: int = 3, retrieve_threshold: float = 0.0,
-                 **core: Any) -> None:
+    def __init__(
+        self,
+        llm: Any = None,
+        embedder: Any = None,
+        tokenizer: Any = None,
+        *,
+        aggregate_prompt: Annotated[
+            str, Placeholders("new_content", "current_content", optional=("n_children",))
+        ] = "{current_content}\n{new_content}",
+        base_threshold: Annotated[float, Range(0, 1, hi_open=True)] = 0.4,
+        rate: Annotated[float, Range(0)] = 0.5,
+        threshold_form: Literal["scaled", "exponential"] = "scaled",
+        max_depth: Annotated[int, Range(1)] | None = None,
+        aggregate_count: Literal["units", "children"] = "units",
+        aggregate_max_tokens: Annotated[int, Range(1)] = 192,
+        parallel_updates: bool = True,
+        insert_order_seed: Annotated[int, Range(0)] | None = None,
+        traversal: str = "collapsed",
+        top_k: int = 3,
+        retrieve_threshold: float = 0.0,
+        **core: Any,
+    ) -> None:
         # traversal / top_k / retrieve_threshold keep the base class's declared ranges and choices.
-        super().__init__(llm=llm, embedder=embedder, tokenizer=tokenizer, traversal=traversal, top_k=top_k,
-                         retrieve_threshold=retrieve_threshold, **core)
+        super().__init__(
+            llm=llm,
+            embedder=embedder,
+            tokenizer=tokenizer,
+            traversal=traversal,
+            top_k=top_k,
+            retrieve_threshold=retrieve_threshold,
+            **core,
+        )
         self.aggregate_prompt = aggregate_prompt
         self.base_threshold, self.rate = float(base_threshold), float(rate)
         self.threshold_form, self.max_depth = threshold_form, max_depth
@@ -109,10 +126,19 @@ class MemTree(HierarchicalMemory):
         return self.store.source_units(node)
 
     # ------------------------------------------------------------------ insertion
-    def _new_node(self, node_id: str, text: str, vector: np.ndarray, parent: int, unit_id: str | None,
-                  n_units: int) -> int:
+    def _new_node(
+        self,
+        node_id: str,
+        text: str,
+        vector: np.ndarray,
+        parent: int,
+        unit_id: str | None,
+        n_units: int,
+    ) -> int:
         """Append a leaf under ``parent`` and return its index."""
-        idx = self.store.add_node(node_id, text, vector, level=0, units=(unit_id,) if unit_id else ())
+        idx = self.store.add_node(
+            node_id, text, vector, level=0, units=(unit_id,) if unit_id else ()
+        )
         self.store.link(parent, idx)
         self.depth.append(self.depth[parent] + 1)
         self.n_units.append(n_units)
@@ -155,7 +181,9 @@ class MemTree(HierarchicalMemory):
         store = self.store
         unit_id = store.units[leaf][0] if store.units[leaf] else None
         store.units[leaf] = ()
-        copy = self._new_node(store.ids[leaf], store.texts[leaf], store.embeddings[leaf].copy(), leaf, unit_id, 1)
+        copy = self._new_node(
+            store.ids[leaf], store.texts[leaf], store.embeddings[leaf].copy(), leaf, unit_id, 1
+        )
         # The node index makes the id unique: the same leaf copy can be expanded again later.
         store.ids[leaf] = content_id("memtree-parent", store.ids[leaf], leaf, prefix="p-")
         return copy
@@ -164,10 +192,17 @@ class MemTree(HierarchicalMemory):
         """One conditional-aggregation prompt per node (App. A.1.2), before the node counts the new unit."""
         reqs = []
         for v in nodes:
-            n = self.n_units[v] if self.aggregate_count == "units" else max(1, len(self.store.children[v]))
-            prompt = self.aggregate_prompt.format(n_children=n, new_content=new_text,
-                                                  current_content=self.store.texts[v])
-            reqs.append(ChatRequest.user(prompt, max_tokens=self.aggregate_max_tokens, temperature=0.0))
+            n = (
+                self.n_units[v]
+                if self.aggregate_count == "units"
+                else max(1, len(self.store.children[v]))
+            )
+            prompt = self.aggregate_prompt.format(
+                n_children=n, new_content=new_text, current_content=self.store.texts[v]
+            )
+            reqs.append(
+                ChatRequest.user(prompt, max_tokens=self.aggregate_max_tokens, temperature=0.0)
+            )
         return reqs
 
     def update_path(self, path: Sequence[int], new_text: str) -> int:
@@ -183,14 +218,18 @@ class MemTree(HierarchicalMemory):
             completions = self.llm.complete(reqs)
         else:
             completions = [self.llm.complete([r])[0] for r in reqs]
-        changed = [(v, c.text.strip()) for v, c in zip(path, completions) if c.ok and c.text.strip()]
+        changed = [
+            (v, c.text.strip())
+            for v, c in zip(path, completions, strict=False)
+            if c.ok and c.text.strip()
+        ]
         failures = len(path) - len(changed)
         if changed:
             if self.parallel_updates:
                 vectors = self.embedder.embed([t for _, t in changed])
             else:
                 vectors = np.stack([self.embedder.embed([t])[0] for _, t in changed])
-            for (v, text), vec in zip(changed, vectors):
+            for (v, text), vec in zip(changed, vectors, strict=False):
                 self.store.set_text(v, text, vec)
         self.aggregation_failures += failures
         self.degrade("aggregation_failed", failures)  # those nodes keep their old summary
@@ -206,14 +245,22 @@ class MemTree(HierarchicalMemory):
         if attach != ROOT and not self.store.children[attach]:
             self.expand_leaf(attach)
         failures = self.update_path(path, unit.text)
-        leaf = self._new_node(content_id("memtree-leaf", unit.id, prefix="l-"), unit.text, vector, attach,
-                              unit.id, 1)
+        leaf = self._new_node(
+            content_id("memtree-leaf", unit.id, prefix="l-"), unit.text, vector, attach, unit.id, 1
+        )
         for v in [ROOT, *path]:
             self.n_units[v] += 1
         self._raise_heights(leaf)
-        self.insertions.append({"unit": unit.id, "nodes_before": nodes_before, "leaf_depth": self.depth[leaf],
-                                "llm_calls": len(path), "failures": failures,
-                                "seconds": time.perf_counter() - start})
+        self.insertions.append(
+            {
+                "unit": unit.id,
+                "nodes_before": nodes_before,
+                "leaf_depth": self.depth[leaf],
+                "llm_calls": len(path),
+                "failures": failures,
+                "seconds": time.perf_counter() - start,
+            }
+        )
         return leaf
 
     def _raise_heights(self, node: int) -> None:
@@ -234,7 +281,7 @@ class MemTree(HierarchicalMemory):
             key = int(content_id(self.insert_order_seed, [u.id for u in units], length=8), 16)
             units = [units[i] for i in np.random.default_rng(key).permutation(len(units))]
         vectors = self.embedder.embed([u.text for u in units]) if units else []
-        for unit, vector in zip(units, vectors):
+        for unit, vector in zip(units, vectors, strict=False):
             self.insert_unit(unit, vector)
 
     # ------------------------------------------------------------------ retrieval (kept for callers of the old API)
@@ -251,19 +298,41 @@ class MemTree(HierarchicalMemory):
         secs = np.array([r["seconds"] for r in self.insertions], dtype=float)
         insertion: dict[str, Any] = {"insertions": int(calls.size)}
         if calls.size:
-            insertion.update(llm_calls_per_insertion_mean=float(calls.mean()),
-                             llm_calls_per_insertion_std=float(calls.std()),
-                             insertion_seconds_mean=float(secs.mean()),
-                             insertion_seconds_p95=float(np.percentile(secs, 95)),
-                             aggregation_failures=int(self.aggregation_failures))
-        config = {k: getattr(self, k) for k in ("base_threshold", "rate", "threshold_form", "max_depth",
-                                                "traversal", "top_k", "insert_order_seed")}
-        return {**super().stats(), "insertion": insertion, "config": config, "insertions": list(self.insertions)}
+            insertion.update(
+                llm_calls_per_insertion_mean=float(calls.mean()),
+                llm_calls_per_insertion_std=float(calls.std()),
+                insertion_seconds_mean=float(secs.mean()),
+                insertion_seconds_p95=float(np.percentile(secs, 95)),
+                aggregation_failures=int(self.aggregation_failures),
+            )
+        config = {
+            k: getattr(self, k)
+            for k in (
+                "base_threshold",
+                "rate",
+                "threshold_form",
+                "max_depth",
+                "traversal",
+                "top_k",
+                "insert_order_seed",
+            )
+        }
+        return {
+            **super().stats(),
+            "insertion": insertion,
+            "config": config,
+            "insertions": list(self.insertions),
+        }
 
     def state(self) -> dict[str, Any]:
         # the inserted units, so stats (units) and provenance lookups match the memory that was saved
-        return {"depth": self.depth, "n_units": self.n_units, "insertions": self.insertions,
-                "aggregation_failures": self.aggregation_failures, "units": [u.to_json() for u in self.units]}
+        return {
+            "depth": self.depth,
+            "n_units": self.n_units,
+            "insertions": self.insertions,
+            "aggregation_failures": self.aggregation_failures,
+            "units": [u.to_json() for u in self.units],
+        }
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.depth, self.n_units = list(state["depth"]), list(state["n_units"])
@@ -274,11 +343,19 @@ class MemTree(HierarchicalMemory):
         self.units = [Unit.from_json(u) for u in state.get("units", [])]
 
     @classmethod
-    def load(cls, in_dir: str | Path, llm: Any = None, embedder: Any = None, tokenizer: Any = None,
-             **overrides: Any) -> "MemTree":
+    def load(
+        cls,
+        in_dir: str | Path,
+        llm: Any = None,
+        embedder: Any = None,
+        tokenizer: Any = None,
+        **overrides: Any,
+    ) -> MemTree:
         """Load a saved tree (no LLM calls); trees saved before the core (tree.json) load too."""
         from memharness.memsys.memtree.legacy import is_legacy, load_legacy
 
         if is_legacy(in_dir):
-            return load_legacy(cls, in_dir, llm=llm, embedder=embedder, tokenizer=tokenizer, **overrides)
+            return load_legacy(
+                cls, in_dir, llm=llm, embedder=embedder, tokenizer=tokenizer, **overrides
+            )
         return super().load(in_dir, llm=llm, embedder=embedder, tokenizer=tokenizer, **overrides)

@@ -24,12 +24,14 @@ every unit its text overlaps (its provenance).
 
 ``units`` makes each non-empty unit one leaf, as it is.
 """
+
 from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from memharness.memsys.types import Unit
 
@@ -151,8 +153,9 @@ def _units_of(pieces: Sequence[_Piece], starts: list[int], ids: list[str]) -> tu
     return tuple(found)
 
 
-def sentence_chunks(units: Sequence[Unit], tokenizer: Any, max_tokens: int = 100,
-                    keep_punctuation: bool = False) -> list[Chunk]:
+def sentence_chunks(
+    units: Sequence[Unit], tokenizer: Any, max_tokens: int = 100, keep_punctuation: bool = False
+) -> list[Chunk]:
     """Sentence-packed chunks of every source run, in stream order (see the module docstring)."""
     if max_tokens <= 0:
         raise ValueError(f"memory.chunk_max_tokens must be positive, got {max_tokens}")
@@ -176,8 +179,13 @@ def unit_chunks(units: Sequence[Unit]) -> list[Chunk]:
     return [Chunk(u.text, (u.id,)) for u in units if u.text.strip()]
 
 
-def make_chunks(units: Sequence[Unit], chunker: str, tokenizer: Any, max_tokens: int = 100,
-                keep_punctuation: bool = False) -> list[Chunk]:
+def make_chunks(
+    units: Sequence[Unit],
+    chunker: str,
+    tokenizer: Any,
+    max_tokens: int = 100,
+    keep_punctuation: bool = False,
+) -> list[Chunk]:
     """Leaves for ``units`` with the configured chunker."""
     if chunker == "sentences":
         return sentence_chunks(units, tokenizer, max_tokens, keep_punctuation)

@@ -31,16 +31,17 @@ Where this differs from the public code, visibly and counted in the log:
 - local clusters map back to their nodes by position; the public code matches embeddings by
   value, so identical embeddings would join each other's clusters.
 """
+
 from __future__ import annotations
 
 import math
 import time
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
-
 from memharness.memsys.types import content_id
 
 Reducer = Callable[[np.ndarray, int, int, str, int], np.ndarray]
@@ -59,7 +60,9 @@ class ClusterSettings:
 
     def __post_init__(self) -> None:
         if self.reduction_dimension < 1:
-            raise ValueError(f"memory.reduction_dimension must be >= 1, got {self.reduction_dimension}")
+            raise ValueError(
+                f"memory.reduction_dimension must be >= 1, got {self.reduction_dimension}"
+            )
         if not 0.0 < self.threshold < 1.0:
             raise ValueError(f"memory.cluster_threshold must be in (0, 1), got {self.threshold}")
         if self.max_clusters < 2:
@@ -78,7 +81,9 @@ class ClusterLog:
     convergence_warnings: int = 0
     too_small: int = 0  # inputs under 5 nodes kept as one cluster
     reclustered: int = 0  # clusters over the token limit clustered again
-    whole_retries: int = 0  # of those, clusters equal to their whole input (retried once, own seeds)
+    whole_retries: int = (
+        0  # of those, clusters equal to their whole input (retried once, own seeds)
+    )
     unsplittable: list[dict[str, int]] = field(default_factory=list)  # over the limit, kept whole
     fallback_assignments: int = 0  # nodes with no posterior above threshold -> most probable
     duplicate_clusters: int = 0
@@ -91,16 +96,20 @@ class ClusterLog:
 
 def step_seed(seed: int, path: str, step: str) -> int:
     """The seed of one random step, derived from the memory's seed and where the step runs."""
-    return int(content_id("raptor", seed, path, step, length=8), 16) % (2 ** 31 - 1)
+    return int(content_id("raptor", seed, path, step, length=8), 16) % (2**31 - 1)
 
 
-def umap_reduce(vectors: np.ndarray, n_components: int, n_neighbors: int, metric: str, seed: int) -> np.ndarray:
+def umap_reduce(
+    vectors: np.ndarray, n_components: int, n_neighbors: int, metric: str, seed: int
+) -> np.ndarray:
     """UMAP to ``n_components`` dimensions (seeded, which also makes it single-threaded)."""
     import umap  # heavy import (numba): only when a layer is clustered
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "n_jobs overridden by random_state", spectral-init notes
-        reducer = umap.UMAP(n_neighbors=n_neighbors, n_components=n_components, metric=metric, random_state=seed)
+        reducer = umap.UMAP(
+            n_neighbors=n_neighbors, n_components=n_components, metric=metric, random_state=seed
+        )
         return np.asarray(reducer.fit_transform(vectors), dtype=np.float64)
 
 
@@ -133,8 +142,9 @@ def _one_thread() -> Any:
     return threadpool_limits(limits=1)
 
 
-def gmm_soft_labels(points: np.ndarray, threshold: float, max_clusters: int, seeds: dict[str, int],
-                    log: ClusterLog) -> tuple[list[list[int]], int]:
+def gmm_soft_labels(
+    points: np.ndarray, threshold: float, max_clusters: int, seeds: dict[str, int], log: ClusterLog
+) -> tuple[list[list[int]], int]:
     """Each point's components (posterior > threshold; else its most probable one) and k."""
     start = time.perf_counter()
     with _one_thread():
@@ -151,8 +161,16 @@ def gmm_soft_labels(points: np.ndarray, threshold: float, max_clusters: int, see
     return labels, k
 
 
-def _reduce_and_label(vectors: np.ndarray, n_components: int, n_neighbors: int, settings: ClusterSettings,
-                      seed: int, path: str, log: ClusterLog, reduce: Reducer) -> tuple[list[list[int]], int]:
+def _reduce_and_label(
+    vectors: np.ndarray,
+    n_components: int,
+    n_neighbors: int,
+    settings: ClusterSettings,
+    seed: int,
+    path: str,
+    log: ClusterLog,
+    reduce: Reducer,
+) -> tuple[list[list[int]], int]:
     seeds = {step: step_seed(seed, path, step) for step in ("umap", "gmm_bic", "gmm")}
     log.seeds[path] = seeds
     start = time.perf_counter()
@@ -164,11 +182,19 @@ def _reduce_and_label(vectors: np.ndarray, n_components: int, n_neighbors: int, 
 
 def too_small(n: int, settings: ClusterSettings) -> bool:
     """Too few nodes for UMAP (fewer than 2 neighbours or no dimension left): one cluster, no fit."""
-    return min(settings.reduction_dimension, n - 2) < 1 or (int(math.sqrt(n - 1)) if n > 1 else 0) < 2
+    return (
+        min(settings.reduction_dimension, n - 2) < 1 or (int(math.sqrt(n - 1)) if n > 1 else 0) < 2
+    )
 
 
-def soft_clusters(vectors: np.ndarray, settings: ClusterSettings, seed: int, path: str, log: ClusterLog,
-                  reduce: Reducer = umap_reduce) -> list[list[int]]:
+def soft_clusters(
+    vectors: np.ndarray,
+    settings: ClusterSettings,
+    seed: int,
+    path: str,
+    log: ClusterLog,
+    reduce: Reducer = umap_reduce,
+) -> list[list[int]]:
     """One pass of global then local clustering; clusters as lists of row indices, in label order."""
     n, dim = len(vectors), settings.reduction_dimension
     n_components, n_neighbors = min(dim, n - 2), int(math.sqrt(n - 1)) if n > 1 else 0
@@ -176,8 +202,9 @@ def soft_clusters(vectors: np.ndarray, settings: ClusterSettings, seed: int, pat
         if n > 1:
             log.too_small += 1
         return [list(range(n))] if n else []
-    global_labels, k_global = _reduce_and_label(vectors, n_components, n_neighbors, settings, seed,
-                                                f"{path}/global", log, reduce)
+    global_labels, k_global = _reduce_and_label(
+        vectors, n_components, n_neighbors, settings, seed, f"{path}/global", log, reduce
+    )
     clusters: list[list[int]] = []
     for g in range(k_global):
         members = [i for i, labels in enumerate(global_labels) if g in labels]
@@ -186,9 +213,16 @@ def soft_clusters(vectors: np.ndarray, settings: ClusterSettings, seed: int, pat
         if len(members) <= dim + 1:
             clusters.append(members)
             continue
-        local_labels, k_local = _reduce_and_label(vectors[members], dim, min(settings.local_n_neighbors,
-                                                                              len(members) - 1),
-                                                  settings, seed, f"{path}/local{g}", log, reduce)
+        local_labels, k_local = _reduce_and_label(
+            vectors[members],
+            dim,
+            min(settings.local_n_neighbors, len(members) - 1),
+            settings,
+            seed,
+            f"{path}/local{g}",
+            log,
+            reduce,
+        )
         for j in range(k_local):
             local = [members[i] for i, labels in enumerate(local_labels) if j in labels]
             if local:
@@ -196,9 +230,16 @@ def soft_clusters(vectors: np.ndarray, settings: ClusterSettings, seed: int, pat
     return clusters
 
 
-def raptor_clusters(vectors: np.ndarray, tokens: Sequence[int], settings: ClusterSettings, seed: int,
-                    log: ClusterLog, path: str = "L1", reduce: Reducer = umap_reduce,
-                    retry: bool = False) -> list[list[int]]:
+def raptor_clusters(
+    vectors: np.ndarray,
+    tokens: Sequence[int],
+    settings: ClusterSettings,
+    seed: int,
+    log: ClusterLog,
+    path: str = "L1",
+    reduce: Reducer = umap_reduce,
+    retry: bool = False,
+) -> list[list[int]]:
     """RAPTOR's clusters of one layer: soft global/local clusters, re-clustered over the token limit.
 
     A cluster over the limit is clustered again at ``{path}/r{i}`` (its own derived seeds). When it
@@ -225,8 +266,16 @@ def raptor_clusters(vectors: np.ndarray, tokens: Sequence[int], settings: Cluste
             else:
                 log.reclustered += 1
                 log.whole_retries += whole
-                sub = raptor_clusters(vectors[members], [tokens[m] for m in members], settings, seed, log,
-                                      f"{path}/r{i}", reduce, retry=whole)
+                sub = raptor_clusters(
+                    vectors[members],
+                    [tokens[m] for m in members],
+                    settings,
+                    seed,
+                    log,
+                    f"{path}/r{i}",
+                    reduce,
+                    retry=whole,
+                )
                 parts = [[members[j] for j in s] for s in sub]
         else:
             parts = [members]

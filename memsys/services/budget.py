@@ -11,6 +11,7 @@ only when a reply arrives, so a run can pass it by what the calls in flight at t
 (at most ``llm.max_in_flight`` calls). ``stop(reason)`` refuses every later call too: the runner
 uses it to wind down the other episodes when one of them aborts the run.
 """
+
 from __future__ import annotations
 
 import threading
@@ -36,7 +37,9 @@ class Budget:
     def check(self, what: str = "call", llm_call: bool = True) -> None:
         """Raise ``BudgetExceeded`` once the budget is spent; count an LLM call as started otherwise."""
         if self._stopped is not None:
-            raise BackendError(f"the run is stopping ({self._stopped}); {what} not made", retryable=False)
+            raise BackendError(
+                f"the run is stopping ({self._stopped}); {what} not made", retryable=False
+            )
         if not self.limited:
             return
         with self._lock:

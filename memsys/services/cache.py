@@ -14,6 +14,7 @@ remedy is ``cache.mode=per_job``: each run writes its own cache in its folder an
 shared one (``read_from``), and ``python -m memharness.eval.cli.cache_merge`` merges the job caches
 into the shared one afterwards, so a cluster sweep still never pays twice for a call.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from memharness.memsys.services.types import CacheUnavailable, ConfigError
 
 _SCHEMA = """
@@ -36,10 +36,14 @@ CREATE TABLE IF NOT EXISTS embed (key TEXT PRIMARY KEY, model TEXT, dim INTEGER,
 class CallCache:
     """Maps request hashes to completions (JSON) and embeddings (float32 bytes)."""
 
-    def __init__(self, path: str | Path, setting: str = "cache.path", read_from: str | Path | None = None) -> None:
+    def __init__(
+        self, path: str | Path, setting: str = "cache.path", read_from: str | Path | None = None
+    ) -> None:
         self.path = Path(path)
         self.setting = setting
-        self.read_from = Path(read_from) if read_from is not None else None  # a shared cache, read only
+        self.read_from = (
+            Path(read_from) if read_from is not None else None
+        )  # a shared cache, read only
         self._local = threading.local()
         try:
             if self.path.is_dir():
@@ -51,9 +55,11 @@ class CallCache:
             conn = self._conn()
             conn.executescript(_SCHEMA)
         except (OSError, sqlite3.Error) as err:
-            raise ConfigError(f"{setting}={str(self.path)!r}: cannot use it as the call cache ({_reason(err)}); "
-                              f"point {setting} at a new or existing SQLite file in a writable folder, "
-                              "or set cache.enabled=false") from None
+            raise ConfigError(
+                f"{setting}={str(self.path)!r}: cannot use it as the call cache ({_reason(err)}); "
+                f"point {setting} at a new or existing SQLite file in a writable folder, "
+                "or set cache.enabled=false"
+            ) from None
 
     def _write(self, sql: str, rows: list[tuple] | tuple, many: bool = False) -> None:
         conn = self._conn()
@@ -74,7 +80,9 @@ class CallCache:
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(
+                self.path, timeout=60.0, isolation_level=None, check_same_thread=False
+            )
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=60000")
@@ -87,7 +95,9 @@ class CallCache:
             return None
         conn = getattr(self._local, "shared", None)
         if conn is None:
-            conn = sqlite3.connect(f"file:{self.read_from}?mode=ro", uri=True, timeout=60.0, check_same_thread=False)
+            conn = sqlite3.connect(
+                f"file:{self.read_from}?mode=ro", uri=True, timeout=60.0, check_same_thread=False
+            )
             self._local.shared = conn
         return conn
 
@@ -102,8 +112,10 @@ class CallCache:
         return json.loads(row[0]) if row else None
 
     def _unavailable(self, verb: str, err: BaseException) -> CacheUnavailable:
-        return CacheUnavailable(f"cannot {verb} the call cache {self.setting}={str(self.path)!r} ({_reason(err)}); "
-                                f"free disk space, or choose another {self.setting} or cache.enabled=false")
+        return CacheUnavailable(
+            f"cannot {verb} the call cache {self.setting}={str(self.path)!r} ({_reason(err)}); "
+            f"free disk space, or choose another {self.setting} or cache.enabled=false"
+        )
 
     def put_chat(self, key: str, model: str, value: dict[str, Any]) -> None:
         self._write("INSERT OR REPLACE INTO chat VALUES (?,?,?)", (key, model, json.dumps(value)))
@@ -116,26 +128,45 @@ class CallCache:
                 if conn is None or not todo:
                     continue
                 for start in range(0, len(todo), 500):
-                    batch = todo[start:start + 500]
+                    batch = todo[start : start + 500]
                     marks = ",".join("?" * len(batch))
-                    for key, dim, blob in conn.execute(f"SELECT key, dim, value FROM embed WHERE key IN ({marks})",
-                                                       batch):
+                    for key, dim, blob in conn.execute(
+                        f"SELECT key, dim, value FROM embed WHERE key IN ({marks})", batch
+                    ):
                         found[key] = np.frombuffer(blob, dtype=np.float32, count=dim)
         except sqlite3.Error as err:
             raise self._unavailable("read", err) from None
         return found
 
     def put_embeddings(self, model: str, items: dict[str, np.ndarray]) -> None:
-        rows = [(k, model, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()]
+        rows = [
+            (k, model, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes())
+            for k, v in items.items()
+        ]
         self._write("INSERT OR REPLACE INTO embed VALUES (?,?,?,?)", rows, many=True)
 
     def __len__(self) -> int:
         conn = self._conn()
-        return sum(conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("chat", "embed"))
+        return sum(
+            conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("chat", "embed")
+        )
 
 
-NETWORK_FS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "beegfs", "fuse.sshfs", "9p", "ceph",
-              "fuse.glusterfs", "afs")
+NETWORK_FS = (
+    "nfs",
+    "nfs4",
+    "cifs",
+    "smb3",
+    "smbfs",
+    "lustre",
+    "gpfs",
+    "beegfs",
+    "fuse.sshfs",
+    "9p",
+    "ceph",
+    "fuse.glusterfs",
+    "afs",
+)
 
 
 def network_filesystem(path: str | Path, mounts: str | None = None) -> str | None:

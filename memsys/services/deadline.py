@@ -6,6 +6,7 @@ requests in flight are cut at the deadline, and backoff sleeps never outlast it.
 against a server that never answers ends close to ``eval.deadline_s`` with every sample
 recorded, and the run folder stays marked incomplete.
 """
+
 from __future__ import annotations
 
 import time
@@ -34,7 +35,9 @@ class Deadline:
         """Raise ``DeadlineExceeded`` if the deadline has passed."""
         if self.expired:
             self.hit = True
-            raise DeadlineExceeded(f"run deadline {self.setting}={self.seconds:g} s reached; {what} not made")
+            raise DeadlineExceeded(
+                f"run deadline {self.setting}={self.seconds:g} s reached; {what} not made"
+            )
 
     def cap(self, timeout_s: float) -> float:
         """A per-request timeout that ends no later than the deadline."""

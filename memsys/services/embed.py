@@ -8,6 +8,7 @@ is spent, no call is made. A backend that declares ``max_concurrency`` (an in-pr
 at most that many requests at once from all threads; an HTTP backend gets at most one per thread
 that embeds (each episode embeds what it needs before it goes on).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -15,16 +16,22 @@ import hashlib
 import random
 import threading
 import time
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
-
 from memharness.memsys.services.budget import Budget
 from memharness.memsys.services.cache import CallCache
 from memharness.memsys.services.deadline import Deadline
 from memharness.memsys.services.llm import RetryPolicy
 from memharness.memsys.services.meter import Meter, current_stage
-from memharness.memsys.services.types import AUTH_STATUS, AuthenticationFailed, BackendError, BudgetExceeded, DeadlineExceeded
+from memharness.memsys.services.types import (
+    AUTH_STATUS,
+    AuthenticationFailed,
+    BackendError,
+    BudgetExceeded,
+    DeadlineExceeded,
+)
 
 
 class EmbedBackend(Protocol):
@@ -34,15 +41,22 @@ class EmbedBackend(Protocol):
 
 
 def _key(model_id: str, text: str) -> str:
-    return hashlib.sha256(f"embed\x00{model_id}\x00{text}".encode("utf-8")).hexdigest()
+    return hashlib.sha256(f"embed\x00{model_id}\x00{text}".encode()).hexdigest()
 
 
 class Embedder:
     """Embeds texts through the cache; only texts never seen go to the backend."""
 
-    def __init__(self, backend: EmbedBackend, meter: Meter | None = None, cache: CallCache | None = None,
-                 batch_size: int = 64, retry: RetryPolicy | None = None, deadline: Deadline | None = None,
-                 budget: Budget | None = None) -> None:
+    def __init__(
+        self,
+        backend: EmbedBackend,
+        meter: Meter | None = None,
+        cache: CallCache | None = None,
+        batch_size: int = 64,
+        retry: RetryPolicy | None = None,
+        deadline: Deadline | None = None,
+        budget: Budget | None = None,
+    ) -> None:
         self.backend = backend
         self.budget = budget
         cap = getattr(backend, "max_concurrency", None)
@@ -71,12 +85,12 @@ class Embedder:
         missing = list(dict.fromkeys(k for k in keys if k not in found))
         self.meter.add(stage, embed_cache_hits=len(keys) - sum(1 for k in keys if k not in found))
         if missing:
-            text_of = dict(zip(keys, texts))
+            text_of = dict(zip(keys, texts, strict=False))
             new: dict[str, np.ndarray] = {}
             for start in range(0, len(missing), self.batch_size):
-                batch = missing[start:start + self.batch_size]
+                batch = missing[start : start + self.batch_size]
                 vectors = self._embed_batch([text_of[k] for k in batch], stage)
-                new.update(zip(batch, _normalise(vectors)))
+                new.update(zip(batch, _normalise(vectors), strict=False))
             if self.cache is not None:
                 self.cache.put_embeddings(self.model_id, new)
             found.update(new)
@@ -106,8 +120,12 @@ class Embedder:
                     self.meter.add(stage, embed_failures=1)
                     raise AuthenticationFailed(f"authentication failed: {err}") from None
                 if not err.retryable or attempt >= self.retry.max_retries:
-                    self.meter.add(stage, embed_failures=1, deadline_skipped=int(isinstance(err, DeadlineExceeded)),
-                                   budget_skipped=int(isinstance(err, BudgetExceeded)))
+                    self.meter.add(
+                        stage,
+                        embed_failures=1,
+                        deadline_skipped=int(isinstance(err, DeadlineExceeded)),
+                        budget_skipped=int(isinstance(err, BudgetExceeded)),
+                    )
                     raise
                 wait = self.retry.delay(attempt, self._rng, err.retry_after)
                 if self.deadline is not None and self.deadline.remaining() is not None:
@@ -116,7 +134,9 @@ class Embedder:
                 time.sleep(wait)
                 attempt += 1
                 continue
-            self.meter.add(stage, embed_calls=1, embed_texts=len(texts), backend_s=time.perf_counter() - t0)
+            self.meter.add(
+                stage, embed_calls=1, embed_texts=len(texts), backend_s=time.perf_counter() - t0
+            )
             return vectors
 
 

@@ -1,24 +1,24 @@
 """Build the shared services (LLM, embedder, tokenizer, cache, meter) from config."""
+
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
-
-from memharness.memsys.services.tokens import Tokenizer, get_tokenizer
 from memharness.memsys.services.budget import Budget
 from memharness.memsys.services.cache import CallCache, network_filesystem
 from memharness.memsys.services.deadline import Deadline
 from memharness.memsys.services.embed import Embedder
 from memharness.memsys.services.llm import LLM, RetryPolicy
 from memharness.memsys.services.meter import Meter
+from memharness.memsys.services.tokens import Tokenizer, get_tokenizer
 from memharness.memsys.services.types import ConfigError
-
+from omegaconf import DictConfig, OmegaConf
 
 log = logging.getLogger("memharness")
 
@@ -57,15 +57,25 @@ def build_cache(cfg: DictConfig, run_dir: Path | None = None) -> CallCache | Non
         return None
     path = str(cfg.cache.path)
     from_env = os.environ.get("MEMHARNESS_CACHE")
-    setting = "cache.path (from $MEMHARNESS_CACHE)" if from_env and from_env == path else "cache.path"
+    setting = (
+        "cache.path (from $MEMHARNESS_CACHE)" if from_env and from_env == path else "cache.path"
+    )
     if cfg.cache.get("mode", "shared") == "per_job" and run_dir is not None:
-        return CallCache(Path(run_dir) / "calls.sqlite", setting="cache.mode=per_job (the run folder)", read_from=path)
+        return CallCache(
+            Path(run_dir) / "calls.sqlite",
+            setting="cache.mode=per_job (the run folder)",
+            read_from=path,
+        )
     fstype = network_filesystem(Path(path).parent)
     if fstype is not None:
-        log.warning("%s=%s is on a network file system (%s): SQLite's WAL locking is not safe there and jobs "
-                    "writing it at once can corrupt it; set cache.mode=per_job (each job writes its own cache, "
-                    "merged afterwards with python -m memharness.eval.cli.cache_merge; docs/scaling.md)",
-                    setting, path, fstype)
+        log.warning(
+            "%s=%s is on a network file system (%s): SQLite's WAL locking is not safe there and jobs "
+            "writing it at once can corrupt it; set cache.mode=per_job (each job writes its own cache, "
+            "merged afterwards with python -m memharness.eval.cli.cache_merge; docs/scaling.md)",
+            setting,
+            path,
+            fstype,
+        )
     return CallCache(Path(path), setting=setting)
 
 
@@ -78,7 +88,9 @@ def _instantiate_backend(section: DictConfig, group: str) -> Any:
         cause = err.__cause__ or err
         if isinstance(cause, ConfigError):
             raise cause from None
-        raise ConfigError(f"could not build {group}.backend ({section.backend.get('_target_')}): {cause}") from err
+        raise ConfigError(
+            f"could not build {group}.backend ({section.backend.get('_target_')}): {cause}"
+        ) from err
 
 
 def build_budget(cfg: DictConfig, meter: Meter) -> Budget:
@@ -96,13 +108,24 @@ def build_llm(cfg: DictConfig, meter: Meter | None = None, cache: CallCache | No
     backend = _instantiate_backend(cfg.llm, "llm")
     if callable(getattr(backend, "set_deadline", None)):
         backend.set_deadline(deadline)
-    return LLM(backend, meter=meter, cache=cache, max_in_flight=int(cfg.llm.get("max_in_flight", 8)),
-               retry=RetryPolicy(**_plain(cfg.llm.get("retry"))), progress=bool(cfg.get("progress", True)),
-               deadline=deadline)
+    return LLM(
+        backend,
+        meter=meter,
+        cache=cache,
+        max_in_flight=int(cfg.llm.get("max_in_flight", 8)),
+        retry=RetryPolicy(**_plain(cfg.llm.get("retry"))),
+        progress=bool(cfg.get("progress", True)),
+        deadline=deadline,
+    )
 
 
-def build_services(cfg: DictConfig, meter: Meter | None = None, cache: CallCache | None = None,
-                   make_backend: Callable[[Any, str], Any] | None = None, run_dir: Path | None = None) -> Services:
+def build_services(
+    cfg: DictConfig,
+    meter: Meter | None = None,
+    cache: CallCache | None = None,
+    make_backend: Callable[[Any, str], Any] | None = None,
+    run_dir: Path | None = None,
+) -> Services:
     """Instantiate ``cfg.llm.backend`` and ``cfg.embedder.backend`` behind the cached facades.
 
     The run's deadline (``eval.deadline_s``, counted from here) is shared by both facades and by
@@ -123,10 +146,32 @@ def build_services(cfg: DictConfig, meter: Meter | None = None, cache: CallCache
     for backend in (chat_backend, embed_backend):
         if callable(getattr(backend, "set_deadline", None)):
             backend.set_deadline(deadline)
-    llm = LLM(chat_backend, meter=meter, cache=cache, max_in_flight=int(cfg.llm.get("max_in_flight", 8)),
-              retry=retry, progress=bool(cfg.get("progress", True)), deadline=deadline, budget=budget)
-    embedder = Embedder(embed_backend, meter=meter, cache=cache, batch_size=int(cfg.embedder.get("batch_size", 64)),
-                        deadline=deadline, budget=budget)
-    return Services(llm=llm, embedder=embedder, tokenizer=get_tokenizer(cfg.get("tokenizer", "cl100k_base")),
-                    meter=meter, cache=cache, deadline=deadline, budget=budget, make_backend=make_backend,
-                    startup_s=startup_s)
+    llm = LLM(
+        chat_backend,
+        meter=meter,
+        cache=cache,
+        max_in_flight=int(cfg.llm.get("max_in_flight", 8)),
+        retry=retry,
+        progress=bool(cfg.get("progress", True)),
+        deadline=deadline,
+        budget=budget,
+    )
+    embedder = Embedder(
+        embed_backend,
+        meter=meter,
+        cache=cache,
+        batch_size=int(cfg.embedder.get("batch_size", 64)),
+        deadline=deadline,
+        budget=budget,
+    )
+    return Services(
+        llm=llm,
+        embedder=embedder,
+        tokenizer=get_tokenizer(cfg.get("tokenizer", "cl100k_base")),
+        meter=meter,
+        cache=cache,
+        deadline=deadline,
+        budget=budget,
+        make_backend=make_backend,
+        startup_s=startup_s,
+    )

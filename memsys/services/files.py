@@ -4,12 +4,14 @@ Each write goes to a hidden temporary file in the same folder, is flushed to dis
 over the target (``os.replace`` is atomic on POSIX). If anything fails (disk full, read-only
 folder) the temporary file is removed and the ``OSError`` names the target path.
 """
+
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable, TextIO
+from typing import Any, TextIO
 
 
 def atomic_write(path: str | Path, write: Callable[[Any], None], mode: str = "w") -> Path:
@@ -45,7 +47,9 @@ def write_json(path: str | Path, obj: Any, **dump_args: Any) -> Path:
 
 def write_lines(path: str | Path, lines: Iterable[str]) -> Path:
     """Write each string followed by a newline (e.g. JSON Lines)."""
+
     def write(f: TextIO) -> None:
         for line in lines:
             f.write(line + "\n")
+
     return atomic_write(path, write)

@@ -13,24 +13,35 @@ on the other (no deadlock). An identical cacheable request already in flight is 
 the second caller waits for the first reply and gets it as a cache hit, as it would have after
 the first call had finished.
 """
+
 from __future__ import annotations
 
 import contextvars
 import random
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Annotated, Protocol, Sequence
+from typing import Annotated, Protocol
 
-from tqdm.auto import tqdm
-
-from memharness.memsys.settings import Range
 from memharness.memsys.services.budget import Budget
 from memharness.memsys.services.cache import CallCache
 from memharness.memsys.services.deadline import Deadline
 from memharness.memsys.services.meter import Meter, current_stage
-from memharness.memsys.services.types import AUTH_STATUS, AuthenticationFailed, BackendError, BudgetExceeded, ChatRequest, Completion, DeadlineExceeded, Logprob, LogprobRequest
+from memharness.memsys.services.types import (
+    AUTH_STATUS,
+    AuthenticationFailed,
+    BackendError,
+    BudgetExceeded,
+    ChatRequest,
+    Completion,
+    DeadlineExceeded,
+    Logprob,
+    LogprobRequest,
+)
+from memharness.memsys.settings import Range
+from tqdm.auto import tqdm
 
 
 class ChatBackend(Protocol):
@@ -53,7 +64,7 @@ class RetryPolicy:
 
     def delay(self, attempt: int, rng: random.Random, retry_after: float | None) -> float:
         """Exponential backoff with full jitter; a server's Retry-After is a floor."""
-        backoff = min(self.max_delay_s, self.base_delay_s * (2 ** attempt))
+        backoff = min(self.max_delay_s, self.base_delay_s * (2**attempt))
         wait = rng.uniform(0, backoff)
         if retry_after is not None:
             wait = max(wait, min(retry_after, self.max_delay_s))
@@ -63,10 +74,18 @@ class RetryPolicy:
 class LLM:
     """Cached, concurrent, retrying, metered access to a chat backend."""
 
-    def __init__(self, backend: ChatBackend, meter: Meter | None = None, cache: CallCache | None = None,
-                 max_in_flight: int = 8, retry: RetryPolicy | None = None, progress: bool = True,
-                 progress_min_batch: int = 8, deadline: Deadline | None = None,
-                 budget: Budget | None = None) -> None:
+    def __init__(
+        self,
+        backend: ChatBackend,
+        meter: Meter | None = None,
+        cache: CallCache | None = None,
+        max_in_flight: int = 8,
+        retry: RetryPolicy | None = None,
+        progress: bool = True,
+        progress_min_batch: int = 8,
+        deadline: Deadline | None = None,
+        budget: Budget | None = None,
+    ) -> None:
         self.backend = backend
         self.deadline = deadline
         self.budget = budget
@@ -80,24 +99,34 @@ class LLM:
         self._rng = random.Random(0)
         self._rng_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=self.max_in_flight, thread_name_prefix="llm")
-        self._slots = threading.BoundedSemaphore(self.max_in_flight)  # backend calls in flight, all threads
-        self._pending: dict[str, Future] = {}  # cache key -> the reply of an identical request in flight
+        self._slots = threading.BoundedSemaphore(
+            self.max_in_flight
+        )  # backend calls in flight, all threads
+        self._pending: dict[
+            str, Future
+        ] = {}  # cache key -> the reply of an identical request in flight
         self._pending_lock = threading.Lock()
 
     @property
     def model_id(self) -> str:
         return self.backend.model_id
 
-    def complete(self, requests: Sequence[ChatRequest], desc: str | None = None) -> list[Completion]:
+    def complete(
+        self, requests: Sequence[ChatRequest], desc: str | None = None
+    ) -> list[Completion]:
         """Answer a batch of requests, at most ``max_in_flight`` at a time, in order."""
         stage = current_stage()
         if len(requests) == 1:
             return [self._one(requests[0], stage)]
         bar = None
         if self.progress and len(requests) >= self.progress_min_batch:
-            bar = tqdm(total=len(requests), desc=desc or stage, leave=False, disable=None)  # None: off when not a TTY
+            bar = tqdm(
+                total=len(requests), desc=desc or stage, leave=False, disable=None
+            )  # None: off when not a TTY
         # each request runs in a copy of the caller's context: the meter's per-episode scope follows it
-        futures = [self._pool.submit(contextvars.copy_context().run, self._one, r, stage) for r in requests]
+        futures = [
+            self._pool.submit(contextvars.copy_context().run, self._one, r, stage) for r in requests
+        ]
         results = []
         for fut in futures:
             results.append(fut.result())
@@ -113,14 +142,26 @@ class LLM:
         return self._one(request, current_stage())
 
     def _one(self, request: ChatRequest, stage: str) -> Completion:
-        key = request.cache_key(self.model_id) if self.cache is not None and request.cacheable else None
+        key = (
+            request.cache_key(self.model_id)
+            if self.cache is not None and request.cacheable
+            else None
+        )
         if key is None:
             return self._call_and_keep(request, stage, None)
         hit = self.cache.get_chat(key)
         if hit is not None:
-            return self._served(Completion(text=hit["text"], prompt_tokens=hit.get("prompt_tokens", 0),
-                                           completion_tokens=hit.get("completion_tokens", 0), cached=True,
-                                           extra=hit.get("extra", {})), hit.get("latency_s"), stage)
+            return self._served(
+                Completion(
+                    text=hit["text"],
+                    prompt_tokens=hit.get("prompt_tokens", 0),
+                    completion_tokens=hit.get("completion_tokens", 0),
+                    cached=True,
+                    extra=hit.get("extra", {}),
+                ),
+                hit.get("latency_s"),
+                stage,
+            )
         with self._pending_lock:
             first = self._pending.get(key)
             if first is None:
@@ -129,9 +170,17 @@ class LLM:
         if first is not None:  # the same request is in flight: its reply, once, as a cache hit
             reply = first.result()
             if reply.ok:
-                return self._served(Completion(text=reply.text, prompt_tokens=reply.prompt_tokens,
-                                               completion_tokens=reply.completion_tokens, cached=True,
-                                               extra=dict(reply.extra)), reply.latency_s, stage)
+                return self._served(
+                    Completion(
+                        text=reply.text,
+                        prompt_tokens=reply.prompt_tokens,
+                        completion_tokens=reply.completion_tokens,
+                        cached=True,
+                        extra=dict(reply.extra),
+                    ),
+                    reply.latency_s,
+                    stage,
+                )
             return self._call_and_keep(request, stage, key)  # failures are not shared: try again
         try:
             completion = self._call_and_keep(request, stage, key)
@@ -147,21 +196,39 @@ class LLM:
     def _served(self, completion: Completion, latency_s: float | None, stage: str) -> Completion:
         """A reply the method used without a backend call (the cache, or an identical call in flight)."""
         self.meter.add(stage, cache_hits=1)
-        self.meter.record_reply(self.model_id, completion.prompt_tokens, completion.completion_tokens, True,
-                                latency_s, stage)
+        self.meter.record_reply(
+            self.model_id,
+            completion.prompt_tokens,
+            completion.completion_tokens,
+            True,
+            latency_s,
+            stage,
+        )
         return completion
 
     def _call_and_keep(self, request: ChatRequest, stage: str, key: str | None) -> Completion:
         completion = self._call_with_retries(request, stage)
         if completion.ok:  # the intrinsic ledger: what the method used, cached or not
-            self.meter.record_reply(self.model_id, completion.prompt_tokens, completion.completion_tokens,
-                                    False, completion.latency_s, stage)
+            self.meter.record_reply(
+                self.model_id,
+                completion.prompt_tokens,
+                completion.completion_tokens,
+                False,
+                completion.latency_s,
+                stage,
+            )
         if completion.ok and key is not None:
-            self.cache.put_chat(key, self.model_id, {"text": completion.text,
-                                                     "prompt_tokens": completion.prompt_tokens,
-                                                     "completion_tokens": completion.completion_tokens,
-                                                     "latency_s": completion.latency_s,
-                                                     "extra": completion.extra})
+            self.cache.put_chat(
+                key,
+                self.model_id,
+                {
+                    "text": completion.text,
+                    "prompt_tokens": completion.prompt_tokens,
+                    "completion_tokens": completion.completion_tokens,
+                    "latency_s": completion.latency_s,
+                    "extra": completion.extra,
+                },
+            )
         return completion
 
     def _call_with_retries(self, request: ChatRequest, stage: str) -> Completion:
@@ -181,9 +248,16 @@ class LLM:
                 elapsed = time.perf_counter() - start
                 completion.attempts = attempt + 1
                 completion.latency_s = elapsed
-                self.meter.add(stage, calls=1, backend_s=elapsed, prompt_tokens=completion.prompt_tokens,
-                               completion_tokens=completion.completion_tokens)
-                self.meter.add_llm_cost(self.model_id, completion.prompt_tokens, completion.completion_tokens, stage)
+                self.meter.add(
+                    stage,
+                    calls=1,
+                    backend_s=elapsed,
+                    prompt_tokens=completion.prompt_tokens,
+                    completion_tokens=completion.completion_tokens,
+                )
+                self.meter.add_llm_cost(
+                    self.model_id, completion.prompt_tokens, completion.completion_tokens, stage
+                )
                 return completion
             except BackendError as err:
                 self.meter.add(stage, backend_s=time.perf_counter() - start)
@@ -191,9 +265,15 @@ class LLM:
                     self.meter.add(stage, failures=1)
                     raise AuthenticationFailed(f"authentication failed: {err}") from None
                 if not err.retryable or attempt >= self.retry.max_retries:
-                    self.meter.add(stage, failures=1, deadline_skipped=int(isinstance(err, DeadlineExceeded)),
-                                   budget_skipped=int(isinstance(err, BudgetExceeded)))
-                    return Completion(text="", error=f"{type(err).__name__}: {err}", attempts=attempt + 1)
+                    self.meter.add(
+                        stage,
+                        failures=1,
+                        deadline_skipped=int(isinstance(err, DeadlineExceeded)),
+                        budget_skipped=int(isinstance(err, BudgetExceeded)),
+                    )
+                    return Completion(
+                        text="", error=f"{type(err).__name__}: {err}", attempts=attempt + 1
+                    )
                 with self._rng_lock:
                     wait = self.retry.delay(attempt, self._rng, err.retry_after)
                 if self.deadline is not None and self.deadline.remaining() is not None:
@@ -212,7 +292,10 @@ class LLM:
         if not self.supports_logprobs:
             raise BackendError(f"backend {self.model_id} does not expose prompt log-probabilities")
         stage = current_stage()
-        futures = [self._pool.submit(contextvars.copy_context().run, self._logprob_one, r, stage) for r in requests]
+        futures = [
+            self._pool.submit(contextvars.copy_context().run, self._logprob_one, r, stage)
+            for r in requests
+        ]
         return [f.result() for f in futures]
 
     def _logprob_one(self, request: LogprobRequest, stage: str) -> Logprob:
@@ -221,7 +304,9 @@ class LLM:
             hit = self.cache.get_chat(key)
             if hit is not None:
                 self.meter.add(stage, cache_hits=1)
-                self.meter.record_reply(self.model_id, hit["tokens"], 0, True, hit.get("latency_s"), stage)
+                self.meter.record_reply(
+                    self.model_id, hit["tokens"], 0, True, hit.get("latency_s"), stage
+                )
                 return Logprob(logprob=hit["logprob"], tokens=hit["tokens"], cached=True)
         start = time.perf_counter()
         try:
@@ -240,7 +325,9 @@ class LLM:
         self.meter.add(stage, calls=1, backend_s=elapsed, prompt_tokens=tokens)
         self.meter.record_reply(self.model_id, tokens, 0, False, elapsed, stage)
         if key is not None:
-            self.cache.put_chat(key, self.model_id, {"logprob": total, "tokens": tokens, "latency_s": elapsed})
+            self.cache.put_chat(
+                key, self.model_id, {"logprob": total, "tokens": tokens, "latency_s": elapsed}
+            )
         return Logprob(logprob=total, tokens=tokens)
 
     def close(self) -> None:

@@ -16,19 +16,23 @@ each backend call: the meter knows how long at least one call was in flight (``b
 time with none in flight and the achieved concurrency are measured, not inferred. A stage's
 ``wall_s`` is the time at least one thread was inside that stage (overlaps counted once).
 """
+
 from __future__ import annotations
 
 import contextlib
 import contextvars
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 # closed_book and audit hold the evaluation extras (closed-book pass, judge reliability), so the
 # method's own cost (build, retrieve, answer) and the judge's stay comparable with and without them.
 STAGES = ("build", "retrieve", "answer", "judge", "closed_book", "audit", "other")
-_current_stage: contextvars.ContextVar[str] = contextvars.ContextVar("memharness_stage", default="other")
+_current_stage: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "memharness_stage", default="other"
+)
 
 
 def current_stage() -> str:
@@ -47,8 +51,12 @@ class StageCounts:
     embed_cache_hits: int = 0
     embed_texts: int = 0
     embed_retries: int = 0  # embedding requests retried after a transient error
-    embed_failures: int = 0  # embedding requests that failed for good (the step that needed them failed)
-    deadline_skipped: int = 0  # calls refused because the run's deadline had passed (also in failures)
+    embed_failures: int = (
+        0  # embedding requests that failed for good (the step that needed them failed)
+    )
+    deadline_skipped: int = (
+        0  # calls refused because the run's deadline had passed (also in failures)
+    )
     budget_skipped: int = 0  # calls refused because the run's budget was spent (also in failures)
     backend_s: float = 0.0  # time spent waiting on the backend (sum over calls)
     wall_s: float = 0.0  # wall time with at least one thread inside the stage (``Meter.stage``)
@@ -75,8 +83,12 @@ class IntrinsicCounts:
 class Ledger:
     """Both ledgers for a part of a run (one episode): what ``Meter.scope`` collects."""
 
-    stages: dict[str, StageCounts] = field(default_factory=lambda: {s: StageCounts() for s in STAGES})
-    intrinsic: dict[str, IntrinsicCounts] = field(default_factory=lambda: {s: IntrinsicCounts() for s in STAGES})
+    stages: dict[str, StageCounts] = field(
+        default_factory=lambda: {s: StageCounts() for s in STAGES}
+    )
+    intrinsic: dict[str, IntrinsicCounts] = field(
+        default_factory=lambda: {s: IntrinsicCounts() for s in STAGES}
+    )
 
     def requests(self, stage: str) -> int:
         """LLM requests of ``stage`` (answered by the backend or the cache)."""
@@ -92,7 +104,9 @@ class Ledger:
         return out
 
 
-_current_scope: contextvars.ContextVar[Ledger | None] = contextvars.ContextVar("memharness_scope", default=None)
+_current_scope: contextvars.ContextVar[Ledger | None] = contextvars.ContextVar(
+    "memharness_scope", default=None
+)
 
 
 def current_scope() -> Ledger | None:
@@ -179,15 +193,27 @@ class Meter:
         price = self.prices.get(model) or self.prices.get(model.split("@")[0])
         if not price:
             return 0.0
-        return (prompt_tokens * price.get("prompt", 0.0) + completion_tokens * price.get("completion", 0.0)) / 1e6
+        return (
+            prompt_tokens * price.get("prompt", 0.0)
+            + completion_tokens * price.get("completion", 0.0)
+        ) / 1e6
 
-    def add_llm_cost(self, model: str, prompt_tokens: int, completion_tokens: int, stage: str | None = None) -> None:
+    def add_llm_cost(
+        self, model: str, prompt_tokens: int, completion_tokens: int, stage: str | None = None
+    ) -> None:
         cost = self.price(model, prompt_tokens, completion_tokens)
         if cost:
             self.add(stage, cost_usd=cost)
 
-    def record_reply(self, model: str, prompt_tokens: int, completion_tokens: int, cached: bool,
-                     latency_s: float | None, stage: str | None = None) -> None:
+    def record_reply(
+        self,
+        model: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        cached: bool,
+        latency_s: float | None,
+        stage: str | None = None,
+    ) -> None:
         """Intrinsic ledger: one LLM reply the method used, whether the backend or the cache gave it."""
         stage = stage or current_stage()
         cost = self.price(model, prompt_tokens, completion_tokens)

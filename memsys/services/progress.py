@@ -10,6 +10,7 @@ every ``interval_s`` seconds (to ``run.log`` and the console, so a batch schedul
 progress too), and one line when each stage starts and ends. No stage stays silent longer than
 the interval.
 """
+
 from __future__ import annotations
 
 import logging
@@ -27,7 +28,9 @@ EPISODE_STAGES = ("build", "retrieve", "answer", "judge")
 class Progress:
     """Episode and call progress of one run, read from the run's meter."""
 
-    def __init__(self, meter: Meter, episodes: int, interval_s: float = 10.0, bar: bool = True) -> None:
+    def __init__(
+        self, meter: Meter, episodes: int, interval_s: float = 10.0, bar: bool = True
+    ) -> None:
         self.meter, self.episodes, self.interval_s = meter, episodes, float(interval_s)
         self.done = 0
         self.stage = "episodes"  # the episode phase: build, retrieve, answer, judge
@@ -44,17 +47,21 @@ class Progress:
     def line(self) -> str:
         stages = EPISODE_STAGES if self.stage == "episodes" else (self.stage,)
         counts = [self.meter.stages[s] for s in stages]
-        calls, hits, failed, embeds = (sum(getattr(c, k) for c in counts)
-                                       for k in ("calls", "cache_hits", "failures", "embed_calls"))
+        calls, hits, failed, embeds = (
+            sum(getattr(c, k) for c in counts)
+            for k in ("calls", "cache_hits", "failures", "embed_calls")
+        )
         where = f"episodes {self.done}/{self.episodes}" if self.stage == "episodes" else "questions"
-        return (f"progress {'+'.join(stages)}: {where} · {calls} LLM calls, {hits} cached, {failed} failed, "
-                f"{embeds} embedding requests · {time.perf_counter() - self._started:.0f} s")
+        return (
+            f"progress {'+'.join(stages)}: {where} · {calls} LLM calls, {hits} cached, {failed} failed, "
+            f"{embeds} embedding requests · {time.perf_counter() - self._started:.0f} s"
+        )
 
     def _beat(self) -> None:
         while not self._stop.wait(self.interval_s):
             log.info(self.line())
 
-    def start(self) -> "Progress":
+    def start(self) -> Progress:
         if self.interval_s > 0:
             self._thread = threading.Thread(target=self._beat, name="progress", daemon=True)
             self._thread.start()
@@ -75,7 +82,9 @@ class Progress:
             self.done += 1
             if self._bar is not None:
                 c = self.meter.stages["build"]
-                self._bar.set_postfix(calls=c.calls, hits=c.cache_hits, failed=c.failures, refresh=False)
+                self._bar.set_postfix(
+                    calls=c.calls, hits=c.cache_hits, failed=c.failures, refresh=False
+                )
                 self._bar.update(1)
 
     def close(self) -> None:

@@ -7,6 +7,7 @@ secret, key-shaped strings, and any value registered with ``register_secret_valu
 where a variable name was expected). ``install_log_redaction`` masks every log record, tracebacks
 included, from the moment it is created.
 """
+
 from __future__ import annotations
 
 import logging
@@ -17,7 +18,9 @@ import traceback
 from typing import Any
 
 REDACTED = "***"
-_SECRET_NAME = re.compile(r"(api[_-]?key|secret|token|password|authorization|bearer)", re.IGNORECASE)
+_SECRET_NAME = re.compile(
+    r"(api[_-]?key|secret|token|password|authorization|bearer)", re.IGNORECASE
+)
 _KEY_SHAPED = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|hf_[A-Za-z0-9]{8,})")
 _HARMLESS_NAMES = {"api_key_env", "max_tokens", "prompt_tokens", "completion_tokens", "tokenizer"}
 _MIN_LEN = 8  # shorter "secrets" would mask ordinary words
@@ -44,7 +47,11 @@ def secret_values() -> list[str]:
     """Values to mask, longest first: registered values and variables, and secret-named variables."""
     with _lock:
         names, literal = set(_secret_envs), set(_secret_values)
-    values = {v for k, v in os.environ.items() if (k in names or _SECRET_NAME.search(k)) and len(v) >= _MIN_LEN}
+    values = {
+        v
+        for k, v in os.environ.items()
+        if (k in names or _SECRET_NAME.search(k)) and len(v) >= _MIN_LEN
+    }
     return sorted(values | literal, key=len, reverse=True)
 
 
@@ -59,7 +66,9 @@ def redact(obj: Any, secrets: list[str] | None = None) -> Any:
     """A copy of a plain dict/list/str tree with secret-named fields and secret values masked."""
     secrets = secret_values() if secrets is None else secrets
     if isinstance(obj, dict):
-        return {k: (REDACTED if _is_secret_field(k, v) else redact(v, secrets)) for k, v in obj.items()}
+        return {
+            k: (REDACTED if _is_secret_field(k, v) else redact(v, secrets)) for k, v in obj.items()
+        }
     if isinstance(obj, (list, tuple)):
         return type(obj)(redact(v, secrets) for v in obj)
     if isinstance(obj, str):
@@ -69,8 +78,13 @@ def redact(obj: Any, secrets: list[str] | None = None) -> Any:
 
 def _is_secret_field(name: Any, value: Any) -> bool:
     name = str(name)
-    return (name not in _HARMLESS_NAMES and not name.endswith(("_env", "_tokens")) and bool(_SECRET_NAME.search(name))
-            and isinstance(value, str) and bool(value))
+    return (
+        name not in _HARMLESS_NAMES
+        and not name.endswith(("_env", "_tokens"))
+        and bool(_SECRET_NAME.search(name))
+        and isinstance(value, str)
+        and bool(value)
+    )
 
 
 def redact_record(record: logging.LogRecord) -> None:
@@ -83,7 +97,9 @@ def redact_record(record: logging.LogRecord) -> None:
     if clean != message:
         record.msg, record.args = clean, ()
     if record.exc_info and not record.exc_text:
-        record.exc_text = redact_text("".join(traceback.format_exception(*record.exc_info)).rstrip("\n"))
+        record.exc_text = redact_text(
+            "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
+        )
     if record.stack_info:
         record.stack_info = redact_text(record.stack_info)
 

@@ -1,4 +1,5 @@
 """Token counting and the token chunker shared by every dataset and system."""
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -65,7 +66,7 @@ def chunk_text(text: str, tokenizer: Tokenizer, size: int, overlap: int = 0) -> 
     step = size - overlap
     chunks = []
     for start in range(0, len(tokens), step):
-        chunks.append(tokenizer.decode(tokens[start:start + size]))
+        chunks.append(tokenizer.decode(tokens[start : start + size]))
         if start + size >= len(tokens):
             break
     return chunks

@@ -1,4 +1,5 @@
 """Request / response types and errors shared by every backend."""
+
 from __future__ import annotations
 
 import hashlib
@@ -26,7 +27,7 @@ class ChatRequest:
     json_output: bool = False
 
     @classmethod
-    def user(cls, prompt: str, system: str | None = None, **params: Any) -> "ChatRequest":
+    def user(cls, prompt: str, system: str | None = None, **params: Any) -> ChatRequest:
         messages = ((("system", system),) if system else ()) + (("user", prompt),)
         return cls(messages=messages, **params)
 
@@ -57,7 +58,9 @@ class LogprobRequest:
 
     def cache_key(self, model_id: str) -> str:
         payload = {"kind": "logprob", "model": model_id, "prefix": self.prefix, "text": self.text}
-        return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+        return hashlib.sha256(
+            json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")
+        ).hexdigest()
 
 
 @dataclass
@@ -95,8 +98,13 @@ class Completion:
 class BackendError(Exception):
     """A backend call failed. ``retryable`` errors are retried with backoff."""
 
-    def __init__(self, message: str, retryable: bool = False, retry_after: float | None = None,
-                 status: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        retryable: bool = False,
+        retry_after: float | None = None,
+        status: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.retry_after = retry_after

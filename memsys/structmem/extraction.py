@@ -17,14 +17,16 @@ Parsing is strict about the line format and honest about what it drops: a non-bl
 does not match is a *malformed line*, counted per kind; an atomic fact without key elements is
 kept and counted (``facts_without_keys``); a failed call is counted (``failed``) and gives nothing.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
-from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.services.tokens import chunk_text
+from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.types import Unit
 
 KINDS = ("chunks", "triples", "atomic_facts", "summaries")
@@ -66,13 +68,20 @@ class ExtractionCounts:
     facts_without_keys: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"chunks": self.chunks, "requests": dict(self.requests), "failed": dict(self.failed),
-                "malformed_lines": dict(self.malformed_lines), "units": dict(self.units),
-                "facts_without_keys": self.facts_without_keys,
-                "requests_per_chunk": (sum(self.requests.values()) / self.chunks) if self.chunks else 0.0}
+        return {
+            "chunks": self.chunks,
+            "requests": dict(self.requests),
+            "failed": dict(self.failed),
+            "malformed_lines": dict(self.malformed_lines),
+            "units": dict(self.units),
+            "facts_without_keys": self.facts_without_keys,
+            "requests_per_chunk": (sum(self.requests.values()) / self.chunks)
+            if self.chunks
+            else 0.0,
+        }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "ExtractionCounts":
+    def from_json(cls, data: dict[str, Any]) -> ExtractionCounts:
         out = cls()
         out.chunks = int(data.get("chunks", 0))
         for name in ("requests", "failed", "malformed_lines", "units"):
@@ -84,26 +93,37 @@ class ExtractionCounts:
 def kinds_of(structure: str) -> tuple[str, ...]:
     """The unit kinds a structure holds (mixed: all four)."""
     if structure not in STRUCTURES:
-        raise ValueError(f"memory.structure must be one of {' | '.join(STRUCTURES)}, got {structure!r}")
+        raise ValueError(
+            f"memory.structure must be one of {' | '.join(STRUCTURES)}, got {structure!r}"
+        )
     return KINDS if structure == "mixed" else (structure,)
 
 
-def source_chunks(units: Sequence[Unit], tokenizer: Any, chunk_tokens: int | None) -> list[SourceChunk]:
+def source_chunks(
+    units: Sequence[Unit], tokenizer: Any, chunk_tokens: int | None
+) -> list[SourceChunk]:
     """The dataset units as source chunks; with ``chunk_tokens``, longer units are cut into pieces
     of at most that many tokens (the paper's chunk length L), each keeping its unit's provenance."""
     out = []
     for u in units:
-        pieces = [u.text] if chunk_tokens is None or tokenizer.count(u.text) <= chunk_tokens \
+        pieces = (
+            [u.text]
+            if chunk_tokens is None or tokenizer.count(u.text) <= chunk_tokens
             else chunk_text(u.text, tokenizer, int(chunk_tokens))
+        )
         for i, piece in enumerate(pieces):
             cid = u.id if len(pieces) == 1 else f"{u.id}#{i}"
             out.append(SourceChunk(id=cid, text=piece, unit_id=u.id, doc_id=u.source_id))
     return out
 
 
-def extraction_requests(chunks: Sequence[SourceChunk], kinds: Sequence[str], prompts: dict[str, str],
-                        max_tokens: dict[str, int], sampling: dict[str, Any] | None = None
-                        ) -> list[tuple[SourceChunk, str, ChatRequest]]:
+def extraction_requests(
+    chunks: Sequence[SourceChunk],
+    kinds: Sequence[str],
+    prompts: dict[str, str],
+    max_tokens: dict[str, int],
+    sampling: dict[str, Any] | None = None,
+) -> list[tuple[SourceChunk, str, ChatRequest]]:
     """One request per chunk and LLM kind (chunks need none), chunk-major order; ``sampling`` holds
     the requests' temperature and seed."""
     out = []
@@ -111,7 +131,9 @@ def extraction_requests(chunks: Sequence[SourceChunk], kinds: Sequence[str], pro
         for kind in kinds:
             if kind in LLM_KINDS:
                 prompt = prompts[kind].format(text=chunk.text)
-                request = ChatRequest.user(prompt, max_tokens=int(max_tokens[kind]), **(sampling or {}))
+                request = ChatRequest.user(
+                    prompt, max_tokens=int(max_tokens[kind]), **(sampling or {})
+                )
                 out.append((chunk, kind, request))
     return out
 
@@ -179,7 +201,7 @@ def parse_summary(reply: str) -> tuple[list[str], int]:
     """The whole reply is one summary; an empty reply is one malformed line."""
     text = reply.strip()
     if text.lower().startswith("summary:"):
-        text = text[len("summary:"):].strip()
+        text = text[len("summary:") :].strip()
     return ([text], 0) if text else ([], 1)
 
 
@@ -188,7 +210,9 @@ def triple_text(triple: tuple[str, str, str]) -> str:
     return "; ".join(triple)
 
 
-def units_from_reply(chunk: SourceChunk, kind: str, reply: str, counts: ExtractionCounts) -> list[MemoryUnit]:
+def units_from_reply(
+    chunk: SourceChunk, kind: str, reply: str, counts: ExtractionCounts
+) -> list[MemoryUnit]:
     """Parse one extraction reply into memory units, updating ``counts``."""
     if kind == "triples":
         triples, bad = parse_triples(reply)
@@ -206,9 +230,15 @@ def units_from_reply(chunk: SourceChunk, kind: str, reply: str, counts: Extracti
     return units
 
 
-def extract(llm: Any, chunks: Sequence[SourceChunk], kinds: Sequence[str], prompts: dict[str, str],
-            max_tokens: dict[str, int], counts: ExtractionCounts,
-            sampling: dict[str, Any] | None = None) -> list[MemoryUnit]:
+def extract(
+    llm: Any,
+    chunks: Sequence[SourceChunk],
+    kinds: Sequence[str],
+    prompts: dict[str, str],
+    max_tokens: dict[str, int],
+    counts: ExtractionCounts,
+    sampling: dict[str, Any] | None = None,
+) -> list[MemoryUnit]:
     """Every kind for every chunk: all LLM requests as one concurrent batch, then parsing.
 
     Units come out chunk by chunk, kinds in ``kinds`` order within a chunk.
@@ -216,7 +246,7 @@ def extract(llm: Any, chunks: Sequence[SourceChunk], kinds: Sequence[str], promp
     requests = extraction_requests(chunks, kinds, prompts, max_tokens, sampling)
     completions = llm.complete([r for _, _, r in requests], desc="extract") if requests else []
     parsed: dict[tuple[str, str], list[MemoryUnit]] = {}
-    for (chunk, kind, _), completion in zip(requests, completions):
+    for (chunk, kind, _), completion in zip(requests, completions, strict=False):
         counts.requests[kind] += 1
         if not completion.ok:
             counts.failed[kind] += 1
@@ -226,8 +256,11 @@ def extract(llm: Any, chunks: Sequence[SourceChunk], kinds: Sequence[str], promp
     for chunk in chunks:
         counts.chunks += 1
         for kind in kinds:
-            units = [MemoryUnit("chunks", chunk.text, chunk, 0)] if kind == "chunks" \
+            units = (
+                [MemoryUnit("chunks", chunk.text, chunk, 0)]
+                if kind == "chunks"
                 else parsed.get((chunk.id, kind), [])
+            )
             counts.units[kind] += len(units)
             out.extend(units)
     return out

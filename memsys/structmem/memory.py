@@ -20,18 +20,20 @@ requests), so the same memory serves offline and online datasets; the BM25 index
 lazily after inserts. Extraction requests depend only on the chunk, the kind, the prompt and the
 model, so the call cache alone shares them across retrieval settings.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Annotated, Any, Literal, Sequence
+from typing import Annotated, Any, Literal
 
 from memharness.memsys.base import fill_budget
 from memharness.memsys.hierarchy.memory import HierarchicalMemory, retrieval_record
 from memharness.memsys.settings import NonEmpty, Range
-from memharness.memsys.types import RetrievedItem, Unit, content_id
 from memharness.memsys.structmem import extraction
 from memharness.memsys.structmem.retrieval import iterative, rerank
 from memharness.memsys.structmem.scoring import Retriever
+from memharness.memsys.types import RetrievedItem, Unit, content_id
 
 _PREFIX = {"chunks": "c-", "triples": "t-", "atomic_facts": "a-", "summaries": "s-"}
 
@@ -50,33 +52,48 @@ class StructuralMemory(HierarchicalMemory):
     name = "structmem"
     traversals = ("collapsed",)
 
-    def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None, *,
-                 structure: Literal["chunks", "triples", "atomic_facts", "summaries", "mixed"] = "chunks",
-                 retrieval: Literal["single", "rerank", "iterative"] = "single",
-                 scorer: Literal["dense", "bm25", "hybrid"] = "dense",
-                 answer_with: Literal["memory", "documents"] = "memory",
-                 documents: Literal["chunk", "source"] = "source",
-                 top_k: int = 100, top_r: Annotated[int, Range(1)] = 10, top_t: Annotated[int, Range(1)] = 50,
-                 turns: Annotated[int, Range(1)] = 4,
-                 iterative_final: Literal["best_score", "final_query"] = "best_score",
-                 chunk_tokens: Annotated[int, Range(1)] | None = None,
-                 prompts: dict[str, Annotated[str, NonEmpty()]] | None = None,
-                 extract_max_tokens: dict[str, Annotated[int, Range(1)]] | None = None,
-                 rerank_format: Literal["json", "lines"] = "json",
-                 rerank_formats: dict[str, str] | None = None,
-                 rerank_batch: Annotated[int, Range(1)] = 10,
-                 rerank_max_tokens: Annotated[int, Range(1)] = 256,
-                 thought_max_tokens: Annotated[int, Range(1)] = 256,
-                 thought_budget_tokens: Annotated[int, Range(1)] | None = 4096,
-                 rrf_k: Annotated[float, Range(0)] = 60.0, rrf_depth: Annotated[int, Range(1)] = 100,
-                 bm25_k1: Annotated[float, Range(0)] = 1.5, bm25_b: Annotated[float, Range(0, 1)] = 0.75,
-                 bm25_epsilon: Annotated[float, Range(0)] = 0.25,
-                 bm25_stopwords: bool = True, temperature: Annotated[float, Range(0, 2)] = 0.2,
-                 **core: Any) -> None:
+    def __init__(
+        self,
+        llm: Any = None,
+        embedder: Any = None,
+        tokenizer: Any = None,
+        *,
+        structure: Literal["chunks", "triples", "atomic_facts", "summaries", "mixed"] = "chunks",
+        retrieval: Literal["single", "rerank", "iterative"] = "single",
+        scorer: Literal["dense", "bm25", "hybrid"] = "dense",
+        answer_with: Literal["memory", "documents"] = "memory",
+        documents: Literal["chunk", "source"] = "source",
+        top_k: int = 100,
+        top_r: Annotated[int, Range(1)] = 10,
+        top_t: Annotated[int, Range(1)] = 50,
+        turns: Annotated[int, Range(1)] = 4,
+        iterative_final: Literal["best_score", "final_query"] = "best_score",
+        chunk_tokens: Annotated[int, Range(1)] | None = None,
+        prompts: dict[str, Annotated[str, NonEmpty()]] | None = None,
+        extract_max_tokens: dict[str, Annotated[int, Range(1)]] | None = None,
+        rerank_format: Literal["json", "lines"] = "json",
+        rerank_formats: dict[str, str] | None = None,
+        rerank_batch: Annotated[int, Range(1)] = 10,
+        rerank_max_tokens: Annotated[int, Range(1)] = 256,
+        thought_max_tokens: Annotated[int, Range(1)] = 256,
+        thought_budget_tokens: Annotated[int, Range(1)] | None = 4096,
+        rrf_k: Annotated[float, Range(0)] = 60.0,
+        rrf_depth: Annotated[int, Range(1)] = 100,
+        bm25_k1: Annotated[float, Range(0)] = 1.5,
+        bm25_b: Annotated[float, Range(0, 1)] = 0.75,
+        bm25_epsilon: Annotated[float, Range(0)] = 0.25,
+        bm25_stopwords: bool = True,
+        temperature: Annotated[float, Range(0, 2)] = 0.2,
+        **core: Any,
+    ) -> None:
         super().__init__(llm=llm, embedder=embedder, tokenizer=tokenizer, top_k=top_k, **core)
         self.kinds = extraction.kinds_of(structure)
         self.structure, self.retrieval, self.scorer = structure, retrieval, scorer
-        self.answer_with, self.documents, self.iterative_final = answer_with, documents, iterative_final
+        self.answer_with, self.documents, self.iterative_final = (
+            answer_with,
+            documents,
+            iterative_final,
+        )
         self.top_r, self.top_t, self.turns = int(top_r), int(top_t), int(turns)
         self.chunk_tokens = None if chunk_tokens is None else int(chunk_tokens)
         self.prompts = dict(prompts or {})
@@ -84,21 +101,48 @@ class StructuralMemory(HierarchicalMemory):
         self.rerank_format, self.rerank_formats = rerank_format, dict(rerank_formats or {})
         self.rerank_batch, self.rerank_max_tokens = int(rerank_batch), int(rerank_max_tokens)
         self.thought_max_tokens = int(thought_max_tokens)
-        self.thought_budget_tokens = None if thought_budget_tokens is None else int(thought_budget_tokens)
+        self.thought_budget_tokens = (
+            None if thought_budget_tokens is None else int(thought_budget_tokens)
+        )
         self.rrf_k, self.rrf_depth = float(rrf_k), int(rrf_depth)
-        self.bm25_k1, self.bm25_b, self.bm25_epsilon = float(bm25_k1), float(bm25_b), float(bm25_epsilon)
+        self.bm25_k1, self.bm25_b, self.bm25_epsilon = (
+            float(bm25_k1),
+            float(bm25_b),
+            float(bm25_epsilon),
+        )
         self.bm25_stopwords = bool(bm25_stopwords)
         self.temperature = float(temperature)
         for key, message in self.check_settings(self.hyperparameters()):
             raise ValueError(f"memory.{key}: {message}")
-        self.retriever = Retriever(self.store, embedder, scorer, rrf_k=rrf_k, rrf_depth=rrf_depth, bm25_k1=bm25_k1,
-                                   bm25_b=bm25_b, bm25_epsilon=bm25_epsilon, bm25_stopwords=bm25_stopwords,
-                                   threshold=self.retrieve_threshold)
+        self.retriever = Retriever(
+            self.store,
+            embedder,
+            scorer,
+            rrf_k=rrf_k,
+            rrf_depth=rrf_depth,
+            bm25_k1=bm25_k1,
+            bm25_b=bm25_b,
+            bm25_epsilon=bm25_epsilon,
+            bm25_stopwords=bm25_stopwords,
+            threshold=self.retrieve_threshold,
+        )
         self.extraction = extraction.ExtractionCounts()
-        self.doc_texts: dict[str, tuple[str, str]] = {}  # dataset unit id -> (source id, text), insertion order
-        self.counts = {"questions": 0, "llm_requests": 0, "rerank_requests": 0, "rerank_failed": 0,
-                       "rerank_unparsed": 0, "thought_requests": 0, "thought_failed": 0, "thought_empty": 0,
-                       "units_ranked": 0, "items_returned": 0, "documents_truncated": 0}
+        self.doc_texts: dict[
+            str, tuple[str, str]
+        ] = {}  # dataset unit id -> (source id, text), insertion order
+        self.counts = {
+            "questions": 0,
+            "llm_requests": 0,
+            "rerank_requests": 0,
+            "rerank_failed": 0,
+            "rerank_unparsed": 0,
+            "thought_requests": 0,
+            "thought_failed": 0,
+            "thought_empty": 0,
+            "units_ranked": 0,
+            "items_returned": 0,
+            "documents_truncated": 0,
+        }
         self.traces: list[dict[str, Any]] = []
 
     @classmethod
@@ -110,22 +154,33 @@ class StructuralMemory(HierarchicalMemory):
             if kind in extraction.LLM_KINDS:
                 yield from _placeholders(f"prompts.{kind}", prompts.get(kind, ""), ("text",))
                 if caps is not None and kind not in caps:
-                    yield "extract_max_tokens", f"has no entry for {kind!r} (structure={settings.get('structure')})"
+                    yield (
+                        "extract_max_tokens",
+                        f"has no entry for {kind!r} (structure={settings.get('structure')})",
+                    )
         retrieval = settings.get("retrieval", "single")
         if retrieval == "rerank":
-            yield from _placeholders("prompts.rerank", prompts.get("rerank", ""),
-                                     ("question", "documents", "output_format"))
+            yield from _placeholders(
+                "prompts.rerank",
+                prompts.get("rerank", ""),
+                ("question", "documents", "output_format"),
+            )
             fmt = settings.get("rerank_format", "json")
             if fmt not in (settings.get("rerank_formats") or {}):
                 yield "rerank_formats", f"has no entry for rerank_format={fmt!r}"
         if retrieval == "iterative":
-            yield from _placeholders("prompts.thought", prompts.get("thought", ""), ("context", "question"))
+            yield from _placeholders(
+                "prompts.thought", prompts.get("thought", ""), ("context", "question")
+            )
 
     @property
     def sampling(self) -> dict[str, Any]:
         """Temperature and seed of every LLM call here: a sampled call carries the run's seed, so it is
         reproducible and cached (``ChatRequest.cacheable``); at temperature 0 no seed is sent."""
-        return {"temperature": self.temperature, "seed": self.seed if self.temperature > 0 else None}
+        return {
+            "temperature": self.temperature,
+            "seed": self.seed if self.temperature > 0 else None,
+        }
 
     # ------------------------------------------------------------------ extraction (α)
     def add(self, units: Sequence[Unit]) -> None:
@@ -133,19 +188,40 @@ class StructuralMemory(HierarchicalMemory):
         for u in units:
             self.doc_texts[u.id] = (u.source_id, u.text)
         chunks = extraction.source_chunks(units, self.tokenizer, self.chunk_tokens)
-        failed, malformed = sum(self.extraction.failed.values()), sum(self.extraction.malformed_lines.values())
-        memory_units = extraction.extract(self.llm, chunks, self.kinds, self.prompts, self.extract_max_tokens,
-                                          self.extraction, self.sampling)
+        failed, malformed = (
+            sum(self.extraction.failed.values()),
+            sum(self.extraction.malformed_lines.values()),
+        )
+        memory_units = extraction.extract(
+            self.llm,
+            chunks,
+            self.kinds,
+            self.prompts,
+            self.extract_max_tokens,
+            self.extraction,
+            self.sampling,
+        )
         # failed extraction calls and unreadable lines leave the memory short of what the method extracts
         self.degrade("extraction_failed", sum(self.extraction.failed.values()) - failed)
-        self.degrade("extraction_unparsed", sum(self.extraction.malformed_lines.values()) - malformed)
+        self.degrade(
+            "extraction_unparsed", sum(self.extraction.malformed_lines.values()) - malformed
+        )
         if not memory_units:
             return
         vectors = self.embedder.embed([m.text for m in memory_units])
-        for m, vector in zip(memory_units, vectors):
-            node_id = content_id("structmem", m.kind, m.chunk.id, m.index, m.text, prefix=_PREFIX[m.kind])
-            meta = {"kind": m.kind, "chunk": m.chunk.id, "doc": m.chunk.doc_id, **({"keys": list(m.keys)} if m.keys else {})}
-            self.store.add_node(node_id, m.text, vector, level=0, units=(m.chunk.unit_id,), meta=meta)
+        for m, vector in zip(memory_units, vectors, strict=False):
+            node_id = content_id(
+                "structmem", m.kind, m.chunk.id, m.index, m.text, prefix=_PREFIX[m.kind]
+            )
+            meta = {
+                "kind": m.kind,
+                "chunk": m.chunk.id,
+                "doc": m.chunk.doc_id,
+                **({"keys": list(m.keys)} if m.keys else {}),
+            }
+            self.store.add_node(
+                node_id, m.text, vector, level=0, units=(m.chunk.unit_id,), meta=meta
+            )
 
     # ------------------------------------------------------------------ retrieval (τ)
     def rank_units(self, question: str) -> tuple[list[tuple[int, float]], dict[str, Any]]:
@@ -155,24 +231,57 @@ class StructuralMemory(HierarchicalMemory):
             return self.retriever.rank(question, self.top_k), {"requests": 0}
         if self.retrieval == "rerank":
             candidates = self.retriever.rank(question, self.top_k)
-            res = rerank(self.llm, question, candidates, texts, top_r=self.top_r, prompt=self.prompts["rerank"],
-                                   output_format=self.rerank_formats[self.rerank_format], fmt=self.rerank_format,
-                                   batch_size=self.rerank_batch, max_tokens=self.rerank_max_tokens,
-                                   sampling=self.sampling)
-            self.counts.update(rerank_requests=self.counts["rerank_requests"] + res.requests,
-                               rerank_failed=self.counts["rerank_failed"] + res.failed,
-                               rerank_unparsed=self.counts["rerank_unparsed"] + res.unparsed)
-            return res.ranked, {"requests": res.requests, "candidates": len(candidates), "failed": res.failed,
-                                "unparsed": res.unparsed, "scores": res.scores}
-        res = iterative(self.retriever.rank, self.llm, question, texts, turns=self.turns, top_t=self.top_t,
-                                  top_k=self.top_k, prompt=self.prompts["thought"], max_tokens=self.thought_max_tokens,
-                                  final=self.iterative_final, budget_tokens=self.thought_budget_tokens,
-                                  tokenizer=self.tokenizer, sampling=self.sampling)
-        self.counts.update(thought_requests=self.counts["thought_requests"] + res.requests,
-                           thought_failed=self.counts["thought_failed"] + res.failed,
-                           thought_empty=self.counts["thought_empty"] + res.empty)
-        return res.ranked, {"requests": res.requests, "queries": res.queries, "thoughts": res.thoughts,
-                            "stopped": res.stopped}
+            res = rerank(
+                self.llm,
+                question,
+                candidates,
+                texts,
+                top_r=self.top_r,
+                prompt=self.prompts["rerank"],
+                output_format=self.rerank_formats[self.rerank_format],
+                fmt=self.rerank_format,
+                batch_size=self.rerank_batch,
+                max_tokens=self.rerank_max_tokens,
+                sampling=self.sampling,
+            )
+            self.counts.update(
+                rerank_requests=self.counts["rerank_requests"] + res.requests,
+                rerank_failed=self.counts["rerank_failed"] + res.failed,
+                rerank_unparsed=self.counts["rerank_unparsed"] + res.unparsed,
+            )
+            return res.ranked, {
+                "requests": res.requests,
+                "candidates": len(candidates),
+                "failed": res.failed,
+                "unparsed": res.unparsed,
+                "scores": res.scores,
+            }
+        res = iterative(
+            self.retriever.rank,
+            self.llm,
+            question,
+            texts,
+            turns=self.turns,
+            top_t=self.top_t,
+            top_k=self.top_k,
+            prompt=self.prompts["thought"],
+            max_tokens=self.thought_max_tokens,
+            final=self.iterative_final,
+            budget_tokens=self.thought_budget_tokens,
+            tokenizer=self.tokenizer,
+            sampling=self.sampling,
+        )
+        self.counts.update(
+            thought_requests=self.counts["thought_requests"] + res.requests,
+            thought_failed=self.counts["thought_failed"] + res.failed,
+            thought_empty=self.counts["thought_empty"] + res.empty,
+        )
+        return res.ranked, {
+            "requests": res.requests,
+            "queries": res.queries,
+            "thoughts": res.thoughts,
+            "stopped": res.stopped,
+        }
 
     def document_items(self, ranked: Sequence[tuple[int, float]]) -> list[RetrievedItem]:
         """Memory-Doc: each unit's document, de-duplicated in first-retrieved order, with the score
@@ -190,8 +299,16 @@ class StructuralMemory(HierarchicalMemory):
             seen.add(key)
             unit_ids = [uid] if self.documents == "chunk" else by_source[key]
             text = "\n\n".join(self.doc_texts[u][1] for u in unit_ids)
-            items.append(RetrievedItem(text=text, score=float(score), node_id=f"doc:{key}", level=0,
-                                       source_unit_ids=tuple(unit_ids), tokens=self.tokenizer.count(text)))
+            items.append(
+                RetrievedItem(
+                    text=text,
+                    score=float(score),
+                    node_id=f"doc:{key}",
+                    level=0,
+                    source_unit_ids=tuple(unit_ids),
+                    tokens=self.tokenizer.count(text),
+                )
+            )
         return items
 
     def search(self, question: str, budget_tokens: int) -> list[RetrievedItem]:
@@ -206,20 +323,41 @@ class StructuralMemory(HierarchicalMemory):
         else:
             kept, cut = self.fill_documents(self.document_items(ranked), budget_tokens)
         kept_ids = {i.node_id for i in kept}
-        shown = [(v, s) for v, s in ranked if (self.store.ids[v] if self.answer_with == "memory"
-                                                else self._doc_node_id(v)) in kept_ids]
-        self.retrievals.append(retrieval_record(question, [self.store.ids[v] for v, _ in shown],
-                                                [v for v, _ in shown], [s for _, s in shown]))
-        self.counts.update(questions=self.counts["questions"] + 1,
-                           llm_requests=self.counts["llm_requests"] + trace["requests"],
-                           units_ranked=self.counts["units_ranked"] + len(ranked),
-                           items_returned=self.counts["items_returned"] + len(kept),
-                           documents_truncated=self.counts["documents_truncated"] + cut)
-        self.traces.append({"question": question, "units": len(ranked), "items": len(kept),
-                            **({"documents_truncated": cut} if self.answer_with == "documents" else {}), **trace})
+        shown = [
+            (v, s)
+            for v, s in ranked
+            if (self.store.ids[v] if self.answer_with == "memory" else self._doc_node_id(v))
+            in kept_ids
+        ]
+        self.retrievals.append(
+            retrieval_record(
+                question,
+                [self.store.ids[v] for v, _ in shown],
+                [v for v, _ in shown],
+                [s for _, s in shown],
+            )
+        )
+        self.counts.update(
+            questions=self.counts["questions"] + 1,
+            llm_requests=self.counts["llm_requests"] + trace["requests"],
+            units_ranked=self.counts["units_ranked"] + len(ranked),
+            items_returned=self.counts["items_returned"] + len(kept),
+            documents_truncated=self.counts["documents_truncated"] + cut,
+        )
+        self.traces.append(
+            {
+                "question": question,
+                "units": len(ranked),
+                "items": len(kept),
+                **({"documents_truncated": cut} if self.answer_with == "documents" else {}),
+                **trace,
+            }
+        )
         return kept
 
-    def fill_documents(self, items: Sequence[RetrievedItem], budget_tokens: int) -> tuple[list[RetrievedItem], int]:
+    def fill_documents(
+        self, items: Sequence[RetrievedItem], budget_tokens: int
+    ) -> tuple[list[RetrievedItem], int]:
         """Memory-Doc's context: documents in order while they fit; the first that does not is cut to
         the tokens left (the paper's 4k input window cuts the joined documents) and fills the budget.
         Returns the items and how many were cut (0 or 1); nothing is skipped silently."""
@@ -239,7 +377,9 @@ class StructuralMemory(HierarchicalMemory):
     def _cut_document(self, item: RetrievedItem, max_tokens: int) -> RetrievedItem:
         """The document's first ``max_tokens`` tokens; its provenance keeps the units that start inside them."""
         limit, text = max_tokens, self.tokenizer.truncate(item.text, max_tokens)
-        while limit > 0 and self.tokenizer.count(text) > max_tokens:  # re-encoding a cut can add a token
+        while (
+            limit > 0 and self.tokenizer.count(text) > max_tokens
+        ):  # re-encoding a cut can add a token
             limit -= 1
             text = self.tokenizer.truncate(item.text, limit)
         start, units = 0, []
@@ -247,7 +387,9 @@ class StructuralMemory(HierarchicalMemory):
             if start < len(text):
                 units.append(uid)
             start += len(self.doc_texts[uid][1]) + 2
-        return replace(item, text=text, tokens=self.tokenizer.count(text), source_unit_ids=tuple(units))
+        return replace(
+            item, text=text, tokens=self.tokenizer.count(text), source_unit_ids=tuple(units)
+        )
 
     def _doc_node_id(self, v: int) -> str:
         uid = self.store.units[v][0]
@@ -258,18 +400,44 @@ class StructuralMemory(HierarchicalMemory):
         """Core diagnostics plus extraction counts (per kind) and retrieval LLM requests per question."""
         q = self.counts["questions"]
         kinds = {k: sum(1 for m in self.store.meta if m.get("kind") == k) for k in self.kinds}
-        per_question = {"llm_requests_per_question": self.counts["llm_requests"] / q if q else 0.0,
-                        "units_ranked_per_question": self.counts["units_ranked"] / q if q else 0.0}
-        config = {k: getattr(self, k) for k in ("structure", "retrieval", "scorer", "answer_with", "documents", "top_k",
-                                                "top_r", "top_t", "turns", "iterative_final", "chunk_tokens",
-                                                "temperature")}
-        return {**super().stats(), "config": config, "extraction": self.extraction.to_json(), "units_by_kind": kinds,
-                "retrieval_counts": dict(self.counts), **per_question,
-                "bm25_builds": self.retriever.bm25_builds}
+        per_question = {
+            "llm_requests_per_question": self.counts["llm_requests"] / q if q else 0.0,
+            "units_ranked_per_question": self.counts["units_ranked"] / q if q else 0.0,
+        }
+        config = {
+            k: getattr(self, k)
+            for k in (
+                "structure",
+                "retrieval",
+                "scorer",
+                "answer_with",
+                "documents",
+                "top_k",
+                "top_r",
+                "top_t",
+                "turns",
+                "iterative_final",
+                "chunk_tokens",
+                "temperature",
+            )
+        }
+        return {
+            **super().stats(),
+            "config": config,
+            "extraction": self.extraction.to_json(),
+            "units_by_kind": kinds,
+            "retrieval_counts": dict(self.counts),
+            **per_question,
+            "bm25_builds": self.retriever.bm25_builds,
+        }
 
     def state(self) -> dict[str, Any]:
-        return {"extraction": self.extraction.to_json(), "counts": dict(self.counts), "traces": self.traces,
-                "doc_texts": [[uid, src, text] for uid, (src, text) in self.doc_texts.items()]}
+        return {
+            "extraction": self.extraction.to_json(),
+            "counts": dict(self.counts),
+            "traces": self.traces,
+            "doc_texts": [[uid, src, text] for uid, (src, text) in self.doc_texts.items()],
+        }
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.extraction = extraction.ExtractionCounts.from_json(state.get("extraction", {}))

@@ -20,19 +20,23 @@ text: "the final refined query q_N is used to retrieve the Top-K") writes N thou
 retrieves the top-K with the last query. A failed or empty thought ends the loop early (the
 next query would repeat the last one), recorded in ``stopped``.
 """
+
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from memharness.memsys.services.types import ChatRequest
 
 Ranked = list[tuple[int, float]]
 FINALS = ("best_score", "final_query")
 RERANK_FORMATS = ("json", "lines")
-_LINE = re.compile(r"Doc(?:ument)?\s*:?\s*#?(\d+)\s*,\s*Relevance\s+Score\s*:\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
+_LINE = re.compile(
+    r"Doc(?:ument)?\s*:?\s*#?(\d+)\s*,\s*Relevance\s+Score\s*:\s*(\d+(?:\.\d+)?)", re.IGNORECASE
+)
 
 
 def _valid(doc: Any, score: Any, n: int) -> bool:
@@ -44,7 +48,7 @@ def parse_rerank_json(reply: str, n: int) -> dict[int, float]:
     """``{"ratings": [{"document": d, "relevance_score": s}]}`` -> {d: s} for 1 <= d <= n, 1 <= s <= 10."""
     start, end = reply.find("{"), reply.rfind("}")
     try:
-        data = json.loads(reply[start:end + 1]) if 0 <= start < end else None
+        data = json.loads(reply[start : end + 1]) if 0 <= start < end else None
     except json.JSONDecodeError:
         return {}
     ratings = data.get("ratings") if isinstance(data, dict) else None
@@ -78,22 +82,44 @@ class RerankResult:
     unparsed: int = 0  # documents in answered batches without a valid score
 
 
-def rerank(llm: Any, question: str, candidates: Ranked, texts: Sequence[str], *, top_r: int, prompt: str,
-           output_format: str, fmt: str = "json", batch_size: int = 10, max_tokens: int = 256,
-           sampling: dict[str, Any] | None = None) -> RerankResult:
+def rerank(
+    llm: Any,
+    question: str,
+    candidates: Ranked,
+    texts: Sequence[str],
+    *,
+    top_r: int,
+    prompt: str,
+    output_format: str,
+    fmt: str = "json",
+    batch_size: int = 10,
+    max_tokens: int = 256,
+    sampling: dict[str, Any] | None = None,
+) -> RerankResult:
     """Score ``candidates`` (node indices into ``texts``) in concurrent batches; keep the best ``top_r``.
     ``sampling`` holds the requests' temperature and seed."""
     if fmt not in RERANK_FORMATS:
-        raise ValueError(f"memory.rerank_format must be one of {' | '.join(RERANK_FORMATS)}, got {fmt!r}")
-    batches = [candidates[i:i + batch_size] for i in range(0, len(candidates), batch_size)]
-    requests = [ChatRequest.user(prompt.format(question=question, output_format=output_format,
-                                               documents=documents_block([texts[v] for v, _ in batch])),
-                                 max_tokens=max_tokens, json_output=fmt == "json", **(sampling or {}))
-                for batch in batches]
+        raise ValueError(
+            f"memory.rerank_format must be one of {' | '.join(RERANK_FORMATS)}, got {fmt!r}"
+        )
+    batches = [candidates[i : i + batch_size] for i in range(0, len(candidates), batch_size)]
+    requests = [
+        ChatRequest.user(
+            prompt.format(
+                question=question,
+                output_format=output_format,
+                documents=documents_block([texts[v] for v, _ in batch]),
+            ),
+            max_tokens=max_tokens,
+            json_output=fmt == "json",
+            **(sampling or {}),
+        )
+        for batch in batches
+    ]
     completions = llm.complete(requests, desc="rerank") if requests else []
     parse = parse_rerank_json if fmt == "json" else parse_rerank_lines
     result = RerankResult(ranked=[], scores=[], requests=len(requests))
-    for batch, completion in zip(batches, completions):
+    for batch, completion in zip(batches, completions, strict=False):
         if not completion.ok:
             result.failed += 1
             result.scores.extend([None] * len(batch))
@@ -101,8 +127,11 @@ def rerank(llm: Any, question: str, candidates: Ranked, texts: Sequence[str], *,
         parsed = parse(completion.text, len(batch))
         result.unparsed += len(batch) - len(parsed)
         result.scores.extend(parsed.get(i) for i in range(1, len(batch) + 1))
-    order = sorted(range(len(candidates)), key=lambda i: (result.scores[i] is None, -(result.scores[i] or 0.0), i))
-    result.ranked = [(candidates[i][0], result.scores[i] or 0.0) for i in order[:max(0, top_r)]]
+    order = sorted(
+        range(len(candidates)),
+        key=lambda i: (result.scores[i] is None, -(result.scores[i] or 0.0), i),
+    )
+    result.ranked = [(candidates[i][0], result.scores[i] or 0.0) for i in order[: max(0, top_r)]]
     return result
 
 
@@ -129,13 +158,27 @@ def numbered_context(texts: Sequence[str], budget_tokens: int | None, tokenizer:
     return "\n".join(f"{i}. {t}" for i, t in enumerate(kept, start=1))
 
 
-def iterative(rank: Callable[[str, int], Ranked], llm: Any, question: str, texts: Sequence[str], *, turns: int,
-              top_t: int, top_k: int, prompt: str, max_tokens: int = 256, final: str = "best_score",
-              budget_tokens: int | None = None, tokenizer: Any = None,
-              sampling: dict[str, Any] | None = None) -> IterativeResult:
+def iterative(
+    rank: Callable[[str, int], Ranked],
+    llm: Any,
+    question: str,
+    texts: Sequence[str],
+    *,
+    turns: int,
+    top_t: int,
+    top_k: int,
+    prompt: str,
+    max_tokens: int = 256,
+    final: str = "best_score",
+    budget_tokens: int | None = None,
+    tokenizer: Any = None,
+    sampling: dict[str, Any] | None = None,
+) -> IterativeResult:
     """N turns of top-T retrieval and thoughts; each unit keeps its best score; the final top-K."""
     if final not in FINALS:
-        raise ValueError(f"memory.iterative_final must be one of {' | '.join(FINALS)}, got {final!r}")
+        raise ValueError(
+            f"memory.iterative_final must be one of {' | '.join(FINALS)}, got {final!r}"
+        )
     if turns < 1:
         raise ValueError(f"memory.turns (N) must be at least 1, got {turns}")
     best: dict[int, float] = {}
@@ -151,9 +194,16 @@ def iterative(rank: Callable[[str, int], Ranked], llm: Any, question: str, texts
             break
         gathered = sorted(best, key=lambda v: (-best[v], first[v]))
         context = numbered_context([texts[v] for v in gathered], budget_tokens, tokenizer)
-        completion = llm.complete([ChatRequest.user(prompt.format(context=context, question=question),
-                                                    max_tokens=max_tokens, **(sampling or {}))],
-                                  desc="thought")[0]
+        completion = llm.complete(
+            [
+                ChatRequest.user(
+                    prompt.format(context=context, question=question),
+                    max_tokens=max_tokens,
+                    **(sampling or {}),
+                )
+            ],
+            desc="thought",
+        )[0]
         result.requests += 1
         thought = completion.text.strip() if completion.ok else ""
         if not completion.ok or not thought:
@@ -167,6 +217,6 @@ def iterative(rank: Callable[[str, int], Ranked], llm: Any, question: str, texts
         result.queries.append(query)
         result.ranked = rank(query, top_k)
     else:
-        order = sorted(best, key=lambda v: (-best[v], first[v]))[:max(0, top_k)]
+        order = sorted(best, key=lambda v: (-best[v], first[v]))[: max(0, top_k)]
         result.ranked = [(v, best[v]) for v in order]
     return result

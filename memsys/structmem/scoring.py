@@ -15,14 +15,15 @@
 
 Ties are broken by node index (insertion order) everywhere, so rankings are deterministic.
 """
+
 from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
-
 from memharness.memsys.hierarchy import traverse
 from memharness.memsys.hierarchy.store import HierarchyStore
 
@@ -30,9 +31,11 @@ Ranked = list[tuple[int, float]]
 SCORERS = ("dense", "bm25", "hybrid")
 
 # A short list of English function words, written for this project.
-STOPWORDS = frozenset("""a an and are as at be been but by did do does for from had has have he her hers him his
+STOPWORDS = frozenset(
+    """a an and are as at be been but by did do does for from had has have he her hers him his
 how i if in into is it its me my of on or our she so than that the their them then there these they this
-those to was we were what when where which who whom whose why will with would you your""".split())
+those to was we were what when where which who whom whose why will with would you your""".split()
+)
 
 
 def bm25_tokens(text: str, stopwords: bool = True) -> list[str]:
@@ -52,8 +55,14 @@ class BM25Index:
     ``tests/test_structmem_retrieval.py`` checks the scores equal ``BM25Okapi.get_scores``.
     """
 
-    def __init__(self, texts: Sequence[str], k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25,
-                 stopwords: bool = True) -> None:
+    def __init__(
+        self,
+        texts: Sequence[str],
+        k1: float = 1.5,
+        b: float = 0.75,
+        epsilon: float = 0.25,
+        stopwords: bool = True,
+    ) -> None:
         from rank_bm25 import BM25Okapi
 
         self.stopwords, self.k1 = stopwords, k1
@@ -65,8 +74,10 @@ class BM25Index:
             for tok, tf in Counter(tokens).items():
                 docs.setdefault(tok, []).append(i)
                 freqs.setdefault(tok, []).append(tf)
-        self.postings = {t: (np.asarray(d, dtype=np.int64), np.asarray(freqs[t], dtype=np.float64))
-                         for t, d in docs.items()}
+        self.postings = {
+            t: (np.asarray(d, dtype=np.int64), np.asarray(freqs[t], dtype=np.float64))
+            for t, d in docs.items()
+        }
         # BM25Okapi divides by the vocabulary size: a corpus without any token has no model.
         self.model = BM25Okapi(corpus, k1=k1, b=b, epsilon=epsilon) if self.postings else None
         if self.model is not None:
@@ -113,15 +124,30 @@ def reciprocal_rank_fusion(rankings: Sequence[Ranked], rrf_k: float, k: int) -> 
 class Retriever:
     """Ranks the units of a flat store for a query text with the configured scorer."""
 
-    def __init__(self, store: HierarchyStore, embedder: Any, scorer: str = "dense", *, rrf_k: float = 60.0,
-                 rrf_depth: int = 100, bm25_k1: float = 1.5, bm25_b: float = 0.75, bm25_epsilon: float = 0.25,
-                 bm25_stopwords: bool = True, threshold: float = -1.0) -> None:
+    def __init__(
+        self,
+        store: HierarchyStore,
+        embedder: Any,
+        scorer: str = "dense",
+        *,
+        rrf_k: float = 60.0,
+        rrf_depth: int = 100,
+        bm25_k1: float = 1.5,
+        bm25_b: float = 0.75,
+        bm25_epsilon: float = 0.25,
+        bm25_stopwords: bool = True,
+        threshold: float = -1.0,
+    ) -> None:
         if scorer not in SCORERS:
             raise ValueError(f"memory.scorer must be one of {' | '.join(SCORERS)}, got {scorer!r}")
         self.store, self.embedder, self.scorer = store, embedder, scorer
         self.rrf_k, self.rrf_depth, self.threshold = float(rrf_k), int(rrf_depth), float(threshold)
-        self.bm25_params = dict(k1=float(bm25_k1), b=float(bm25_b), epsilon=float(bm25_epsilon),
-                                stopwords=bool(bm25_stopwords))
+        self.bm25_params = dict(
+            k1=float(bm25_k1),
+            b=float(bm25_b),
+            epsilon=float(bm25_epsilon),
+            stopwords=bool(bm25_stopwords),
+        )
         self._bm25: BM25Index | None = None
         self.bm25_builds = 0
 
@@ -144,4 +170,6 @@ class Retriever:
         if self.scorer == "bm25":
             return self.bm25().top(query, k)
         depth = max(k, self.rrf_depth)
-        return reciprocal_rank_fusion([self.dense(query, depth), self.bm25().top(query, depth)], self.rrf_k, k)
+        return reciprocal_rank_fusion(
+            [self.dense(query, depth), self.bm25().top(query, depth)], self.rrf_k, k
+        )

@@ -15,6 +15,7 @@ to test that no key reaches a file).
 
 Run: ``python -m memharness.memsys.testing.fault_server --port 8765 --rate-429 0.1 --seed 0``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,7 +62,7 @@ class FaultConfig:
 def _unit(seed: int, *parts: str) -> float:
     """A deterministic number in [0, 1) from the seed and some strings."""
     digest = hashlib.sha256("\x00".join((str(seed),) + parts).encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") / 2 ** 64
+    return int.from_bytes(digest[:8], "big") / 2**64
 
 
 def prompt_key(messages: list[dict[str, Any]]) -> str:
@@ -73,7 +74,7 @@ def prompt_key(messages: list[dict[str, Any]]) -> str:
 def fault_for(config: FaultConfig, key: str) -> str | None:
     """The fault a prompt draws (None = served normally)."""
     u, edge = _unit(config.seed, "fault", key), 0.0
-    for name, rate in zip(FAULTS, config.rates()):
+    for name, rate in zip(FAULTS, config.rates(), strict=False):
         edge += rate
         if u < edge:
             return name
@@ -109,9 +110,21 @@ class _State:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.counts: Counter[str] = Counter(dict.fromkeys(("chat_requests", "chat_ok", "embed_requests",
-                                                          "embed_texts", "embed_ok", "injected_embed",
-                                                          "empty_answers", "rejected"), 0))
+        self.counts: Counter[str] = Counter(
+            dict.fromkeys(
+                (
+                    "chat_requests",
+                    "chat_ok",
+                    "embed_requests",
+                    "embed_texts",
+                    "embed_ok",
+                    "injected_embed",
+                    "empty_answers",
+                    "rejected",
+                ),
+                0,
+            )
+        )
         self.injected: Counter[str] = Counter()
         self.per_prompt: Counter[str] = Counter()
         self.per_batch: Counter[str] = Counter()
@@ -119,8 +132,12 @@ class _State:
 
     def snapshot(self, detail: bool) -> dict[str, Any]:
         with self.lock:
-            out: dict[str, Any] = {**self.counts, "injected": {f: self.injected[f] for f in FAULTS},
-                                   "distinct_prompts": len(self.per_prompt), "auth_seen": self.auth_seen}
+            out: dict[str, Any] = {
+                **self.counts,
+                "injected": {f: self.injected[f] for f in FAULTS},
+                "distinct_prompts": len(self.per_prompt),
+                "auth_seen": self.auth_seen,
+            }
             out["injected_total"] = sum(self.injected.values())
             if detail:
                 out["per_prompt"] = dict(self.per_prompt)
@@ -148,7 +165,13 @@ class _Handler(BaseHTTPRequestHandler):
     def state(self) -> _State:
         return self.server.state  # type: ignore[attr-defined]
 
-    def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None, raw: bytes | None = None) -> None:
+    def _send(
+        self,
+        status: int,
+        payload: Any,
+        headers: dict[str, str] | None = None,
+        raw: bytes | None = None,
+    ) -> None:
         data = raw if raw is not None else json.dumps(payload).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -181,7 +204,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.cfg.reject_posts:
             with self.state.lock:
                 self.state.counts["rejected"] += 1
-            self._send(self.cfg.reject_posts, {"error": {"message": "invalid API key" + self._echo()}})
+            self._send(
+                self.cfg.reject_posts, {"error": {"message": "invalid API key" + self._echo()}}
+            )
             return
         if self.path.rstrip("/").endswith("/chat/completions"):
             self._chat(body)
@@ -209,14 +234,31 @@ class _Handler(BaseHTTPRequestHandler):
             text = ""
             with self.state.lock:
                 self.state.counts["empty_answers"] += 1
-        prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body.get("messages") or [])
+        prompt_tokens = sum(
+            len(str(m.get("content", "")).split()) for m in body.get("messages") or []
+        )
         with self.state.lock:
             self.state.counts["chat_ok"] += 1
-        self._send(200, {"id": f"chatcmpl-{key}", "object": "chat.completion", "model": body.get("model"),
-                         "choices": [{"index": 0, "finish_reason": "stop",
-                                      "message": {"role": "assistant", "content": text}}],
-                         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()),
-                                   "total_tokens": prompt_tokens + len(text.split())}})
+        self._send(
+            200,
+            {
+                "id": f"chatcmpl-{key}",
+                "object": "chat.completion",
+                "model": body.get("model"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": text},
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": len(text.split()),
+                    "total_tokens": prompt_tokens + len(text.split()),
+                },
+            },
+        )
 
     def _echo(self) -> str:
         """What a misbehaving server leaks: the Authorization header it received."""
@@ -224,8 +266,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _inject(self, fault: str) -> None:
         if fault == "429":
-            self._send(429, {"error": {"message": "rate limited (injected)" + self._echo()}},
-                       headers={"Retry-After": f"{self.cfg.retry_after_s:g}"})
+            self._send(
+                429,
+                {"error": {"message": "rate limited (injected)" + self._echo()}},
+                headers={"Retry-After": f"{self.cfg.retry_after_s:g}"},
+            )
         elif fault == "500":
             self._send(500, {"error": {"message": "server error (injected)" + self._echo()}})
         elif fault == "malformed":
@@ -243,20 +288,35 @@ class _Handler(BaseHTTPRequestHandler):
             self.state.counts["embed_texts"] += len(texts)
             self.state.per_batch[key] += 1
             attempt = self.state.per_batch[key]
-        faulted = self.cfg.embed_rate_500 and _unit(self.cfg.seed, "embed-fault", key) < self.cfg.embed_rate_500
+        faulted = (
+            self.cfg.embed_rate_500
+            and _unit(self.cfg.seed, "embed-fault", key) < self.cfg.embed_rate_500
+        )
         if faulted and (self.cfg.embed_transient == 0 or attempt <= self.cfg.embed_transient):
             with self.state.lock:
                 self.state.counts["injected_embed"] += 1
-            self._send(500, {"error": {"message": "embedding server error (injected)" + self._echo()}})
+            self._send(
+                500, {"error": {"message": "embedding server error (injected)" + self._echo()}}
+            )
             return
         with self.state.lock:
             self.state.counts["embed_ok"] += 1
         data = []
         for i, text in enumerate(texts):
-            vec = [_unit(self.cfg.seed, "embed", str(text), str(d)) - 0.5 for d in range(self.cfg.embed_dim)]
+            vec = [
+                _unit(self.cfg.seed, "embed", str(text), str(d)) - 0.5
+                for d in range(self.cfg.embed_dim)
+            ]
             data.append({"object": "embedding", "index": i, "embedding": vec})
-        self._send(200, {"object": "list", "data": data, "model": body.get("model"),
-                         "usage": {"prompt_tokens": sum(len(str(t).split()) for t in texts)}})
+        self._send(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model"),
+                "usage": {"prompt_tokens": sum(len(str(t).split()) for t in texts)},
+            },
+        )
 
 
 class _Server(ThreadingHTTPServer):
@@ -267,7 +327,9 @@ class _Server(ThreadingHTTPServer):
 class FaultServer:
     """The server in a background thread: ``with FaultServer(FaultConfig(...)) as srv: srv.url``."""
 
-    def __init__(self, config: FaultConfig | None = None, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, config: FaultConfig | None = None, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
         self.httpd = _Server((host, port), _Handler)
         self.httpd.fault_config = config or FaultConfig()  # type: ignore[attr-defined]
         self.httpd.state = _State()  # type: ignore[attr-defined]
@@ -281,7 +343,7 @@ class FaultServer:
     def stats(self, detail: bool = False) -> dict[str, Any]:
         return self.httpd.state.snapshot(detail)  # type: ignore[attr-defined]
 
-    def start(self) -> "FaultServer":
+    def start(self) -> FaultServer:
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self._thread.start()
         return self
@@ -290,7 +352,7 @@ class FaultServer:
         self.httpd.shutdown()
         self.httpd.server_close()
 
-    def __enter__(self) -> "FaultServer":
+    def __enter__(self) -> FaultServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -302,23 +364,50 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
     for name in ("rate-429", "rate-500", "rate-hang", "rate-malformed"):
-        parser.add_argument(f"--{name}", type=float, default=0.0, help="fraction of prompts given this fault")
+        parser.add_argument(
+            f"--{name}", type=float, default=0.0, help="fraction of prompts given this fault"
+        )
     parser.add_argument("--latency-ms", type=float, default=0.0, help="added to every chat request")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--transient", type=int, default=0, help="faulted prompts fail only their first N attempts")
-    parser.add_argument("--retry-after", type=float, default=0.0, help="Retry-After seconds sent with 429s")
+    parser.add_argument(
+        "--transient", type=int, default=0, help="faulted prompts fail only their first N attempts"
+    )
+    parser.add_argument(
+        "--retry-after", type=float, default=0.0, help="Retry-After seconds sent with 429s"
+    )
     parser.add_argument("--hang-s", type=float, default=30.0)
-    parser.add_argument("--embed-rate-500", type=float, default=0.0, help="fraction of embedding batches faulted")
-    parser.add_argument("--embed-transient", type=int, default=0, help="faulted batches fail only N attempts")
-    parser.add_argument("--empty-rate", type=float, default=0.0, help="fraction of prompts answered empty")
-    parser.add_argument("--reject-posts", type=int, default=0, help="answer every POST with this status")
-    parser.add_argument("--echo-auth", type=int, default=0, help="1: error bodies quote the Authorization header")
+    parser.add_argument(
+        "--embed-rate-500", type=float, default=0.0, help="fraction of embedding batches faulted"
+    )
+    parser.add_argument(
+        "--embed-transient", type=int, default=0, help="faulted batches fail only N attempts"
+    )
+    parser.add_argument(
+        "--empty-rate", type=float, default=0.0, help="fraction of prompts answered empty"
+    )
+    parser.add_argument(
+        "--reject-posts", type=int, default=0, help="answer every POST with this status"
+    )
+    parser.add_argument(
+        "--echo-auth", type=int, default=0, help="1: error bodies quote the Authorization header"
+    )
     args = parser.parse_args(argv)
-    config = FaultConfig(rate_429=args.rate_429, rate_500=args.rate_500, rate_hang=args.rate_hang,
-                         rate_malformed=args.rate_malformed, latency_ms=args.latency_ms, seed=args.seed,
-                         transient=args.transient, retry_after_s=args.retry_after, hang_s=args.hang_s,
-                         embed_rate_500=args.embed_rate_500, embed_transient=args.embed_transient,
-                         empty_rate=args.empty_rate, reject_posts=args.reject_posts, echo_auth=bool(args.echo_auth))
+    config = FaultConfig(
+        rate_429=args.rate_429,
+        rate_500=args.rate_500,
+        rate_hang=args.rate_hang,
+        rate_malformed=args.rate_malformed,
+        latency_ms=args.latency_ms,
+        seed=args.seed,
+        transient=args.transient,
+        retry_after_s=args.retry_after,
+        hang_s=args.hang_s,
+        embed_rate_500=args.embed_rate_500,
+        embed_transient=args.embed_transient,
+        empty_rate=args.empty_rate,
+        reject_posts=args.reject_posts,
+        echo_auth=bool(args.echo_auth),
+    )
     server = FaultServer(config, host=args.host, port=args.port)
     print(f"fault server on {server.url}", flush=True)
     try:

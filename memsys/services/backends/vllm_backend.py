@@ -3,19 +3,20 @@
 The ``LLM`` facade calls ``chat`` once per request from many threads; a micro-batcher
 gathers those calls into one ``vllm.LLM.chat`` call so the GPU sees full batches.
 """
+
 from __future__ import annotations
 
 import importlib.util
 import queue
 import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Annotated, Any, Callable, Literal, Sequence
+from typing import Annotated, Any, Literal
 
 import numpy as np
-
-from memharness.memsys.settings import NonEmpty, Range
 from memharness.memsys.services.types import BackendError, ChatRequest, Completion, ConfigError
+from memharness.memsys.settings import NonEmpty, Range
 
 DType = Literal["auto", "float16", "bfloat16", "float32"]
 
@@ -23,16 +24,21 @@ DType = Literal["auto", "float16", "bfloat16", "float32"]
 def require_vllm(setting: str) -> Any:
     """Import vllm, or raise a ConfigError saying whether the package or the GPU is missing."""
     if importlib.util.find_spec("vllm") is None:
-        raise ConfigError(f"{setting}=vllm needs the optional extra: pip install -e '.[vllm]' "
-                          "(or use llm=local / llm=openai)")
+        raise ConfigError(
+            f"{setting}=vllm needs the optional extra: pip install -e '.[vllm]' "
+            "(or use llm=local / llm=openai)"
+        )
     try:
         import torch
+
         has_gpu = bool(torch.cuda.is_available())
     except ImportError:
         has_gpu = False
     if not has_gpu:
-        raise ConfigError(f"{setting}=vllm needs a CUDA GPU and none is visible "
-                          "(use llm=local, or llm=openai against a remote vLLM server)")
+        raise ConfigError(
+            f"{setting}=vllm needs a CUDA GPU and none is visible "
+            "(use llm=local, or llm=openai against a remote vLLM server)"
+        )
     import vllm
 
     return vllm
@@ -47,8 +53,12 @@ class _Job:
 class MicroBatcher:
     """Collects single calls from many threads into batches for ``run_batch``."""
 
-    def __init__(self, run_batch: Callable[[list[ChatRequest]], list[Completion]], max_batch: int = 256,
-                 wait_s: float = 0.02) -> None:
+    def __init__(
+        self,
+        run_batch: Callable[[list[ChatRequest]], list[Completion]],
+        max_batch: int = 256,
+        wait_s: float = 0.02,
+    ) -> None:
         self._run_batch = run_batch
         self.max_batch = max_batch
         self.wait_s = wait_s
@@ -87,7 +97,11 @@ class MicroBatcher:
                 for job, result in zip(jobs, results, strict=True):
                     job.future.set_result(result)
             except Exception as err:  # one bad batch fails its requests, not the batcher
-                wrapped = err if isinstance(err, BackendError) else BackendError(f"vllm batch failed: {err}")
+                wrapped = (
+                    err
+                    if isinstance(err, BackendError)
+                    else BackendError(f"vllm batch failed: {err}")
+                )
                 for job in jobs:
                     if not job.future.done():
                         job.future.set_exception(wrapped)
@@ -99,9 +113,12 @@ class MicroBatcher:
 
 def sampling_params(vllm: Any, request: ChatRequest, default_seed: int) -> Any:
     """vllm.SamplingParams for a request, with guided choices or JSON where asked."""
-    kwargs: dict[str, Any] = dict(max_tokens=request.max_tokens, temperature=request.temperature,
-                                  seed=request.seed if request.seed is not None else default_seed,
-                                  stop=list(request.stop) or None)
+    kwargs: dict[str, Any] = dict(
+        max_tokens=request.max_tokens,
+        temperature=request.temperature,
+        seed=request.seed if request.seed is not None else default_seed,
+        stop=list(request.stop) or None,
+    )
     guided = None
     if request.choices:
         guided = {"choice": list(request.choices)}
@@ -119,7 +136,9 @@ def _guided_kwargs(vllm: Any, guided: dict[str, Any]) -> dict[str, Any]:
         return {"structured_outputs": params.StructuredOutputsParams(**guided)}
     if params is not None and hasattr(params, "GuidedDecodingParams"):
         return {"guided_decoding": params.GuidedDecodingParams(**guided)}
-    raise ConfigError("this vllm version has neither StructuredOutputsParams nor GuidedDecodingParams")
+    raise ConfigError(
+        "this vllm version has neither StructuredOutputsParams nor GuidedDecodingParams"
+    )
 
 
 def completions_from_outputs(outputs: Sequence[Any]) -> list[Completion]:
@@ -127,9 +146,14 @@ def completions_from_outputs(outputs: Sequence[Any]) -> list[Completion]:
     result = []
     for out in outputs:
         gen = out.outputs[0]
-        result.append(Completion(text=gen.text, prompt_tokens=len(out.prompt_token_ids or ()),
-                                 completion_tokens=len(gen.token_ids or ()),
-                                 extra={"finish_reason": gen.finish_reason}))
+        result.append(
+            Completion(
+                text=gen.text,
+                prompt_tokens=len(out.prompt_token_ids or ()),
+                completion_tokens=len(gen.token_ids or ()),
+                extra={"finish_reason": gen.finish_reason},
+            )
+        )
     return result
 
 
@@ -138,24 +162,40 @@ class VLLMBackend:
 
     max_concurrency = None
 
-    def __init__(self, model: Annotated[str, NonEmpty()], tensor_parallel_size: Annotated[int, Range(1)] = 1,
-                 gpu_memory_utilization: Annotated[float, Range(0, 1, lo_open=True)] = 0.85,
-                 max_model_len: Annotated[int, Range(1)] | None = None, dtype: DType = "auto",
-                 seed: Annotated[int, Range(0)] = 0, max_batch: Annotated[int, Range(1)] = 256,
-                 batch_wait_ms: Annotated[float, Range(0)] = 20.0, engine: Any = None,
-                 vllm_module: Any = None) -> None:
+    def __init__(
+        self,
+        model: Annotated[str, NonEmpty()],
+        tensor_parallel_size: Annotated[int, Range(1)] = 1,
+        gpu_memory_utilization: Annotated[float, Range(0, 1, lo_open=True)] = 0.85,
+        max_model_len: Annotated[int, Range(1)] | None = None,
+        dtype: DType = "auto",
+        seed: Annotated[int, Range(0)] = 0,
+        max_batch: Annotated[int, Range(1)] = 256,
+        batch_wait_ms: Annotated[float, Range(0)] = 20.0,
+        engine: Any = None,
+        vllm_module: Any = None,
+    ) -> None:
         # engine / vllm_module let tests inject doubles; real runs build them here.
         self._vllm = vllm_module or require_vllm("llm")
-        self._engine = engine or self._vllm.LLM(model=model, tensor_parallel_size=tensor_parallel_size,
-                                                gpu_memory_utilization=gpu_memory_utilization,
-                                                max_model_len=max_model_len, dtype=dtype, seed=seed)
+        self._engine = engine or self._vllm.LLM(
+            model=model,
+            tensor_parallel_size=tensor_parallel_size,
+            gpu_memory_utilization=gpu_memory_utilization,
+            max_model_len=max_model_len,
+            dtype=dtype,
+            seed=seed,
+        )
         self.model_id = f"vllm:{model}"
         self.seed = seed
-        self._batcher = MicroBatcher(self._run_batch, max_batch=max_batch, wait_s=batch_wait_ms / 1000)
+        self._batcher = MicroBatcher(
+            self._run_batch, max_batch=max_batch, wait_s=batch_wait_ms / 1000
+        )
 
     def _run_batch(self, requests: list[ChatRequest]) -> list[Completion]:
         params = [sampling_params(self._vllm, r, self.seed) for r in requests]
-        outputs = self._engine.chat([r.message_dicts() for r in requests], sampling_params=params, use_tqdm=False)
+        outputs = self._engine.chat(
+            [r.message_dicts() for r in requests], sampling_params=params, use_tqdm=False
+        )
         return completions_from_outputs(outputs)
 
     def chat(self, request: ChatRequest) -> Completion:
@@ -171,15 +211,27 @@ class VLLMEmbedBackend:
 
     max_concurrency = 1
 
-    def __init__(self, model: Annotated[str, NonEmpty()], tensor_parallel_size: Annotated[int, Range(1)] = 1,
-                 gpu_memory_utilization: Annotated[float, Range(0, 1, lo_open=True)] = 0.3,
-                 max_model_len: Annotated[int, Range(1)] | None = None, dtype: DType = "auto",
-                 seed: Annotated[int, Range(0)] = 0, engine: Any = None) -> None:
+    def __init__(
+        self,
+        model: Annotated[str, NonEmpty()],
+        tensor_parallel_size: Annotated[int, Range(1)] = 1,
+        gpu_memory_utilization: Annotated[float, Range(0, 1, lo_open=True)] = 0.3,
+        max_model_len: Annotated[int, Range(1)] | None = None,
+        dtype: DType = "auto",
+        seed: Annotated[int, Range(0)] = 0,
+        engine: Any = None,
+    ) -> None:
         if engine is None:
             vllm = require_vllm("embedder")
-            engine = vllm.LLM(model=model, task="embed", tensor_parallel_size=tensor_parallel_size,
-                              gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
-                              dtype=dtype, seed=seed)
+            engine = vllm.LLM(
+                model=model,
+                task="embed",
+                tensor_parallel_size=tensor_parallel_size,
+                gpu_memory_utilization=gpu_memory_utilization,
+                max_model_len=max_model_len,
+                dtype=dtype,
+                seed=seed,
+            )
         self._engine = engine
         self.model_id = f"vllm:{model}"
 
