@@ -84,7 +84,7 @@ def fault_server(log_dir: Path, **options: float) -> Iterator[str]:
 @contextlib.contextmanager
 def llama_server(log_dir: Path, n_ctx: int = 2048) -> Iterator[str]:
     """``python -m llama_cpp.server`` with the bundled SmolLM2 GGUF; yields its /v1 URL."""
-    from memharness.memsys.services.backends.local import bundled_smollm2_path
+    from memharness.memsys.services.backends.embedded_models import bundled_smollm2_path
 
     port = free_port()
     args = [

@@ -6,8 +6,9 @@ import random
 import threading
 import time
 
-from memharness.memsys.services.llm import LLM, RetryPolicy
+from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.meter import Meter
+from memharness.memsys.services.retry import RetryPolicy
 from memharness.memsys.services.types import BackendError, ChatRequest, Completion
 
 

@@ -14,8 +14,9 @@ from memharness.memsys.services.backends.openai_compat import (
 )
 from memharness.memsys.services.cache import CallCache
 from memharness.memsys.services.embed import Embedder
-from memharness.memsys.services.llm import LLM, RetryPolicy
+from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.meter import Meter
+from memharness.memsys.services.retry import RetryPolicy
 from memharness.memsys.services.types import BackendError, ChatRequest, ConfigError
 from memharness.memsys.testing.fault_server import FaultConfig, FaultServer
 

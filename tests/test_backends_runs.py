@@ -187,7 +187,8 @@ def test_sigkill_then_rerun_resumes_without_repeating_work(tmp_path):
 
 def test_openai_backend_against_real_llama_cpp_server(tmp_path):
     from memharness.memsys.services.backends.openai_compat import OpenAIBackend
-    from memharness.memsys.services.llm import LLM, RetryPolicy
+    from memharness.memsys.services.llm import LLM
+    from memharness.memsys.services.retry import RetryPolicy
     from memharness.memsys.services.types import ChatRequest
 
     with llama_server(tmp_path) as url:

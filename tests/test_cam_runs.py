@@ -30,8 +30,7 @@ def test_cam_runs_on_the_sample_and_saves_its_hierarchy(make_cfg, tmp_path):
     for episode in dataset.episodes:
         doc = json.loads((out / "memory" / episode.id / "hierarchy.json").read_text())
         assert (
-            doc["system"] == "memharness.memsys.cam.memory.CAM"
-            and doc["hyperparameters"]["theta"] == 0.4
+            doc["system"] == "memharness.memsys.cam.CAM" and doc["hyperparameters"]["theta"] == 0.4
         )
         assert (out / "memory" / episode.id / "view.html").exists()
         ep = stats[episode.id]

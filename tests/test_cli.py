@@ -94,7 +94,7 @@ def test_end_to_end_with_real_embedded_models(tmp_path):
     assert 3 + 3 + 3 + 3 <= audit["calls"] <= 3 + 3 + 3 + 3 + 3
     assert calls["audit"]["calls"] + calls["audit"]["cache_hits"] == audit["calls"]
     assert (
-        metrics["judge_calibration"]["n"] == 3
+        metrics["judge_reliability"]["canaries"]["accepts_reference"]["n"] == 3
         and metrics["judge_reliability"]["canaries"]["questions"] == 3
     )
     assert calls["total"]["prompt_tokens"] > 0 and calls["build"]["embed_texts"] > 0

@@ -17,8 +17,9 @@ from memharness.memsys.services import files as fileio
 from memharness.memsys.services.cache import CallCache
 from memharness.memsys.services.deadline import Deadline
 from memharness.memsys.services.embed import Embedder
-from memharness.memsys.services.llm import LLM, RetryPolicy
+from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.meter import Meter
+from memharness.memsys.services.retry import RetryPolicy
 from memharness.memsys.services.types import (
     AuthenticationFailed,
     BackendError,
@@ -252,3 +253,21 @@ def test_secrets_are_masked_in_run_files_and_hydra_files(make_cfg, tmp_path, mon
             assert secret not in path.read_text(), path
     packages = json.loads((tmp_path / "r" / "metrics.json").read_text())["env"]["packages"]
     assert "***" not in packages.values()  # values are masked, names are not: tiktoken is no token
+
+
+def test_atomic_writes_from_threads_to_one_path_never_share_a_temporary_file(tmp_path):
+    """Eight threads rewrite one file: each write lands whole (one thread's letter throughout)
+    and none fails because another thread renamed or truncated its temporary file."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    target = tmp_path / "shared.txt"
+
+    def write(i: int) -> None:
+        letter = "abcdefgh"[i % 8]
+        fileio.atomic_write(target, lambda f: [f.write(letter * 4096) for _ in range(64)])
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(write, range(64)))
+    text = target.read_text()
+    assert len(text) == 64 * 4096 and len(set(text)) == 1
+    assert not list(tmp_path.glob(".*.tmp"))

@@ -68,7 +68,7 @@ def test_wheel_installs_one_import_name_with_configs_and_sample_data(wheel):
     assert "memharness/data_prep/sample_data.json" in names
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert (
-        "memharness = memharness.eval.cli.hydra_main:main"
+        "memharness = memharness.eval.cli.command:main"
         in zipfile.ZipFile(wheel).read(entry).decode()
     )
 

@@ -203,3 +203,38 @@ def test_the_audit_never_judges_an_empty_answer(make_cfg, tmp_path):
         metrics["metrics"]["judge_lenient"]["n"] == 4
         and metrics["metrics"]["judge_lenient"]["mean"] == 0.75
     )
+
+
+def test_report_from_real_runs_says_whether_the_judge_separates_them(make_cfg, tmp_path):
+    """Two runs through the runner: one answers every question with its reference, one never does;
+    the report's note under the scores table names the pair the sound judge separates."""
+    from memharness.eval.report.comparison import build_report
+
+    refs = {q.text: reference_text(q) for q in questions()}
+    rules = [(f"Reference: {r} | Predicted: {r} ->", "1") for r in refs.values()]
+    rules += [(f"KEYED {text}\n", ref) for text, ref in refs.items()]
+    rules += [("| Predicted: ", "0")]
+    for name, prompt in (("plain", None), ("keyed", "KEYED {question}\n{context}")):
+        cfg = scripted(make_cfg("memory=full_context", "dataset.limit=4"), rules)
+        if prompt:
+            cfg.eval.answer.prompt = prompt
+        run(cfg, tmp_path / "runs" / name)
+    md = build_report([tmp_path / "runs"], tmp_path / "t", "x")["md"].read_text()
+    note = next(line for line in md.splitlines() if line.startswith("Means with bootstrap"))
+    assert "sample: the judge separates full_context (" in note and "n = 4" in note
+    separated = note.split("the judge separates ")[1].split(" (disjoint")[0]
+    better, worse = separated.split(" > ")
+    assert "prompt" in better and better != worse
+
+    # the same runs judged by a judge that says 1 to everything: the note says it cannot rank them
+    always_one = [("| Predicted: ", "1")] + rules[len(refs) : -1]
+    for name in ("plain", "keyed"):
+        cfg = scripted(
+            make_cfg("memory=full_context", "dataset.limit=4", "+llm.backend.model_id=yes-judge"),
+            always_one,
+        )
+        if name == "keyed":
+            cfg.eval.answer.prompt = "KEYED {question}\n{context}"
+        run(cfg, tmp_path / "yes" / name)
+    md = build_report([tmp_path / "yes"], tmp_path / "t2", "x")["md"].read_text()
+    assert "the judge column cannot rank these systems" in md and "(1.00/0.00)" in md

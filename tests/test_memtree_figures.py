@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+import records
 from memharness.eval.report import memtree_figures as mf
 from memtree_fakes import make_tree, unit
 
@@ -17,9 +18,8 @@ def _run(root, name, acc, **settings):
     for i, t in enumerate(["a1", "a2", "b", "c"]):
         tree.insert_unit(unit(t, i))
     folder = root / "memtree-sample" / name
-    folder.mkdir(parents=True)
+    records.write(folder, records.metrics("memtree", metrics={"judge": {"mean": acc, "n": 4}}), [])
     (folder / "memory_stats.json").write_text(json.dumps({"ep": tree.stats()}))
-    (folder / "metrics.json").write_text(json.dumps({"metrics": {"judge": {"mean": acc, "n": 4}}}))
     (folder / "config.yaml").write_text("dataset:\n  name: sample\n")
     return tree
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -162,26 +161,10 @@ def test_load_without_embeddings_reembeds(tmp_path):
     np.testing.assert_allclose(loaded.embeddings, tree.embeddings, atol=1e-6)
 
 
-def test_trees_saved_before_the_core_still_load_and_answer_the_same():
-    """tests/fixtures/memtree_v1 was written by the pre-core MemTree (tree.json) with its search results."""
-    folder = Path(__file__).parent / "fixtures" / "memtree_v1"
-    expected = json.loads((folder / "expected.json").read_text())
-    loaded = MemTree.load(folder, embedder=WordEmbedder(TABLE), tokenizer=WordTokenizer())
-    for q, items in expected["searches"].items():
-        assert [
-            [i.node_id, round(i.score, 6), list(i.source_unit_ids), i.level]
-            for i in loaded.search(q, 100)
-        ] == items
-    for key in (
-        "nodes",
-        "leaf_nodes",
-        "branching_nodes",
-        "depth_max",
-        "depth_mean",
-        "height_to_width_ratio",
-    ):
-        assert loaded.stats()["structure"][key] == pytest.approx(expected["structure"][key])
-    assert loaded.traversal == "collapsed" and loaded.top_k == 3
+def test_a_tree_saved_before_the_core_is_refused_with_what_to_do(tmp_path):
+    (tmp_path / "tree.json").write_text("{}")
+    with pytest.raises(FileNotFoundError, match="no hierarchy.json .*tree.json.*build it again"):
+        MemTree.load(tmp_path, embedder=WordEmbedder(TABLE), tokenizer=WordTokenizer())
 
 
 def test_html_view_embeds_escaped_nodes_and_retrievals(tmp_path):

@@ -6,7 +6,6 @@ from memharness.eval.metrics.lexical import (
     MetricError,
     bootstrap_ci,
     exact_match,
-    lexical_scores,
     normalize_answer,
     parse_choice,
     parse_judge,
@@ -14,6 +13,7 @@ from memharness.eval.metrics.lexical import (
     summarize,
     token_f1,
 )
+from memharness.eval.metrics.registry import answer_scores
 
 
 def test_squad_normalisation():
@@ -51,10 +51,10 @@ def test_rouge_hand_computed():
 
 
 def test_lexical_scores_take_best_reference():
-    s = lexical_scores("Lisbon", ["Porto", "Lisbon"])
+    s = answer_scores("Lisbon", ["Porto", "Lisbon"])
     assert s["exact_match"] == 1.0 and s["f1"] == 1.0
     with pytest.raises(MetricError):
-        lexical_scores("x", [])
+        answer_scores("x", [])
 
 
 @pytest.mark.parametrize(

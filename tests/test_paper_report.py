@@ -8,9 +8,11 @@ import re
 from pathlib import Path
 
 import pytest
+import records
 import yaml
-from memharness.eval.papers.report import build_report, latex_escape, main
+from memharness.eval.papers.report import build_report, main
 from memharness.eval.run.runner import run
+from memharness.memsys.services.formats import latex_escape
 
 ROOT = Path(__file__).resolve().parent.parent
 GPT4O, TE3L = "openai:gpt-4o@1a2b3c4d", "openai:text-embedding-3-large"
@@ -41,22 +43,19 @@ def write_run(
     judge_enabled: bool = True,
 ) -> Path:
     folder = root / f"{memory}-{dataset}" / stamp
-    folder.mkdir(parents=True)
-    doc = {
-        "memory": memory,
-        "dataset": dataset,
-        "seed": 0,
-        "llm": llm,
-        "embedder": embedder,
-        "counts": {"questions": 1},
-        "metrics": metrics or {},
-        "breakdowns": breakdowns or {},
-        "time": time or {"build_s": 1.0},
-        "calls": calls or {"build": {"calls": 0, "cache_hits": 0}},
-    }
-    if judge:
-        doc["judge"] = judge
-    (folder / "metrics.json").write_text(json.dumps(doc))
+    doc = records.metrics(
+        memory,
+        dataset,
+        llm=llm,
+        embedder=embedder,
+        judge=judge or (llm if judge_enabled else None),  # a judged run names its judge
+        counts={"questions": 1},
+        metrics=metrics or {},
+        breakdowns=breakdowns or {},
+        time=time or {"build_s": 1.0},
+        calls=calls or {"build": {"calls": 0, "cache_hits": 0}},
+    )
+    records.write(folder, doc, [records.sample("q0")])
     dataset_section = {
         "name": dataset,
         "limit": None,
@@ -460,6 +459,11 @@ def test_command_line_selects_tables_and_names_errors(tmp_path, capsys):
     (runs / "broken").mkdir()
     (runs / "broken" / "metrics.json").write_text("{}")
     with pytest.raises(SystemExit, match="broken has no config.yaml"):
+        main([str(runs), "--paper", "memtree_2024", "--table", "4", "--out", str(tmp_path / "o")])
+    (runs / "broken" / "config.yaml").write_text("{}")
+    with pytest.raises(
+        SystemExit, match="broken/metrics.json: run format 1; .* reads run format 2"
+    ):
         main([str(runs), "--paper", "memtree_2024", "--table", "4", "--out", str(tmp_path / "o")])
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import records
 import yaml
 from memharness.eval.metrics.lexical import summarize
 from memharness.eval.metrics.stats import mcnemar, paired_bootstrap
@@ -36,9 +37,8 @@ def write_run(
     dataset="sample",
     overrides: list[str] | None = None,
 ) -> Path:
-    """A run folder as older harness versions wrote it (no config.yaml, no per-question metrics)."""
+    """A run folder with no config.yaml and no per-question metrics."""
     folder = root / f"{memory}-{dataset}" / stamp
-    folder.mkdir(parents=True)
     counts = {
         "questions": n,
         "scored": n,
@@ -48,18 +48,16 @@ def write_run(
         "judge_unparsed": 0,
         "mc_unparsed": 0,
     }
-    metrics = {
-        "memory": memory,
-        "dataset": dataset,
-        "counts": counts,
-        "overrides": overrides or [],
-        "metrics": {"judge": _summary(judge), "f1": _summary(0.5), "context_tokens": _summary(ctx)},
-        "time": {"build_s": 1.0},
-        "calls": {"total": {"calls": 10}},
-    }
-    (folder / "metrics.json").write_text(json.dumps(metrics))
-    (folder / "samples.jsonl").write_text("".join(json.dumps({"i": i}) + "\n" for i in range(n)))
-    return folder
+    doc = records.metrics(
+        memory,
+        dataset,
+        counts=counts,
+        overrides=overrides or [],
+        metrics={"judge": _summary(judge), "f1": _summary(0.5), "context_tokens": _summary(ctx)},
+        time={"build_s": 1.0},
+        calls={"total": {"calls": 10}},
+    )
+    return records.write(folder, doc, [records.sample(f"q{i}") for i in range(n)])
 
 
 def write_full_run(
@@ -75,16 +73,10 @@ def write_full_run(
 ) -> Path:
     """A run folder as the runner writes it: config.yaml, per-question metrics, summaries, ledgers."""
     folder = root / f"{memory}-{dataset}" / stamp
-    folder.mkdir(parents=True)
     samples = [
-        {
-            "question_id": q,
-            "status": "scored",
-            "metrics": {"judge": v, **({"f1": f1[q]} if f1 else {})},
-        }
+        records.sample(q, metrics={"judge": v, **({"f1": f1[q]} if f1 else {})})
         for q, v in judge.items()
     ]
-    (folder / "samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
     values = list(judge.values())
     summaries = {"judge": summarize(values, 200, 0.95, 0)}
     if f1:
@@ -97,19 +89,17 @@ def write_full_run(
         "call_s": 1.0,
         "embed_texts": 3,
     }
-    metrics = {
-        "memory": memory,
-        "dataset": dataset,
-        "seed": 0,
-        "llm": "llama.cpp:Model-A.gguf:ctx4096",
-        "embedder": "st:mini",
-        "judge": judge_model,
-        "counts": {"questions": len(samples), "scored": len(samples)},
-        "metrics": summaries,
-        "intrinsic": {"build": stage, "retrieve": {}, "answer": stage},
-        "calls": {"total": {"calls": 0}},
-    }
-    (folder / "metrics.json").write_text(json.dumps(metrics))
+    doc = records.metrics(
+        memory,
+        dataset,
+        llm="llama.cpp:Model-A.gguf:ctx4096",
+        embedder="st:mini",
+        judge=judge_model,
+        counts={"questions": len(samples), "scored": len(samples)},
+        metrics=summaries,
+        intrinsic={"build": stage, "retrieve": {}, "answer": stage},
+    )
+    records.write(folder, doc, samples)
     cfg = {
         "memory": {"name": memory, "top_k": 3},
         "dataset": {"name": dataset, "limit": None},
@@ -259,8 +249,11 @@ def test_report_errors_are_raised(tmp_path):
     with pytest.raises(ReportError, match="no run folders"):
         build_report([tmp_path], tmp_path / "t", "x")
     bad = write_run(tmp_path / "runs", "memtree", "s", judge=0.5, ctx=1, n=3)
-    (bad / "samples.jsonl").write_text('{"i": 0}\n')
+    (bad / "samples.jsonl").write_text(json.dumps(records.sample("q0")) + "\n")
     with pytest.raises(ReportError, match="samples.jsonl has 1 lines"):
+        build_report([bad], tmp_path / "t", "x")
+    (bad / "samples.jsonl").write_text('{"i": 0}\n')
+    with pytest.raises(ReportError, match="samples.jsonl:1: not a run-format-2 sample: episode_id"):
         build_report([bad], tmp_path / "t", "x")
     (bad / "samples.jsonl").unlink()
     with pytest.raises(ReportError, match="no samples.jsonl"):

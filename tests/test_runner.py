@@ -176,18 +176,18 @@ def test_generative_agents_scoring_normalises_components(make_cfg, tmp_path):
         assert ep["importance_unparsed"] == 0 and ep["importance_mean"] == 7.0
 
 
-def test_judge_calibration_exposes_a_judge_that_always_says_one(make_cfg, tmp_path):
+def canary_rates(metrics: dict) -> tuple:
+    can = metrics["judge_reliability"]["canaries"]
+    ref, other = can["accepts_reference"], can["false_accept_other"]
+    return ref["n"], ref["rate"], other["rate"], ref["unparsed"] + other["unparsed"]
+
+
+def test_judge_canaries_expose_a_judge_that_always_says_one(make_cfg, tmp_path):
     always_one = run(
         make_cfg("memory=full_context", "dataset.limit=4", f'llm.backend.script=[["{JUDGE}","1"]]'),
         tmp_path / "a",
-    )["judge_calibration"]
-    assert always_one == {
-        "n": 4,
-        "says_1_to_reference": 1.0,
-        "says_0_to_other_reference": 0.0,
-        "unparsed": 0,
-        "failed": 0,
-    }
+    )
+    assert canary_rates(always_one) == (4, 1.0, 1.0, 0)
     # another model id, so the first run's cached replies do not apply;
     # a judge that says 1 only when the prediction repeats the reference word for word
     cfg = make_cfg(
@@ -199,14 +199,7 @@ def test_judge_calibration_exposes_a_judge_that_always_says_one(make_cfg, tmp_pa
         subset(load_sample(), 4, 0, "type").episodes[0].questions[0]
     )  # one of the 4 references
     cfg.llm.backend.script = [[f"Reference: {ref} | Predicted: {ref} ->", "1"], [JUDGE, "0"]]
-    cal = run(cfg, tmp_path / "b")["judge_calibration"]
-    assert cal == {
-        "n": 4,
-        "says_1_to_reference": 0.25,
-        "says_0_to_other_reference": 1.0,
-        "unparsed": 0,
-        "failed": 0,
-    }
+    assert canary_rates(run(cfg, tmp_path / "b")) == (4, 0.25, 0.0, 0)
 
 
 def test_integrity_problems_are_recorded_not_fatal(make_cfg, tmp_path):

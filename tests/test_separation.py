@@ -18,9 +18,14 @@ def run(
         "memory": memory,
         "dataset": dataset,
         "metrics": {"judge": {"mean": mean, "ci_low": low, "ci_high": high, "n": n}},
-        "judge_calibration": None
+        "judge_reliability": None
         if cal is None
-        else {"says_1_to_reference": cal[0], "says_0_to_other_reference": cal[1]},
+        else {
+            "canaries": {
+                "accepts_reference": {"rate": cal[0], "n": n},
+                "false_accept_other": {"rate": round(1 - cal[1], 6), "n": n},
+            }
+        },
     }
 
 

@@ -26,8 +26,9 @@ from typing import Any
 from memharness.eval.bench import print_figures
 from memharness.memsys.services.backends.openai_compat import OpenAIBackend
 from memharness.memsys.services.cache import CallCache
-from memharness.memsys.services.llm import LLM, RetryPolicy
+from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.meter import Meter
+from memharness.memsys.services.retry import RetryPolicy
 from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.testing.fault_server import FaultConfig, FaultServer
 

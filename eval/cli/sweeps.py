@@ -60,6 +60,13 @@ def already_done(out_dir: Path, resolved: dict[str, Any]) -> bool:
 
     if not metrics.is_file() or not saved.is_file() or (out_dir / MARKER).exists():
         return False
+    from memharness.eval.record.read import read_metrics
+    from memharness.eval.record.schema import RunFormatError
+
+    try:
+        read_metrics(out_dir)
+    except RunFormatError:
+        return False  # written in another run format: run it again
 
     def setting(c: dict[str, Any]) -> dict[str, Any]:
         return {

@@ -173,26 +173,6 @@ def judge_canaries(judge: LLM, canary: dict[str, Any], cfg: DictConfig) -> dict[
     }
 
 
-def legacy_calibration(section: dict[str, Any]) -> dict[str, Any] | None:
-    """The older ``judge_calibration`` record (reference vs another reference) from the canaries."""
-    cases = [
-        c
-        for c in (section.get("canaries") or {}).get("cases", [])
-        if c["kind"] in ("reference", "other_answer")
-    ]
-    ref = [c for c in cases if c["kind"] == "reference"]
-    other = [c for c in cases if c["kind"] == "other_answer"]
-    if len(ref) < 2:
-        return None
-    return {
-        "n": len(ref),
-        "says_1_to_reference": sum(c["verdict"] == 1 for c in ref) / len(ref),
-        "says_0_to_other_reference": sum(c["verdict"] == 0 for c in other) / len(ref),
-        "unparsed": sum(c["status"] == "judge_unparsed" for c in cases),
-        "failed": sum(c["status"] == "judge_failed" for c in cases),
-    }
-
-
 def audit(
     pending: Sequence[tuple[Question, Any, dict]], cfg: DictConfig, services: Any, judges: Judges
 ) -> dict[str, Any] | None:

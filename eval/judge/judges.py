@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memharness.memsys.services.factory import Services
-from memharness.memsys.services.llm import LLM, RetryPolicy
+from memharness.memsys.services.llm import LLM
+from memharness.memsys.services.retry import RetryPolicy
 from memharness.memsys.services.types import ConfigError
 from omegaconf import DictConfig, OmegaConf
 

@@ -62,12 +62,6 @@ def run_row(run: dict[str, Any]) -> dict[str, Any]:
                 row[f"{prefix}{name}_n"] = can[part]["n"]
         if "false_accept_wrong" in can:
             row[f"{prefix}wrong_discarded"] = can["false_accept_wrong"].get("discarded", 0)
-    legacy = run.get("judge_calibration")
-    if not rel and legacy:  # runs made before the audit
-        row.update(
-            accepts_reference=legacy["says_1_to_reference"],
-            far_other=1 - legacy["says_0_to_other_reference"],
-        )
     row["folder"] = run["folder"]
     return row
 

@@ -1,8 +1,9 @@
 """Does a table's judge column tell the systems apart? One sentence per dataset, under the table.
 
-A judge accuracy ranking means something only when the judge discriminates (its ``judge_check``
-reads high on both sides) and the systems' bootstrap 95% CIs do not all overlap. The note says
-which pairs are separated, or why the column cannot separate them.
+A judge accuracy ranking means something only when the judge discriminates (the audit's canaries:
+it accepts the reference itself and rejects another question's reference) and the systems'
+bootstrap 95% CIs do not all overlap. The note says which pairs are separated, or why the column
+cannot separate them.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-CHECK_MIN = 0.9  # judge_check below this on either side: the judge's verdicts are not trusted
+CHECK_MIN = (
+    0.9  # accepts_reference or 1 - far_other below this: the judge's verdicts are not trusted
+)
 
 
 def _label(run: dict[str, Any], setting_of: Any) -> str:
@@ -18,21 +21,22 @@ def _label(run: dict[str, Any], setting_of: Any) -> str:
     return f"{run['memory']}" + (f" ({extra})" if extra else "")
 
 
+def _canary_rates(run: dict[str, Any]) -> tuple[float, float] | None:
+    """(accepts_reference, rejects_other) from the run's judge audit; None when not measured."""
+    can = (run.get("judge_reliability") or {}).get("canaries") or {}
+    accepts, other = can.get("accepts_reference"), can.get("false_accept_other")
+    if not accepts or not other or accepts.get("rate") is None or other.get("rate") is None:
+        return None
+    return accepts["rate"], 1 - other["rate"]
+
+
 def weak_judges(runs: Sequence[dict[str, Any]], setting_of: Any) -> list[str]:
-    """Runs whose judge calibration is missing or below ``CHECK_MIN`` on either side."""
+    """Runs whose canaries are missing or below ``CHECK_MIN`` on either side."""
     weak = []
     for r in runs:
-        cal = r.get("judge_calibration")
-        if (
-            not cal
-            or cal["says_1_to_reference"] < CHECK_MIN
-            or cal["says_0_to_other_reference"] < CHECK_MIN
-        ):
-            shown = (
-                f"{cal['says_1_to_reference']:.2f}/{cal['says_0_to_other_reference']:.2f}"
-                if cal
-                else "not measured"
-            )
+        rates = _canary_rates(r)
+        if rates is None or min(rates) < CHECK_MIN:
+            shown = f"{rates[0]:.2f}/{rates[1]:.2f}" if rates else "not measured"
             weak.append(f"{_label(r, setting_of)} ({shown})")
     return weak
 
@@ -60,8 +64,9 @@ def judge_notes(runs: Sequence[dict[str, Any]], setting_of: Any = lambda r: "") 
         pairs = separated_pairs(judged, setting_of)
         if weak:
             notes.append(
-                f"{dataset}: the judge column cannot rank these systems: judge_check is below "
-                f"{CHECK_MIN} for {', '.join(weak)}, so its verdicts are not trusted."
+                f"{dataset}: the judge column cannot rank these systems: accepts_reference / "
+                f"rejects another question's reference is below {CHECK_MIN} for "
+                f"{', '.join(weak)}, so its verdicts are not trusted."
             )
         elif pairs:
             notes.append(

@@ -8,18 +8,6 @@ from typing import Any
 
 from memharness.eval.metrics.lexical import summarize
 
-# Direction of every metric a run may report (True = higher is better).
-HIGHER_IS_BETTER = {
-    "judge": True,
-    "mc_accuracy": True,
-    "rouge_l_recall": True,
-    "rouge_1_f": True,
-    "rouge_l_f": True,
-    "exact_match": True,
-    "f1": True,
-    "context_tokens": False,
-}
-
 
 def metric_values(samples: Sequence[dict[str, Any]], metric: str) -> list[float]:
     """Values of ``metric`` over the samples that have it (failed / unparsed ones do not)."""

@@ -55,28 +55,17 @@ def _scorer():
 
 def rouge(prediction: str, reference: str) -> dict[str, float]:
     """ROUGE-L recall and ROUGE-1 / ROUGE-L F-measure (rouge-score, Porter stemmer)."""
+    return dict(_rouge(prediction, reference))
+
+
+@lru_cache(maxsize=4096)  # the registry asks once per ROUGE variant
+def _rouge(prediction: str, reference: str) -> tuple[tuple[str, float], ...]:
     scores = _scorer().score(reference, prediction)  # rouge-score takes (target, prediction)
-    return {
-        "rouge_l_recall": scores["rougeL"].recall,
-        "rouge_1_f": scores["rouge1"].fmeasure,
-        "rouge_l_f": scores["rougeL"].fmeasure,
-    }
-
-
-def lexical_scores(prediction: str, references: Sequence[str]) -> dict[str, float]:
-    """Every lexical metric, each the max over the references."""
-    if not references:
-        raise MetricError("a sample has no reference answer")
-    best: dict[str, float] = {}
-    for ref in references:
-        scores = {
-            **rouge(prediction, ref),
-            "exact_match": exact_match(prediction, ref),
-            "f1": token_f1(prediction, ref),
-        }
-        for k, v in scores.items():
-            best[k] = max(best.get(k, 0.0), v)
-    return best
+    return (
+        ("rouge_l_recall", scores["rougeL"].recall),
+        ("rouge_1_f", scores["rouge1"].fmeasure),
+        ("rouge_l_f", scores["rougeL"].fmeasure),
+    )
 
 
 def parse_judge(reply: str) -> int | None:

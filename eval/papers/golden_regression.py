@@ -36,6 +36,7 @@ from typing import Any
 from hydra import compose, initialize_config_dir
 from memharness.eval.papers.names import conf_dir
 from memharness.eval.papers.report import build_report
+from memharness.eval.record.read import read_metrics
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 CACHE, EXPECTED = GOLDEN / "calls.sqlite", GOLDEN / "expected.json"
@@ -129,7 +130,7 @@ def observe(runs: Path, work: Path) -> dict[str, Any]:
     """The numbers the golden file pins: each run's scores and every cell of the selected tables."""
     observed: dict[str, Any] = {"runs": {}, "cells": {}}
     for folder in sorted(runs.glob("*/golden")):
-        metrics = json.loads((folder / "metrics.json").read_text())
+        metrics = read_metrics(folder)
         intrinsic = metrics["intrinsic"]["total"]
         observed["runs"][metrics["memory"]] = {
             "counts": metrics["counts"],

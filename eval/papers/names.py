@@ -4,7 +4,7 @@ Systems are the ``name`` of a ``conf/memory/*.yaml`` (a row's ``memory`` keys mu
 file), or a system another issue is adding (``PENDING_SYSTEMS``: checked by name only until its
 config lands). Datasets likewise (``conf/dataset/*.yaml``, ``PENDING_DATASETS``). Category labels
 are those the loaders write (``CATEGORY_LABELS``; tests/test_published.py checks the registry against
-the loaders on their fixtures). Metric keys: ``aggregate.HIGHER_IS_BETTER`` for ``metrics``; the
+the loaders on their fixtures). Metric keys: ``eval.metrics.registry`` for ``metrics``; the
 top-level keys of ``MemorySystem.stats()`` / ``HierarchicalMemory.stats()`` for ``memory_stats``;
 the sections of metrics.json for ``run``; plus the derived names of ``paper_runs``.
 """
@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from memharness.eval.metrics.aggregate import HIGHER_IS_BETTER, position_bucket
+from memharness.eval.metrics import registry
+from memharness.eval.metrics.aggregate import position_bucket
 from memharness.eval.papers.runs import DERIVED_MEMORY_STATS, DERIVED_RUN
 from memharness.eval.papers.store import Cell, Paper, Table
 from memharness.memsys.services.meter import STAGES
@@ -105,7 +106,7 @@ def metric_problem(cell: Cell) -> str | None:
     if cell.source == "metrics":
         return (
             None
-            if cell.metric in HIGHER_IS_BETTER
+            if registry.lookup(cell.metric) is not None
             else f"metric {cell.metric!r} is not a metric key"
         )
     if cell.source == "memory_stats":

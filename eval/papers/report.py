@@ -27,6 +27,7 @@ from memharness.eval.papers.match import STATUS_TEXT, Resolved, resolve_table
 from memharness.eval.papers.names import conf_dir
 from memharness.eval.papers.runs import PaperReportError, Run, load_runs
 from memharness.eval.papers.store import FOLDER, Paper, PublishedError, Table, load_all
+from memharness.memsys.services.formats import latex_escape, markdown_cell
 
 WHOLE_UNITS = ("count", "calls", "chunks", "depth")
 SYMBOLS = {"~": "≈ ", ">": "> ", "<": "< ", "=": ""}
@@ -192,46 +193,9 @@ def markdown(paper: Paper, table: Table, grid: list[list[Resolved]]) -> str:
         for res in line:
             numbers, notes = cell_parts(res, letters)
             cells.append(numbers + (f" · {notes}" if notes else ""))
-        out.append(f"| {row.label} | " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        out.append(f"| {row.label} | " + " | ".join(markdown_cell(c) for c in cells) + " |")
     out += ["", KEY, ""] + [f"- {line}" for line in legend(table, grid, letters)]
     return "\n".join(out) + "\n"
-
-
-_LATEX = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-    "±": r"$\pm$",
-    "≈": r"$\approx$",
-    "−": "--",
-    "–": "--",
-    "—": "---",
-    "θ": r"$\theta$",
-    "λ": r"$\lambda$",
-    "Δ": r"$\Delta$",
-    "×": r"$\times$",
-    "✓": r"$\checkmark$",
-    "✗": r"$\times$",
-    "⚑": r"$^\dagger$",
-    "≤": r"$\leq$",
-    "≥": r"$\geq$",
-    "<": r"\textless{}",
-    ">": r"\textgreater{}",
-    "’": "'",
-    "·": r"$\cdot$",
-}
-
-
-def latex_escape(text: str) -> str:
-    """Text safe inside a LaTeX tabular (specials escaped, the symbols used here as math)."""
-    return "".join(_LATEX.get(ch, ch) for ch in str(text))
 
 
 def latex(paper: Paper, table: Table, grid: list[list[Resolved]]) -> str:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import yaml
 from memharness.eval.metrics.lexical import bootstrap_ci
+from memharness.eval.record.read import ReportError, read_metrics
 
 DERIVED_MEMORY_STATS = ("depth_mode",)
 DERIVED_RUN = ("llm_requests.", "llm_requests_per_unit.")
@@ -96,9 +97,8 @@ class Run:
 
     @property
     def judge(self) -> str | None:
-        """The judge's model id (metrics.json ``judge``); before judges had their own config, the run's LLM."""
-        judge = self.metrics.get("judge")
-        return judge if isinstance(judge, str) else self.llm
+        """The judge's model id (metrics.json ``judge``); None when no judge ran."""
+        return self.metrics.get("judge")
 
     @property
     def stamp(self) -> str:
@@ -140,15 +140,14 @@ def load_run(folder: Path) -> Run:
         if not (folder / name).is_file():
             raise PaperReportError(f"run folder {folder} has no {name}")
     try:
-        metrics = json.loads((folder / "metrics.json").read_text())
+        metrics = read_metrics(folder)
         config = yaml.safe_load((folder / "config.yaml").read_text()) or {}
     except (json.JSONDecodeError, yaml.YAMLError) as err:
         raise PaperReportError(
             f"run folder {folder}: unreadable metrics.json or config.yaml: {err}"
         ) from None
-    for key in ("memory", "dataset"):
-        if key not in metrics:
-            raise PaperReportError(f"{folder / 'metrics.json'} has no {key!r}")
+    except ReportError as err:  # another run format, or a record that is not one
+        raise PaperReportError(str(err)) from None
     return Run(folder, metrics, config)
 
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from memharness.eval.record import schema
 from memharness.memsys.services import files as fileio
 from memharness.memsys.services.secrets import redact_text, secret_values
 from memharness.memsys.services.types import ConfigError
@@ -60,6 +61,20 @@ def write_jsonl(out_dir: Path, name: str, records: Iterable[dict[str, Any]]) -> 
         return fileio.write_lines(out_dir / name, lines)
     except OSError as err:
         raise output_error(err, folder=out_dir) from None
+
+
+def write_samples(out_dir: Path, samples: list[dict[str, Any]]) -> Path:
+    """``samples.jsonl``, each line checked against ``schema.Sample`` first."""
+    for i, sample in enumerate(samples):
+        schema.validated(schema.Sample, json.loads(json.dumps(sample)), f"sample {i}")
+    return write_jsonl(out_dir, "samples.jsonl", samples)
+
+
+def write_metrics(out_dir: Path, metrics: dict[str, Any]) -> Path:
+    """``metrics.json``, checked against ``schema.Metrics`` first (as it will read back)."""
+    text = json.dumps(metrics, indent=1, default=str)
+    schema.validated(schema.Metrics, json.loads(text), out_dir / "metrics.json")
+    return write_text(out_dir, "metrics.json", text)
 
 
 def begin_run(out_dir: Path) -> None:

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from memharness.eval.record import schema
 from memharness.eval.record.folder import MARKER, read_marker
-from memharness.eval.report import tables
-
-
-class ReportError(Exception):
-    """No usable run folder, or a run folder missing a file the report needs."""
+from memharness.eval.record.schema import ReportError
 
 
 def _run_folders(paths: Sequence[str | Path]) -> set[Path]:
@@ -52,13 +49,32 @@ def find_runs(paths: Sequence[str | Path]) -> list[Path]:
     return runs
 
 
+def read_metrics(folder: str | Path) -> dict[str, Any]:
+    """``metrics.json`` of a run folder, refused in one line unless it is this run format."""
+    path = Path(folder) / "metrics.json"
+    if not path.is_file():
+        raise ReportError(f"run folder {folder} has no metrics.json")
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    schema.check_format(doc, path)
+    return schema.validated(schema.Metrics, doc, path)
+
+
+def iter_samples(folder: str | Path) -> Iterator[dict[str, Any]]:
+    """The ``samples.jsonl`` records of a run folder, in order, each checked against the format.
+    Call ``read_metrics`` first: it checks the folder's format."""
+    path = Path(folder) / "samples.jsonl"
+    if not path.is_file():
+        raise ReportError(f"run folder {folder} has no samples.jsonl")
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            if line.strip():
+                yield schema.validated(schema.Sample, json.loads(line), f"{path}:{i}")
+
+
 def load_run(folder: Path) -> dict[str, Any]:
-    for name in ("metrics.json", "samples.jsonl"):
-        if not (folder / name).is_file():
-            raise ReportError(f"run folder {folder} has no {name}")
-    metrics = json.loads((folder / "metrics.json").read_text())
-    with open(folder / "samples.jsonl", encoding="utf-8") as f:
-        n_samples = sum(1 for line in f if line.strip())
+    """A run's metrics.json with its ``folder``, after checking samples.jsonl agrees with it."""
+    metrics = read_metrics(folder)
+    n_samples = sum(1 for _ in iter_samples(folder))
     if n_samples != metrics["counts"]["questions"]:
         raise ReportError(
             f"{folder}: samples.jsonl has {n_samples} lines but metrics.json counts "
@@ -69,4 +85,6 @@ def load_run(folder: Path) -> dict[str, Any]:
 
 def setting(run: dict[str, Any]) -> str:
     """The run's distinguishing settings (set by ``tables.identify``; overrides for a lone run)."""
+    from memharness.eval.report import tables  # reports build on this module, not the reverse
+
     return run["setting"] if "setting" in run else tables._override_setting(run)

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import argparse
 import html
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from memharness.eval.record.read import ReportError, find_runs, load_run, setting
+from memharness.eval.metrics import registry
+from memharness.eval.record.read import ReportError, find_runs, iter_samples, load_run, setting
+from memharness.memsys.services.formats import html_page
 
-HEADLINE = ("judge", "mc_accuracy", "f1", "rouge_l_recall", "evidence_recall")
+HEADLINE = registry.names(headline=True)
 
 _STYLE = """
 body{font-family:sans-serif;font-size:14px;margin:1em} table{border-collapse:collapse;margin:.4em 0}
@@ -116,8 +117,7 @@ def browser_data(paths: Sequence[str | Path], max_chars: int = 1500) -> dict[str
     runs = []
     for folder in find_runs(paths):
         run = load_run(folder)
-        with open(folder / "samples.jsonl", encoding="utf-8") as f:
-            samples = [_sample(json.loads(line), max_chars) for line in f if line.strip()]
+        samples = [_sample(s, max_chars) for s in iter_samples(folder)]
         runs.append(
             {
                 "folder": str(folder),
@@ -137,18 +137,16 @@ def browser_data(paths: Sequence[str | Path], max_chars: int = 1500) -> dict[str
 
 
 def render(data: dict[str, Any], title: str = "memharness runs") -> str:
-    blob = json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
-    return (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{_STYLE}</style></head><body><h3>{html.escape(title)}</h3>"
+    body = (
+        f"<h3>{html.escape(title)}</h3>"
         "<input id='runfilter' placeholder='filter runs (memory, dataset, setting, model)'>"
         "<table><thead><tr id='runhead'></tr></thead><tbody id='runs'></tbody></table>"
         "<div id='samplebox' style='display:none'><h4 id='runtitle'></h4>"
         "<input id='samplefilter' placeholder='filter questions'>"
         "<table><thead><tr id='samplehead'></tr></thead><tbody id='samples'></tbody></table>"
         "<div id='sample'></div></div>"
-        f"<script type='application/json' id='data'>{blob}</script><script>{_SCRIPT}</script></body></html>"
     )
+    return html_page(title, _STYLE, body, data, _SCRIPT)
 
 
 def write_browser(paths: Sequence[str | Path], out: Path, max_chars: int = 1500) -> Path:

@@ -20,22 +20,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from memharness.eval.judge.separation import judge_notes
+from memharness.eval.metrics import registry
 from memharness.eval.record.read import ReportError, find_incomplete, find_runs, load_run
 from memharness.eval.report import plots, tables
 from memharness.eval.report import table_format as fmt
 from memharness.eval.report.paired import paired_frame
 from memharness.memsys.services import files as fileio
 
-DEFAULT_METRICS = (
-    "judge",
-    "mc_accuracy",
-    "rouge_l_recall",
-    "rouge_1_f",
-    "rouge_l_f",
-    "exact_match",
-    "f1",
-    "context_tokens",
-)
+DEFAULT_METRICS = (*registry.names(section="scores"), "context_tokens")
 
 
 def latest_per_config(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -96,10 +89,13 @@ def build_sections(
     runs: list[dict[str, Any]],
 ) -> list[fmt.Section]:
     """Scores, memory-attributable accuracy, retrieval, cost, judge reliability, paired comparison."""
-    scores = [m for m in metrics if ":" not in m and m in fmt.SCORE_METRICS]
+    scores = [m for m in metrics if ":" not in m and registry.in_section(m, "scores")]
     needs = ["closed_book_accuracy"] + [m for m in metrics if m.endswith(":needs_memory")]
-    retrieval = [m for m in metrics if m.startswith("evidence_")] + ["context_tokens"]
-    judging = ["judge", "judge_lenient", "judge2"]
+    retrieval = [
+        m for m in metrics if registry.in_section(m, "retrieval") and m != "context_tokens"
+    ] + ["context_tokens"]
+    judging = ["judge", *registry.names(section="judging")]
+    separation = " ".join(judge_notes(runs, lambda r: r.get("setting", "")))
     sections = [
         fmt.metric_section(
             "Scores",
@@ -108,7 +104,7 @@ def build_sections(
             best,
             "Means with bootstrap 95% CIs over the questions that have "
             "the metric; best per set in bold. Models: the LLM that built and answered, the "
-            "embedder, the judge.",
+            "embedder, the judge." + (f" {separation}" if separation else ""),
             models=True,
             extra=["failed", "judge_unparsed"],
         ),

@@ -21,9 +21,11 @@ from typing import Any
 
 import numpy as np
 import yaml
+from memharness.eval.metrics import registry
+from memharness.eval.record.read import read_metrics
 
 TRAVERSALS = ("collapsed", "collapsed_expand", "top_down")
-METRICS = ("judge", "mc_accuracy", "f1", "rouge_l_recall")
+METRICS = registry.names(section="scores", headline=True)
 
 
 def episode_summary(stats: dict[str, Any]) -> dict[str, Any]:
@@ -46,7 +48,7 @@ def load_run(folder: Path, metric: str | None) -> dict[str, Any] | None:
     ]
     if not episodes:
         return None
-    metrics = json.loads((folder / "metrics.json").read_text())
+    metrics = read_metrics(folder)
     cfg = (
         yaml.safe_load((folder / "config.yaml").read_text())
         if (folder / "config.yaml").exists()

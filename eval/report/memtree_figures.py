@@ -23,10 +23,9 @@ from typing import Any
 
 import numpy as np
 import yaml
+from memharness.eval.record.read import read_metrics
 
 DEFAULTS = {"base_threshold": 0.4, "rate": 0.5, "traversal": "collapsed", "insert_order_seed": None}
-# Runs made before the hierarchy core name the traversal "retrieval" and top-down "traversal".
-_LEGACY = {"retrieval": "traversal"}
 ACCURACY_KEYS = ("judge", "mc_accuracy", "accuracy", "exact_match", "f1")
 
 
@@ -97,11 +96,9 @@ def load_run(folder: Path, metric: str | None) -> dict[str, Any] | None:
         if (folder / "config.yaml").exists()
         else {}
     )
-    settings = {_LEGACY.get(k, k): v for k, v in stats[0].get("config", {}).items()}
-    if settings.get("traversal") == "traversal":
-        settings["traversal"] = "top_down"
+    settings = dict(stats[0].get("config", {}))
     dataset = (cfg.get("dataset") or {}).get("name") or folder.parent.name.split("-", 1)[-1]
-    metrics = json.loads((folder / "metrics.json").read_text())
+    metrics = read_metrics(folder)
     return {
         "folder": folder,
         "dataset": dataset,

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import yaml
+from memharness.eval.record.read import read_metrics
 from memharness.eval.report.memtree_figures import accuracy, find_runs
 
 
@@ -38,7 +39,7 @@ def load_point(folder: Path) -> dict[str, Any] | None:
     ]
     if not batches:
         return None
-    metrics = json.loads((folder / "metrics.json").read_text())
+    metrics = read_metrics(folder)
     return {
         "memory": cfg["memory"]["name"],
         "dataset": cfg["dataset"]["name"],

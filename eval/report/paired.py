@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
+from memharness.eval.metrics import registry
 from memharness.eval.metrics.stats import paired_bootstrap, paired_test
 
-DEFAULT_METRICS = ("judge", "mc_accuracy", "f1", "rouge_l_recall", "evidence_recall")
+DEFAULT_METRICS = registry.names(headline=True)
 
 
 def label(run: dict[str, Any]) -> str:

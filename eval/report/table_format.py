@@ -10,16 +10,8 @@ from typing import Any
 
 import pandas as pd
 from memharness.eval.report.tables import short_model
+from memharness.memsys.services.formats import latex_escape, markdown_cell
 
-SCORE_METRICS = (
-    "judge",
-    "mc_accuracy",
-    "rouge_l_recall",
-    "rouge_1_f",
-    "rouge_l_f",
-    "exact_match",
-    "f1",
-)
 COST_COLUMNS = (
     "build_calls",
     "build_tokens",
@@ -39,20 +31,6 @@ JUDGE_COLUMNS = (
     "judge_kappa_lenient",
     "judge_kappa_judge2",
 )
-_TEX = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-    "<": r"\textless{}",
-    ">": r"\textgreater{}",
-}
 
 
 @dataclass
@@ -64,10 +42,6 @@ class Section:
     rows: list[list[str]]
     bold: set[tuple[int, int]] = field(default_factory=set)
     note: str = ""
-
-
-def tex_escape(text: str) -> str:
-    return "".join(_TEX.get(ch, ch) for ch in str(text))
 
 
 def number(value: Any, digits: int = 3) -> str:
@@ -217,21 +191,17 @@ def to_markdown(sections: Sequence[Section], title: str, preface: str = "") -> s
         lines += [
             f"## {s.title}",
             "",
-            "| " + " | ".join(_md(h) for h in s.header) + " |",
+            "| " + " | ".join(markdown_cell(h) for h in s.header) + " |",
             "|" + "---|" * len(s.header),
         ]
         for i, row in enumerate(s.rows):
             cells = [
-                f"**{_md(c)}**" if (i, j) in s.bold and c != "-" else _md(c)
+                f"**{markdown_cell(c)}**" if (i, j) in s.bold and c != "-" else markdown_cell(c)
                 for j, c in enumerate(row)
             ]
             lines.append("| " + " | ".join(cells) + " |")
         lines += ["", s.note, ""] if s.note else [""]
     return "\n".join(lines)
-
-
-def _md(text: str) -> str:
-    return str(text).replace("|", "\\|")
 
 
 def to_latex(sections: Sequence[Section]) -> str:
@@ -242,12 +212,14 @@ def to_latex(sections: Sequence[Section]) -> str:
             f"% {s.title}",
             "\\begin{tabular}{" + "l" * len(s.header) + "}",
             "\\toprule",
-            " & ".join(tex_escape(h) for h in s.header) + " \\\\",
+            " & ".join(latex_escape(h) for h in s.header) + " \\\\",
             "\\midrule",
         ]
         for i, row in enumerate(s.rows):
             cells = [
-                f"\\textbf{{{tex_escape(c)}}}" if (i, j) in s.bold and c != "-" else tex_escape(c)
+                f"\\textbf{{{latex_escape(c)}}}"
+                if (i, j) in s.bold and c != "-"
+                else latex_escape(c)
                 for j, c in enumerate(row)
             ]
             out.append(" & ".join(cells) + " \\\\")

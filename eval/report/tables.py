@@ -23,7 +23,8 @@ from typing import Any
 
 import pandas as pd
 import yaml
-from memharness.eval.metrics.aggregate import HIGHER_IS_BETTER
+from memharness.eval.metrics import registry
+from memharness.eval.record import read
 
 # Resolved keys that never make two runs different experiments: paths, caching, concurrency, retries,
 # reporting knobs; model settings live in the llm / embedder / judge identity columns instead.
@@ -81,10 +82,7 @@ METHOD_STAGES = (
 
 def direction(metric: str) -> bool | None:
     """True if higher is better, False if lower is, None if the metric is not ranked."""
-    base = metric.split(":")[0]
-    if base.startswith("evidence_recall") or base in ("judge_lenient", "judge2"):
-        return True
-    return HIGHER_IS_BETTER.get(base)
+    return registry.direction(metric)
 
 
 def flatten(node: Any, prefix: str = "") -> dict[str, Any]:
@@ -113,8 +111,7 @@ def question_checksum(question_ids: Iterable[str]) -> str:
 
 
 def read_samples(folder: Path) -> list[dict[str, Any]]:
-    with open(Path(folder) / "samples.jsonl", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return list(read.iter_samples(folder))
 
 
 def attach(run: dict[str, Any]) -> dict[str, Any]:
@@ -164,10 +161,8 @@ def settings(runs: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def judge_id(run: dict[str, Any]) -> str:
-    """The judge's model id; older runs judged with their LLM; '-' when no judge ran."""
-    if run.get("judge"):
-        return run["judge"]
-    return run.get("llm", "-") if "judge" in run.get("metrics", {}) else "-"
+    """The judge's model id; '-' when no judge ran."""
+    return run.get("judge") or "-"
 
 
 def identify(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -267,10 +262,6 @@ def judge_columns(run: dict[str, Any]) -> dict[str, float | None]:
             part
         ):  # the column exists when the comparison ran; None = κ undefined (constant verdicts)
             out[key] = rel[part].get("kappa")
-    legacy = run.get("judge_calibration")
-    if not can and legacy:  # runs made before the audit
-        out["judge_accepts_reference"] = legacy["says_1_to_reference"]
-        out["judge_far_other"] = 1 - legacy["says_0_to_other_reference"]
     return out
 
 

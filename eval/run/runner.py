@@ -20,8 +20,10 @@ from memharness.data_prep.base import Dataset, DatasetError, check_integrity, su
 from memharness.eval.judge import audit as judge_audit
 from memharness.eval.judge.judges import Judges, build_judges
 from memharness.eval.metrics import aggregate
-from memharness.eval.metrics.lexical import lexical_scores, parse_judge
+from memharness.eval.metrics.lexical import parse_judge
+from memharness.eval.metrics.registry import answer_scores
 from memharness.eval.record import folder as run_io
+from memharness.eval.record import schema
 from memharness.eval.record.provenance import environment
 from memharness.eval.run import closed_book, episodes, evidence, failures
 from memharness.eval.run.answer import (
@@ -324,9 +326,7 @@ def record_answer(q: Question, record: dict, prompt: str, comp: Any, cfg: DictCo
     else:
         prediction_text = record["prediction"]
     failures.flag_empty_answer(record)
-    record["metrics"].update(
-        lexical_scores(prediction_text, list(q.answers) or [reference_text(q)])
-    )
+    record["metrics"].update(answer_scores(prediction_text, list(q.answers) or [reference_text(q)]))
     record["metrics"]["context_tokens"] = record["context_tokens"]
 
 
@@ -443,7 +443,6 @@ def run(
     sections = {
         **(judges.describe() if cfg.eval.judge.enabled else {"judge": None}),
         "judge_reliability": reliability,
-        "judge_calibration": judge_audit.legacy_calibration(reliability or {}),
         "snapshots": snapshots.summary(),
     }
     metrics = write_outputs(
@@ -502,10 +501,11 @@ def write_outputs(
 ) -> dict[str, Any]:
     """Write samples.jsonl, memory_stats.json and metrics.json; ``sections`` (the judges, the judge
     reliability audit) go into metrics.json as they are."""
-    run_io.write_jsonl(out_dir, "samples.jsonl", samples)
+    run_io.write_samples(out_dir, samples)
     run_io.write_json(out_dir, "memory_stats.json", memory_stats, indent=1, default=float)
     calls = services.meter.to_json()
     metrics = {
+        "format": schema.FORMAT,
         "memory": cfg.memory.name,
         "dataset": cfg.dataset.name,
         "seed": int(cfg.seed),
@@ -531,5 +531,5 @@ def write_outputs(
         "env": environment(),
     }
     metrics["outcome"] = failures.outcome(metrics, cfg, services)
-    run_io.write_json(out_dir, "metrics.json", metrics, indent=1, default=str)
+    run_io.write_metrics(out_dir, metrics)
     return metrics

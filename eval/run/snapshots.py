@@ -247,8 +247,7 @@ class Snapshots:
             state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
             arrays = folder / "arrays.npz"
             if arrays.is_file():
-                with np.load(arrays) as data:
-                    state.update({k: data[k] for k in data.files})
+                state.update(fileio.load_npz(arrays))
             memory.load_state(state)
         memory.units = list(episode.units)
         memory._pending = False

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from memharness.data_prep.msc_e import GeneratorSettings
-from memharness.memsys.services.llm import RetryPolicy
+from memharness.eval.metrics import registry
+from memharness.memsys.services.retry import RetryPolicy
 from memharness.memsys.services.types import ConfigError
 from memharness.memsys.settings import SERVICES, Check, Instantiated, NonEmpty, Placeholders, Range
 from memharness.memsys.settings_check import Leaf, check_mapping, leaves_of, schema_fields
@@ -152,7 +153,7 @@ class BootstrapSettings(TypedDict):
     confidence: Annotated[float, Range(0, 1, lo_open=True, hi_open=True)]
 
 
-Metric = Literal["judge", "rouge_l_recall", "rouge_1_f", "rouge_l_f", "exact_match", "f1"]
+Metric = Literal[registry.names(selectable=True)]  # the metrics eval.metrics may list
 
 
 class EvalSettings(TypedDict):

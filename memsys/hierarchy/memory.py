@@ -169,7 +169,7 @@ class HierarchicalMemory(MemorySystem):
         """Write hierarchy.json, embeddings.npy and (with ``view``) view.html into ``out_dir``."""
         from memharness.memsys.hierarchy.view import render_html
 
-        system = f"{type(self).__module__}.{type(self).__qualname__}"
+        system = public_class_path(type(self))
         self.store.save(
             out_dir,
             extra={
@@ -250,6 +250,17 @@ def restore_retrievals(
             }
         out.append(r)
     return out
+
+
+def public_class_path(cls: type) -> str:
+    """Dotted path of ``cls``, shortened to its package when the package re-exports it
+    (``memharness.memsys.raptor.Raptor``, as YAML ``_target_``s name it), so saved files do not
+    change when a package's inner modules move."""
+    module = cls.__module__
+    package = module.rpartition(".")[0]
+    if package and getattr(importlib.import_module(package), cls.__qualname__, None) is cls:
+        module = package
+    return f"{module}.{cls.__qualname__}"
 
 
 def load_memory(in_dir: str | Path, **services: Any) -> HierarchicalMemory:

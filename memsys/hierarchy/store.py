@@ -305,6 +305,12 @@ class HierarchyStore:
     def load(cls, folder: str | Path) -> tuple[HierarchyStore, dict[str, Any]]:
         """Read a saved store; returns it and the whole JSON document (for system state)."""
         folder = Path(folder)
+        if not (folder / "hierarchy.json").is_file():
+            raise FileNotFoundError(
+                f"{folder} holds no hierarchy.json (a MemTree saved before the hierarchy core, as "
+                "tree.json, is no longer read): build it again; with the call cache that makes no "
+                "new LLM calls"
+            )
         doc = json.loads((folder / "hierarchy.json").read_text(encoding="utf-8"))
         npy = folder / "embeddings.npy"
-        return cls.from_json(doc, np.load(npy) if npy.exists() else None), doc
+        return cls.from_json(doc, fileio.load_npy(npy) if npy.exists() else None), doc

@@ -11,11 +11,11 @@ retrieved (their ancestors are marked so the branch can be found).
 from __future__ import annotations
 
 import html
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from memharness.memsys.hierarchy.store import HierarchyStore
+from memharness.memsys.services.formats import html_page
 
 _STYLE = """
 body{font-family:sans-serif;font-size:14px;margin:1em}
@@ -154,18 +154,16 @@ def render_html(
 ) -> str:
     """The self-contained page (inline CSS, script and data)."""
     data = view_data(store, retrievals, max_nodes)
-    blob = json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
     note = (
         f" (only the first {max_nodes} nodes are shown; html_max_nodes)"
         if data["truncated"]
         else ""
     )
-    return (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{_STYLE}</style></head><body><h3>{html.escape(title)}{html.escape(note)}</h3>"
+    body = (
+        f"<h3>{html.escape(title)}{html.escape(note)}</h3>"
         "<div id='bar'><input id='search' placeholder='search node text'> <span id='nres' class='meta'></span>"
         " &nbsp; <select id='question'><option value=''>highlight what a question retrieved…</option></select></div>"
         "<div id='side'><div><b>Matches</b><ol id='results'></ol></div>"
         "<div><b>Retrieved</b><ol id='retrieved'></ol></div></div><div id='tree'></div>"
-        f"<script type='application/json' id='data'>{blob}</script><script>{_SCRIPT}</script></body></html>"
     )
+    return html_page(title, _STYLE, body, data, _SCRIPT)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -341,21 +340,3 @@ class MemTree(HierarchicalMemory):
         self.aggregation_failures = int(state.get("aggregation_failures", 0))
         self.degradation["aggregation_failed"] = self.aggregation_failures
         self.units = [Unit.from_json(u) for u in state.get("units", [])]
-
-    @classmethod
-    def load(
-        cls,
-        in_dir: str | Path,
-        llm: Any = None,
-        embedder: Any = None,
-        tokenizer: Any = None,
-        **overrides: Any,
-    ) -> MemTree:
-        """Load a saved tree (no LLM calls); trees saved before the core (tree.json) load too."""
-        from memharness.memsys.memtree.legacy import is_legacy, load_legacy
-
-        if is_legacy(in_dir):
-            return load_legacy(
-                cls, in_dir, llm=llm, embedder=embedder, tokenizer=tokenizer, **overrides
-            )
-        return super().load(in_dir, llm=llm, embedder=embedder, tokenizer=tokenizer, **overrides)

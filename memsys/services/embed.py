@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import random
 import threading
-import time
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -23,15 +21,8 @@ import numpy as np
 from memharness.memsys.services.budget import Budget
 from memharness.memsys.services.cache import CallCache
 from memharness.memsys.services.deadline import Deadline
-from memharness.memsys.services.llm import RetryPolicy
 from memharness.memsys.services.meter import Meter, current_stage
-from memharness.memsys.services.types import (
-    AUTH_STATUS,
-    AuthenticationFailed,
-    BackendError,
-    BudgetExceeded,
-    DeadlineExceeded,
-)
+from memharness.memsys.services.retry import Retrier, RetryPolicy
 
 
 class EmbedBackend(Protocol):
@@ -66,7 +57,16 @@ class Embedder:
         self.batch_size = batch_size
         self.retry = retry or getattr(backend, "retry_policy", None) or RetryPolicy(max_retries=0)
         self.deadline = deadline
-        self._rng = random.Random(0)
+        self._retrier = Retrier(
+            self.retry,
+            self.meter,
+            deadline,
+            budget,
+            "embedding call",
+            llm_call=False,
+            retries_counter="embed_retries",
+            failures_counter="embed_failures",
+        )
         self._dim: int | None = None
 
     @property
@@ -102,42 +102,12 @@ class Embedder:
         return self.embed([text])[0]
 
     def _embed_batch(self, texts: list[str], stage: str) -> np.ndarray:
-        """One backend request, retried on transient errors; counted per stage."""
-        attempt = 0
-        while True:
-            t0 = time.perf_counter()
-            try:
-                if self.deadline is not None:
-                    self.deadline.check("embedding call")
-                if self.budget is not None:
-                    self.budget.check("embedding call", llm_call=False)
-                with self._slots, self.meter.in_flight():
-                    t0 = time.perf_counter()  # time in flight, not waiting for a slot
-                    vectors = np.asarray(self.backend.embed(texts), dtype=np.float32)
-            except BackendError as err:
-                self.meter.add(stage, backend_s=time.perf_counter() - t0)
-                if err.status in AUTH_STATUS:
-                    self.meter.add(stage, embed_failures=1)
-                    raise AuthenticationFailed(f"authentication failed: {err}") from None
-                if not err.retryable or attempt >= self.retry.max_retries:
-                    self.meter.add(
-                        stage,
-                        embed_failures=1,
-                        deadline_skipped=int(isinstance(err, DeadlineExceeded)),
-                        budget_skipped=int(isinstance(err, BudgetExceeded)),
-                    )
-                    raise
-                wait = self.retry.delay(attempt, self._rng, err.retry_after)
-                if self.deadline is not None and self.deadline.remaining() is not None:
-                    wait = min(wait, max(0.0, self.deadline.remaining()))
-                self.meter.add(stage, embed_retries=1)
-                time.sleep(wait)
-                attempt += 1
-                continue
-            self.meter.add(
-                stage, embed_calls=1, embed_texts=len(texts), backend_s=time.perf_counter() - t0
-            )
-            return vectors
+        """One backend request through the shared retry loop; counted per stage."""
+        vectors, _, elapsed = self._retrier.send(
+            lambda: np.asarray(self.backend.embed(texts), dtype=np.float32), stage, self._slots
+        )
+        self.meter.add(stage, embed_calls=1, embed_texts=len(texts), backend_s=elapsed)
+        return vectors
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:

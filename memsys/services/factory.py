@@ -14,8 +14,9 @@ from memharness.memsys.services.budget import Budget
 from memharness.memsys.services.cache import CallCache, network_filesystem
 from memharness.memsys.services.deadline import Deadline
 from memharness.memsys.services.embed import Embedder
-from memharness.memsys.services.llm import LLM, RetryPolicy
+from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.meter import Meter
+from memharness.memsys.services.retry import RetryPolicy
 from memharness.memsys.services.tokens import Tokenizer, get_tokenizer
 from memharness.memsys.services.types import ConfigError
 from omegaconf import DictConfig, OmegaConf

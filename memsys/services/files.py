@@ -1,23 +1,34 @@
 """Atomic file writes: a reader (or a crash) never sees a half-written file.
 
-Each write goes to a hidden temporary file in the same folder, is flushed to disk, then renamed
-over the target (``os.replace`` is atomic on POSIX). If anything fails (disk full, read-only
-folder) the temporary file is removed and the ``OSError`` names the target path.
+Each write goes to a hidden temporary file in the same folder (a name unique to the call, so two
+threads writing one path never share it), is flushed to disk, then renamed over the target
+(``os.replace`` is atomic on POSIX). If anything fails (disk full, read-only folder) the temporary
+file is removed and the ``OSError`` names the target path.
+
+``load_npy`` / ``load_npz`` read NumPy files one at a time: CPython 3.11's AST parser, which
+``np.load`` uses for the array header, can fail with "AST constructor recursion depth mismatch"
+when two threads parse at once.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TextIO
+
+import numpy as np
+
+_NUMPY_READ = threading.Lock()
 
 
 def atomic_write(path: str | Path, write: Callable[[Any], None], mode: str = "w") -> Path:
     """Call ``write(file)`` on a temporary file, then move it to ``path``."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
     try:
         with open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
             write(f)
@@ -53,3 +64,15 @@ def write_lines(path: str | Path, lines: Iterable[str]) -> Path:
             f.write(line + "\n")
 
     return atomic_write(path, write)
+
+
+def load_npy(path: str | Path) -> np.ndarray:
+    """``np.load`` of one ``.npy`` file, serialised across threads (see the module note)."""
+    with _NUMPY_READ:
+        return np.load(path)
+
+
+def load_npz(path: str | Path) -> dict[str, np.ndarray]:
+    """Every array of an ``.npz`` file, read whole under the same lock."""
+    with _NUMPY_READ, np.load(path) as data:
+        return {k: data[k] for k in data.files}

@@ -17,30 +17,26 @@ the first call had finished.
 from __future__ import annotations
 
 import contextvars
-import random
 import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Annotated, Protocol
+from typing import Protocol
 
 from memharness.memsys.services.budget import Budget
 from memharness.memsys.services.cache import CallCache
 from memharness.memsys.services.deadline import Deadline
 from memharness.memsys.services.meter import Meter, current_stage
+from memharness.memsys.services.retry import Retrier, RetryPolicy
 from memharness.memsys.services.types import (
     AUTH_STATUS,
     AuthenticationFailed,
     BackendError,
-    BudgetExceeded,
     ChatRequest,
     Completion,
-    DeadlineExceeded,
     Logprob,
     LogprobRequest,
 )
-from memharness.memsys.settings import Range
 from tqdm.auto import tqdm
 
 
@@ -51,24 +47,6 @@ class ChatBackend(Protocol):
     max_concurrency: int | None  # a hard cap of the backend itself (None = no cap)
 
     def chat(self, request: ChatRequest) -> Completion: ...
-
-
-@dataclass
-class RetryPolicy:
-    """``llm.retry``: retries after the first attempt, with exponential backoff and full jitter."""
-
-    max_retries: Annotated[int, Range(0)] = 5
-    base_delay_s: Annotated[float, Range(0)] = 0.5
-    max_delay_s: Annotated[float, Range(0)] = 30.0
-    timeout_s: Annotated[float, Range(0, lo_open=True)] = 120.0
-
-    def delay(self, attempt: int, rng: random.Random, retry_after: float | None) -> float:
-        """Exponential backoff with full jitter; a server's Retry-After is a floor."""
-        backoff = min(self.max_delay_s, self.base_delay_s * (2**attempt))
-        wait = rng.uniform(0, backoff)
-        if retry_after is not None:
-            wait = max(wait, min(retry_after, self.max_delay_s))
-        return wait
 
 
 class LLM:
@@ -96,8 +74,7 @@ class LLM:
         self.retry = retry or RetryPolicy()
         self.progress = progress
         self.progress_min_batch = progress_min_batch
-        self._rng = random.Random(0)
-        self._rng_lock = threading.Lock()
+        self._retrier = Retrier(self.retry, self.meter, deadline, budget, "chat call")
         self._pool = ThreadPoolExecutor(max_workers=self.max_in_flight, thread_name_prefix="llm")
         self._slots = threading.BoundedSemaphore(
             self.max_in_flight
@@ -232,55 +209,28 @@ class LLM:
         return completion
 
     def _call_with_retries(self, request: ChatRequest, stage: str) -> Completion:
-        """Call the backend, retrying transient errors; a 401/403 aborts the run (``AuthenticationFailed``),
-        a passed deadline fails the call at once."""
-        attempt = 0
-        while True:
-            start = time.perf_counter()
-            try:
-                if self.deadline is not None:
-                    self.deadline.check("chat call")
-                if self.budget is not None:
-                    self.budget.check("chat call")
-                with self._slots, self.meter.in_flight():
-                    start = time.perf_counter()  # time in flight, not waiting for a slot
-                    completion = self.backend.chat(request)
-                elapsed = time.perf_counter() - start
-                completion.attempts = attempt + 1
-                completion.latency_s = elapsed
-                self.meter.add(
-                    stage,
-                    calls=1,
-                    backend_s=elapsed,
-                    prompt_tokens=completion.prompt_tokens,
-                    completion_tokens=completion.completion_tokens,
-                )
-                self.meter.add_llm_cost(
-                    self.model_id, completion.prompt_tokens, completion.completion_tokens, stage
-                )
-                return completion
-            except BackendError as err:
-                self.meter.add(stage, backend_s=time.perf_counter() - start)
-                if err.status in AUTH_STATUS:
-                    self.meter.add(stage, failures=1)
-                    raise AuthenticationFailed(f"authentication failed: {err}") from None
-                if not err.retryable or attempt >= self.retry.max_retries:
-                    self.meter.add(
-                        stage,
-                        failures=1,
-                        deadline_skipped=int(isinstance(err, DeadlineExceeded)),
-                        budget_skipped=int(isinstance(err, BudgetExceeded)),
-                    )
-                    return Completion(
-                        text="", error=f"{type(err).__name__}: {err}", attempts=attempt + 1
-                    )
-                with self._rng_lock:
-                    wait = self.retry.delay(attempt, self._rng, err.retry_after)
-                if self.deadline is not None and self.deadline.remaining() is not None:
-                    wait = min(wait, max(0.0, self.deadline.remaining()))
-                self.meter.add(stage, retries=1)
-                time.sleep(wait)
-                attempt += 1
+        """Send through the shared retry loop; a call that still fails comes back with ``error``."""
+        try:
+            completion, attempts, elapsed = self._retrier.send(
+                lambda: self.backend.chat(request), stage, self._slots
+            )
+        except BackendError as err:
+            return Completion(
+                text="", error=f"{type(err).__name__}: {err}", attempts=getattr(err, "attempts", 1)
+            )
+        completion.attempts = attempts
+        completion.latency_s = elapsed
+        self.meter.add(
+            stage,
+            calls=1,
+            backend_s=elapsed,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+        )
+        self.meter.add_llm_cost(
+            self.model_id, completion.prompt_tokens, completion.completion_tokens, stage
+        )
+        return completion
 
     @property
     def supports_logprobs(self) -> bool:

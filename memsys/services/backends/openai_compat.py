@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 import httpx
 import numpy as np
 from memharness.memsys.services.deadline import Deadline
-from memharness.memsys.services.llm import RetryPolicy
+from memharness.memsys.services.retry import RetryPolicy
 from memharness.memsys.services.secrets import register_secret_env
 from memharness.memsys.services.types import BackendError, ChatRequest, Completion, ConfigError
 from memharness.memsys.settings import Check, EnvVarName, NonEmpty, Range

@@ -1,0 +1,184 @@
+"""Every metric a run may report, declared once.
+
+Each entry says which way is better, what kind of number it is, how it aggregates, which report
+section shows it and, for a metric scored from an answer and its references, how to score it.
+The runner, ``metrics.json`` validation, every table, the paired tests, the plots and the
+browser read this table; adding a metric is one entry here (and, when it is scored from the
+answer, its ``score`` function).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from memharness.eval.metrics import lexical
+
+Kind = Literal["accuracy", "overlap", "retrieval", "cost"]
+Section = Literal["scores", "memory", "retrieval", "judging"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric: ``name`` (a prefix when ``prefix``), its direction and where it shows."""
+
+    name: str
+    higher_is_better: bool | None  # None: reported, never ranked
+    kind: Kind
+    section: Section  # the report table that shows it
+    doc: str
+    aggregate: Literal["mean"] = "mean"  # bootstrap mean and CI over the questions that have it
+    score: Callable[[str, str], float] | None = (
+        None  # (prediction, reference) -> value; max over refs
+    )
+    selectable: bool = False  # may be listed in eval.metrics (the headline metrics of a run)
+    headline: bool = False  # shown by default in the browser, paired tests and score plots
+    prefix: bool = False  # name is a prefix: evidence_recall_at_<k>
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric(
+        "judge",
+        True,
+        "accuracy",
+        "scores",
+        "LLM judge: 1 if the answer means the reference",
+        selectable=True,
+        headline=True,
+    ),
+    Metric(
+        "mc_accuracy",
+        True,
+        "accuracy",
+        "scores",
+        "multiple choice: the gold option chosen",
+        headline=True,
+    ),
+    Metric(
+        "rouge_l_recall",
+        True,
+        "overlap",
+        "scores",
+        "ROUGE-L recall against the reference",
+        score=lambda p, r: lexical.rouge(p, r)["rouge_l_recall"],
+        selectable=True,
+        headline=True,
+    ),
+    Metric(
+        "rouge_1_f",
+        True,
+        "overlap",
+        "scores",
+        "ROUGE-1 F1",
+        score=lambda p, r: lexical.rouge(p, r)["rouge_1_f"],
+        selectable=True,
+    ),
+    Metric(
+        "rouge_l_f",
+        True,
+        "overlap",
+        "scores",
+        "ROUGE-L F1",
+        score=lambda p, r: lexical.rouge(p, r)["rouge_l_f"],
+        selectable=True,
+    ),
+    Metric(
+        "exact_match",
+        True,
+        "overlap",
+        "scores",
+        "normalised exact match (SQuAD)",
+        score=lexical.exact_match,
+        selectable=True,
+    ),
+    Metric(
+        "f1",
+        True,
+        "overlap",
+        "scores",
+        "token F1 (SQuAD normalisation)",
+        score=lexical.token_f1,
+        selectable=True,
+        headline=True,
+    ),
+    Metric(
+        "closed_book_accuracy",
+        True,
+        "accuracy",
+        "memory",
+        "share answered correctly with no memory in the prompt",
+    ),
+    Metric(
+        "evidence_recall_at_",
+        True,
+        "retrieval",
+        "retrieval",
+        "share of the gold evidence under the top k items' provenance",
+        prefix=True,
+    ),
+    Metric(
+        "evidence_recall",
+        True,
+        "retrieval",
+        "retrieval",
+        "share of the gold evidence under every retrieved item",
+        headline=True,
+    ),
+    Metric(
+        "evidence_units", None, "retrieval", "retrieval", "source units the retrieved items cover"
+    ),
+    Metric("context_tokens", False, "cost", "retrieval", "tokens of the retrieved context"),
+    Metric("judge_lenient", True, "accuracy", "judging", "the judge with the lenient prompt"),
+    Metric("judge2", True, "accuracy", "judging", "a second judge model"),
+)
+_BY_NAME = {m.name: m for m in METRICS if not m.prefix}
+_PREFIXES = [m for m in METRICS if m.prefix]
+NEEDS_MEMORY = ":needs_memory"  # suffix: the metric on the questions closed-book got wrong
+
+
+def lookup(name: str) -> Metric | None:
+    """The entry of a metric key as runs write it (``f1``, ``evidence_recall_at_3``,
+    ``judge:needs_memory``); None for a key no entry declares."""
+    base = name.split(":")[0]
+    if base in _BY_NAME:
+        return _BY_NAME[base]
+    return next((m for m in _PREFIXES if base.startswith(m.name)), None)
+
+
+def direction(name: str) -> bool | None:
+    """True if higher is better, False if lower is, None if not ranked (or not declared)."""
+    entry = lookup(name)
+    return entry.higher_is_better if entry else None
+
+
+def names(
+    section: Section | None = None, headline: bool | None = None, selectable: bool | None = None
+) -> tuple[str, ...]:
+    """Declared (non-prefix) metric names in declaration order, filtered."""
+    return tuple(
+        m.name
+        for m in METRICS
+        if not m.prefix
+        and (section is None or m.section == section)
+        and (headline is None or m.headline == headline)
+        and (selectable is None or m.selectable == selectable)
+    )
+
+
+def in_section(name: str, section: Section) -> bool:
+    entry = lookup(name)
+    if name.endswith(NEEDS_MEMORY):
+        return section == "memory"
+    return entry is not None and entry.section == section
+
+
+def answer_scores(prediction: str, references: list[str]) -> dict[str, float]:
+    """Every metric with a ``score`` function, each the max over the references."""
+    if not references:
+        raise lexical.MetricError("a sample has no reference answer")
+    return {
+        m.name: max(m.score(prediction, ref) for ref in references)
+        for m in METRICS
+        if m.score is not None
+    }

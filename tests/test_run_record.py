@@ -1,0 +1,58 @@
+"""The run record: a run through the runner writes what the schema declares, readers refuse any
+other format in one line, and docs/run-format.md is the schema's own rendering."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import records
+from memharness.eval.record import read, schema
+from memharness.eval.report.comparison import main as report_main
+from memharness.eval.run.runner import run
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_docs_run_format_is_the_schema_rendered():
+    assert (ROOT / "docs" / "run-format.md").read_text() == schema.markdown(), (
+        "regenerate: python -m memharness.eval.record.schema > docs/run-format.md"
+    )
+
+
+def test_a_real_run_writes_the_declared_record(make_cfg, tmp_path):
+    out = tmp_path / "r"
+    run(make_cfg("memory=memorystream", "dataset.limit=4"), out)
+    metrics = read.read_metrics(out)
+    samples = list(read.iter_samples(out))
+    assert metrics["format"] == schema.FORMAT and len(samples) == metrics["counts"]["questions"]
+    assert set(metrics) <= set(schema.Metrics.model_fields)
+    assert all(set(s) <= set(schema.Sample.model_fields) for s in samples)
+
+
+def test_another_format_is_refused_in_one_line(make_cfg, tmp_path):
+    out = tmp_path / "runs" / "r"
+    run(make_cfg("memory=full_context", "dataset.limit=2"), out)
+    doc = json.loads((out / "metrics.json").read_text())
+    for found, shown in ((None, "run format 1"), (3, "run format 3")):
+        if found is None:
+            doc.pop("format", None)
+        else:
+            doc["format"] = found
+        (out / "metrics.json").write_text(json.dumps(doc))
+        with pytest.raises(schema.RunFormatError) as err:
+            read.load_run(out)
+        message = str(err.value)
+        assert "\n" not in message and shown in message and "reads run format 2" in message
+        with pytest.raises(SystemExit) as stop:
+            report_main([str(tmp_path / "runs"), "--out", str(tmp_path / "t"), "--name", "x"])
+        assert str(stop.value.code).startswith("error: ") and shown in str(stop.value.code)
+
+
+def test_writers_refuse_a_record_the_schema_does_not_declare(tmp_path):
+    bad = records.sample("q0", surprise=1)
+    with pytest.raises(schema.RunFormatError, match="sample 0: .*surprise: Extra inputs"):
+        records.write(tmp_path, records.metrics("m"), [bad])
+    with pytest.raises(schema.RunFormatError, match="metrics.json: .*seed: Input should be"):
+        records.write(tmp_path, records.metrics("m", seed="0"), [])
