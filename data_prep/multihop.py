@@ -61,6 +61,7 @@ def build_units(
             chunks,
             source_id=source_id,
             start=len(units),
+            cut=True,
             timestamp=art["published_at"],
             title=art["title"],
             category=art.get("category"),

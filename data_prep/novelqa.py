@@ -114,7 +114,7 @@ def book_episode(
     chunks = chunk_text(text, get_tokenizer("cl100k_base"), chunk_size)
     if not chunks:
         raise DatasetError(f"{text_file}: the book text is empty")
-    units = units_from_texts(chunks, source_id=f"novelqa-{book_id}")
+    units = units_from_texts(chunks, source_id=f"novelqa-{book_id}", cut=True)
     questions = [
         replace(q, id=f"{book_id}-{q.id}", position=len(units)) for q in read_questions(qa_file)
     ]

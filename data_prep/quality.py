@@ -120,7 +120,7 @@ def build_episodes(
         chunks = chunk_text(text, tok, chunk_size)
         if not chunks:
             raise DatasetError(f"{entry['where']}: article {aid} has an empty 'article' field")
-        units = units_from_texts(chunks, source_id=f"quality-{aid}")
+        units = units_from_texts(chunks, source_id=f"quality-{aid}", cut=True)
         questions = [replace(q, position=len(units)) for q in entry["questions"]]
         episodes.append(
             Episode(

@@ -157,9 +157,14 @@ def units_from_texts(
     source_id: str,
     start: int = 0,
     timestamp: str | None = None,
+    cut: bool = False,
     **metadata: Any,
 ) -> list[Unit]:
-    """Make units with content-addressed ids from consecutive texts of one source."""
+    """Make units with content-addressed ids from consecutive texts of one source.
+
+    ``cut``: the texts are consecutive cuts of one text (token windows, which may end mid-word);
+    every unit after the first is marked ``metadata["continues"] = True`` so that a memory that
+    rejoins a document's units (``rejoin_separator``) restores the text exactly."""
     return [
         Unit(
             id=content_id(source_id, start + i, t, prefix="u-"),
@@ -167,7 +172,16 @@ def units_from_texts(
             source_id=source_id,
             position=start + i,
             timestamp=timestamp,
-            metadata=dict(metadata),
+            metadata={**metadata, **({"continues": True} if cut and i > 0 else {})},
         )
         for i, t in enumerate(texts)
     ]
+
+
+def rejoin_separator(previous: str, unit: Unit, default: str = " ") -> str:
+    """What goes between ``previous`` text and ``unit`` when a document's units are read as one
+    text: nothing when the unit continues a cut (``units_from_texts(cut=True)``) or either side
+    already has whitespace at the joint, ``default`` otherwise."""
+    if unit.metadata.get("continues") or not previous or previous[-1].isspace():
+        return ""
+    return "" if unit.text[:1].isspace() else default

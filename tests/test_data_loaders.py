@@ -324,3 +324,23 @@ def test_stratified_subset_covers_every_multihop_type():
     ]
     two = subset(ds, limit=2, seed=3, stratify_by="type")
     assert two.num_questions == 2 and subset(ds, 2, 3, "type").checksum() == two.checksum()
+
+
+def test_token_window_units_say_they_continue_the_cut_so_memories_rejoin_them_exactly():
+    """QuALITY and MultiHop-RAG units are token windows of one text: each unit after a
+    document's first is marked as continuing it, and rejoining them gives the text back."""
+    from memharness.memsys.raptor.chunker import join_units, source_runs
+
+    ds = quality.load(str(FIX / "quality"))
+    units = ds.episodes[0].units
+    assert len(units) > 1 and "continues" not in units[0].metadata
+    assert all(u.metadata["continues"] is True for u in units[1:])
+    line = json.loads(
+        (FIX / "quality" / "QuALITY.v1.0.1.htmlstripped.dev").read_text().splitlines()[0]
+    )
+    assert join_units(units)[0] == line["article"]
+    news = multihop.load(str(FIX / "multihop"), chunk_size=128).episodes[0].units
+    for run in source_runs(news):
+        assert [u.metadata.get("continues", False) for u in run] == [False] + [True] * (
+            len(run) - 1
+        )

@@ -52,12 +52,37 @@ def test_hierarchy_respects_the_size_cap_and_nests(backend):
             assert sorted(m for k in kids for m in k.members) == c.members
             assert {k.level for k in kids} == {c.level + 1} and all(k.parent == c.key for k in kids)
         else:  # final: within the cap unless Leiden could not split it (recorded)
-            assert len(c.members) <= 10 or c.key in info["unsplittable"]
-        if len(c.members) > 10:
+            assert len(c.members) < 10 or c.key in info["unsplittable"]
+        if len(c.members) >= 10:
             assert c.children or c.key in info["unsplittable"]
     top = [c for c in communities if c.level == 0]
     assert sorted(m for c in top for m in c.members) == list(range(180))
-    assert info["max_final_size"] <= 10 or info["unsplittable"]
+    assert info["max_final_size"] < 10 or info["unsplittable"]
+
+
+def ring_of_groups(groups: int = 40) -> list[tuple[int, int, float]]:
+    """Ten-node groups in a ring (one edge between neighbours); each group is two 5-cliques
+    joined by two edges."""
+    edges = []
+    for g in range(groups):
+        base = g * 10
+        for half in (0, 5):
+            edges += [
+                (base + half + i, base + half + j, 1.0) for i in range(5) for j in range(i + 1, 5)
+            ]
+        edges += [(base, base + 5, 1.0), (base + 1, base + 6, 1.0)]
+        edges.append((base + 9, ((g + 1) % groups) * 10, 1.0))
+    return edges
+
+
+def test_a_community_of_exactly_the_cap_is_split_as_graspologic_does():
+    """graspologic re-splits at >= max_cluster_size: 40 groups of 10 at level 0, then 80 of 5."""
+    communities, info = hierarchical_leiden(400, ring_of_groups(), max_cluster_size=10)
+    level0 = [c for c in communities if c.level == 0]
+    level1 = [c for c in communities if c.level == 1]
+    assert len(level0) == 40 and {len(c.members) for c in level0} == {10}
+    assert len(level1) == 80 and {len(c.members) for c in level1} == {5}
+    assert all(len(c.children) == 2 for c in level0) and info["per_level"] == {"0": 40, "1": 80}
 
 
 @pytest.mark.parametrize("backend", ["igraph", "leidenalg"])

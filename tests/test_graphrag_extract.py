@@ -378,3 +378,16 @@ def test_prompt_filling_never_parses_inserted_text_again():
         )
         == '{"points": []} says {max_length} 5'
     )
+
+
+def test_graphrag_chunks_rejoin_units_cut_mid_word_exactly():
+    """With chunk_size set, a document's token-window units are read as the original text."""
+    from memharness.memsys.graphrag.chunks import make_text_units
+    from memharness.memsys.services.tokens import chunk_text, get_tokenizer
+    from memharness.memsys.types import units_from_texts
+
+    tok = get_tokenizer("cl100k_base")
+    text = "The Newcomer Award went to 2-2 draws in Kazakhstan's tournaments. Next year too."
+    doc = units_from_texts(chunk_text(text, tok, 5), source_id="article", cut=True)
+    chunks = make_text_units(doc, tok, chunk_size=1200, chunk_overlap=100)
+    assert [c.text for c in chunks] == [text] and chunks[0].units == tuple(u.id for u in doc)

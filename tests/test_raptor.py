@@ -545,3 +545,25 @@ def test_bad_settings_name_the_key():
     ]:
         found = problems(**kw)
         assert len(found) == 1 and found[0].startswith(key), found
+
+
+def test_units_cut_mid_word_by_a_token_window_are_rejoined_exactly():
+    """A loader's token windows (cl100k, 5 tokens) end mid-word; the chunker reads the document
+    as it was before the cut, so no word is split and no space is invented at a joint."""
+    from memharness.memsys.raptor.chunker import join_units
+    from memharness.memsys.services.tokens import chunk_text
+    from memharness.memsys.types import units_from_texts
+
+    text = "The Newcomer Award went to 2-2 draws in Kazakhstan's tournaments. Next year too."
+    cuts = chunk_text(text, get_tokenizer("cl100k_base"), 5)
+    assert len(cuts) > 3 and "".join(cuts) == text
+    assert any(
+        not a[-1].isspace() and not b[0].isspace() for a, b in zip(cuts, cuts[1:], strict=False)
+    )
+    doc = units_from_texts(cuts, source_id="article", cut=True)
+    assert join_units(doc)[0] == text
+    chunk_words = " ".join(c.text for c in sentence_chunks(doc, WT, 100)).split()
+    assert "Newcomer" in chunk_words and "2-2" in chunk_words and "Kazakhstan's" in chunk_words
+    # units that are not cuts of one text (dialogue rounds) still get one space between them
+    rounds = units_from_texts(["Hi there.", "How are you?"], source_id="chat")
+    assert join_units(rounds)[0] == "Hi there. How are you?"

@@ -6,7 +6,8 @@ Two choices (``chunk_size`` in config):
   same units (the datasets' loaders already cut documents into 256-1,024-token units), and a text
   unit's provenance is exactly its dataset unit.
 - an int: GraphRAG's chunker. The units of each source document (``Unit.source_id``) are joined in
-  stream order and cut into windows of ``chunk_size`` tokens, consecutive windows sharing
+  stream order (a unit continuing a token-window cut appended exactly, others after a newline)
+  and cut into windows of ``chunk_size`` tokens, consecutive windows sharing
   ``chunk_overlap`` tokens (GraphRAG: 1,200 / 100). A chunk carries the ids of every dataset unit
   whose tokens it overlaps, so provenance stays exact at the dataset-unit level.
 """
@@ -75,7 +76,7 @@ def _windows(
     for u in members:
         if not u.text.strip():
             continue
-        if tokens:
+        if tokens and not u.metadata.get("continues"):  # a continued cut is rejoined exactly
             tokens.extend(newline)
         encoded = tokenizer.encode(u.text)
         spans.append((len(tokens), len(tokens) + len(encoded), u.id))

@@ -13,11 +13,11 @@ connected component. That algorithm, rebuilt on python-igraph (or leidenalg):
   graspologic's ``randomness`` (GraphRAG 0.001); ``backend: leidenalg`` is
   ``leidenalg.find_partition`` with ``RBConfigurationVertexPartition`` (no randomness parameter;
   10-30x slower here, see eval/bench/graphrag.py);
-- every community with more than ``max_cluster_size`` members (graspologic's docstring says
-  ">="; the issue and nano-graphrag say larger than) is re-partitioned on its induced
-  subgraph as level + 1, until none is too big; a community whose partition does not split
-  stays as it is (recorded in ``unsplittable``). A community at or under the cap has no
-  deeper entries (as in graspologic).
+- every community with ``max_cluster_size`` members or more is re-partitioned on its induced
+  subgraph as level + 1, until none is that big; a community whose partition does not split
+  stays as it is (recorded in ``unsplittable``). A community under the cap has no deeper
+  entries. The cap is reached at *greater or equal*, as graspologic (which GraphRAG and
+  nano-graphrag both call) compares: a community of exactly the cap is split too.
 
 GraphRAG's level 0 is the coarsest. Every partition is seeded with ``seed``; the same graph and
 seed give the same hierarchy. Communities are numbered level by level (their human ids).
@@ -113,7 +113,7 @@ def hierarchical_leiden(
                 communities.append(c)
                 if parent is not None:
                     communities[parent].children.append(c.key)
-                if len(part) > max_cluster_size:
+                if len(part) >= max_cluster_size:  # graspologic splits at the cap itself
                     next_frontier.append((c.key, sub.induced_subgraph(part)))
         frontier, level = next_frontier, level + 1
     levels = max(c.level for c in communities) + 1

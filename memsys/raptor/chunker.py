@@ -17,9 +17,11 @@
 How chunks relate to dataset units: the units of one source document (a maximal run of
 consecutive units with the same ``source_id``, in stream order) are read as one text, so packing
 never crosses a document boundary and a sentence that a dataset's token window cut in two is whole
-again. Units are joined as they are, with one space only where neither side has whitespace at the
-joint; units with no text but whitespace are left out (counted as ``empty_units``), so they never
-glue the words around them together nor become a chunk's source. Each chunk carries the ids of
+again. Units are joined as they are: a unit that continues a token-window cut
+(``units_from_texts(cut=True)``) is appended exactly, so a word the window cut is whole again;
+otherwise one space goes where neither side has whitespace at the joint. Units with no text but
+whitespace are left out (counted as ``empty_units``), so they never glue the words around them
+together nor become a chunk's source. Each chunk carries the ids of
 every unit its text overlaps (its provenance).
 
 ``units`` makes each non-empty unit one leaf, as it is.
@@ -33,7 +35,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memharness.memsys.types import Unit
+from memharness.memsys.types import Unit, rejoin_separator
 
 SENTENCE_DELIMITERS = re.compile(r"[.!?\n]")
 CLAUSE_DELIMITERS = re.compile(r"[,;:]")
@@ -76,9 +78,10 @@ def join_units(units: Sequence[Unit]) -> tuple[str, list[int], list[str]]:
     for unit in units:
         if not unit.text.strip():
             continue
-        if parts and not parts[-1][-1].isspace() and not unit.text[0].isspace():
-            parts.append(" ")
-            length += 1
+        sep = rejoin_separator(parts[-1] if parts else "", unit)
+        if sep:
+            parts.append(sep)
+            length += len(sep)
         starts.append(length)
         ids.append(unit.id)
         parts.append(unit.text)
