@@ -7,11 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import yaml
-from fakes import HashEmbed
 from memharness.memsys.services.embed import Embedder
 from memharness.memsys.services.tokens import get_tokenizer
 from memharness.memsys.services.types import ChatRequest, Completion
 from memharness.memsys.structmem import StructuralMemory
+from memharness.memsys.testing.doubles import HashingEmbedder
 from memharness.memsys.types import Unit, content_id
 
 CONF = yaml.safe_load(
@@ -94,5 +94,5 @@ def make_memory(llm: FakeLLM, **params) -> StructuralMemory:
     config = {k: v for k, v in CONF.items() if k not in ("_target_", "name", "seed")}
     config.update(params)
     return StructuralMemory(
-        llm=llm, embedder=Embedder(HashEmbed(dim=128)), tokenizer=get_tokenizer(), **config
+        llm=llm, embedder=Embedder(HashingEmbedder(dim=128)), tokenizer=get_tokenizer(), **config
     )

@@ -222,7 +222,7 @@ def test_ss_theta_with_a_fake_logprob_backend_and_its_cache(dag, tmp_path):
 
 
 def test_ss_theta_is_unavailable_without_logprobs(dag):
-    from fakes import ScriptedChat
+    from memharness.memsys.testing.doubles import ScriptedChat
 
     store, _ = dag
     out = ss_theta(store, LLM(ScriptedChat(), progress=False), WordTokenizer(), groups=4)
