@@ -7,11 +7,11 @@ from __future__ import annotations
 import random
 
 import pytest
-from cam_fakes import SELECT, SUMMARY, FakeLLM, WordTokenizer
+from cam_fakes import SELECT, SUMMARY, FakeLLM
 from memharness.memsys.cam import CAM
 from memharness.memsys.cam.network import ego_components
 from memharness.memsys.services.embed import Embedder
-from memharness.memsys.testing.doubles import HashingEmbedder
+from memharness.memsys.testing.doubles import HashingEmbedder, WordTokenizer
 from memharness.memsys.types import Unit, content_id
 
 
