@@ -16,7 +16,11 @@ def ScriptedBackend(
 ) -> ScriptedChat:
     """Raises the scripted errors for a prompt, then answers it upper-cased (10 + 1 tokens)."""
     return ScriptedChat(
-        reply=str.upper, errors=script, latency_s=sleep_s, usage=(10, 1), model_id="fake:scripted"
+        reply=lambda r: r.messages[-1][1].upper(),
+        errors=script,
+        latency_s=sleep_s,
+        usage=(10, 1),
+        model_id="fake:scripted",
     )
 
 

@@ -28,7 +28,7 @@ CHANGED = {
 
 def CountingBackend() -> ScriptedChat:
     """Echoes the prompt; counts ``calls``."""
-    return ScriptedChat(reply=lambda prompt: f"echo {prompt}", model_id="fake:echo")
+    return ScriptedChat(reply=lambda r: f"echo {r.messages[-1][1]}", model_id="fake:echo")
 
 
 def test_every_generation_parameter_is_in_the_key():

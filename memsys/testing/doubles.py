@@ -38,7 +38,7 @@ def digest(text: str, hex_digits: int = 32) -> int:
 
 class ScriptedChat:
     """A chat backend answering from a script: the first ``(pattern, reply)`` whose pattern occurs in
-    the prompt (the last message) wins, else ``default``; ``reply(prompt)`` replaces the script.
+    the prompt (the last message) wins, else ``default``; ``reply(request)`` replaces the script.
 
     ``fail_on``: prompts containing it raise ``failure`` (default: a non-retryable HTTP 500);
     ``errors``: prompt -> errors raised on its first calls, one per call. ``latency_s``: sleep per
@@ -56,7 +56,7 @@ class ScriptedChat:
         fail_on: str | None = None,
         model_id: str = "fake-chat",
         *,
-        reply: Callable[[str], str] | None = None,
+        reply: Callable[[ChatRequest], str] | None = None,
         failure: BackendError | None = None,
         errors: Mapping[str, Sequence[BackendError]] | None = None,
         latency_s: float = 0.0,
@@ -91,7 +91,7 @@ class ScriptedChat:
                 error = self.failure
             if error is not None:
                 raise error
-            text = self.reply(prompt) if self.reply else self._scripted(prompt)
+            text = self.reply(request) if self.reply else self._scripted(prompt)
             prompt_tokens, completion_tokens = self.usage or (
                 len(prompt.split()),
                 len(text.split()),
