@@ -12,10 +12,11 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from memharness.memsys.services.types import BackendError, ChatRequest, Completion
+from memharness.memsys.settings import Range
 
 __all__ = [
     "HashingEmbedder",
@@ -59,7 +60,7 @@ class ScriptedChat:
         reply: Callable[[ChatRequest], str] | None = None,
         failure: BackendError | None = None,
         errors: Mapping[str, Sequence[BackendError]] | None = None,
-        latency_s: float = 0.0,
+        latency_s: Annotated[float, Range(0.0)] = 0.0,
         usage: tuple[int, int] | None = None,
         log: bool = True,
     ) -> None:
@@ -180,9 +181,9 @@ class HashingEmbedder(_EmbedderBase):
 
     def __init__(
         self,
-        dim: int = 64,
+        dim: Annotated[int, Range(1)] = 64,
         model_id: str = "hashing-embed",
-        fail_first: int = 0,
+        fail_first: Annotated[int, Range(0)] = 0,
         failure: BackendError | None = None,
     ) -> None:
         super().__init__(dim, model_id, fail_first, failure)
