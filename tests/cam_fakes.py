@@ -9,6 +9,7 @@ from collections.abc import Callable
 import numpy as np
 from memharness.memsys.cam import CAM
 from memharness.memsys.services.types import ChatRequest, Completion
+from memharness.memsys.testing.doubles import WordTokenizer
 from memharness.memsys.types import Unit, content_id
 from memtree_fakes import WordEmbedder
 
@@ -78,20 +79,6 @@ class FakeLLM:
 
     def selection_requests(self) -> list[ChatRequest]:
         return [r for b in self.batches for r in b if r.messages[-1][1].startswith("SELECT")]
-
-
-class WordTokenizer:
-    def count(self, text: str) -> int:
-        return len(text.split())
-
-    def encode(self, text: str) -> list[str]:
-        return text.split()
-
-    def decode(self, tokens: list[str]) -> str:
-        return " ".join(tokens)
-
-    def truncate(self, text: str, max_tokens: int) -> str:
-        return " ".join(text.split()[:max_tokens])
 
 
 def basis(dim: int, i: int, scale: float = 1.0) -> np.ndarray:

@@ -8,7 +8,6 @@ import re
 import threading
 from collections.abc import Callable
 
-import numpy as np
 from memharness.baselines.full_context import FullContext
 from memharness.memsys.services.types import ChatRequest, Completion
 from memharness.memsys.types import Unit, content_id
@@ -80,34 +79,6 @@ class StepLLM:
 
     def calls(self, step: str) -> int:
         return sum(1 for b in self.batches for s, _ in b if s == step)
-
-
-class WordEmbedder:
-    """Hashed bag of lower-cased words, unit-normalised: texts sharing words have positive cosine."""
-
-    def __init__(self, dim: int = 128) -> None:
-        self.dim = dim
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        import hashlib
-
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            for w in re.findall(r"[a-z0-9]+", t.lower()):
-                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1.0
-            out[i, 0] += 1e-3
-            out[i] /= np.linalg.norm(out[i])
-        return out
-
-
-class WordTokenizer:
-    """One token per whitespace-separated word (easy budgets to reason about)."""
-
-    def count(self, text: str) -> int:
-        return len(text.split())
-
-    def encode(self, text: str) -> list[int]:
-        return list(range(len(text.split())))
 
 
 def report_json(title: str, rating: float = 5.0) -> str:

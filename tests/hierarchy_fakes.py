@@ -74,14 +74,6 @@ class TableEmbedder:
         return np.stack(out)
 
 
-class WordTokenizer:
-    def count(self, text: str) -> int:
-        return len(text.split())
-
-    def truncate(self, text: str, n: int) -> str:
-        return " ".join(text.split()[:n])
-
-
 class PairMemory(HierarchicalMemory):
     """An offline toy system on the core: atoms are the units, one parent per two consecutive atoms."""
 

@@ -8,6 +8,7 @@ import re
 import numpy as np
 from memharness.memsys.memtree.memory import MemTree
 from memharness.memsys.services.types import ChatRequest, Completion
+from memharness.memsys.testing.doubles import WordTokenizer
 from memharness.memsys.types import Unit, content_id
 
 # Test prompt: "<n>|<current>|<new>" so the fake LLM can read its inputs back.
@@ -62,11 +63,6 @@ class MergeLLM:
     @property
     def calls(self) -> int:
         return sum(len(b) for b in self.batches)
-
-
-class WordTokenizer:
-    def count(self, text: str) -> int:
-        return len(text.split())
 
 
 def make_tree(table: dict[str, list[float]], llm: MergeLLM | None = None, **kw) -> MemTree:

@@ -8,6 +8,7 @@ import re
 import numpy as np
 from memharness.memsys.raptor.memory import Raptor
 from memharness.memsys.services.types import ChatRequest, Completion
+from memharness.memsys.testing.doubles import WordTokenizer
 from memharness.memsys.types import Unit, content_id
 
 WORD = re.compile(r"[a-z]+\d*")
@@ -70,16 +71,6 @@ class EchoSummariser:
     @property
     def calls(self) -> int:
         return sum(len(b) for b in self.batches)
-
-
-class WordTokenizer:
-    """One token per whitespace-separated word."""
-
-    def count(self, text: str) -> int:
-        return len(text.split())
-
-    def truncate(self, text: str, max_tokens: int) -> str:
-        return " ".join(text.split()[:max_tokens])
 
 
 def identity_reduce(

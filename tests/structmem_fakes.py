@@ -7,11 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import yaml
-from fakes import HashEmbed
 from memharness.memsys.services.embed import Embedder
 from memharness.memsys.services.tokens import get_tokenizer
-from memharness.memsys.services.types import ChatRequest, Completion
 from memharness.memsys.structmem import StructuralMemory
+from memharness.memsys.testing.doubles import HashingEmbedder
+from memharness.memsys.testing.doubles import ScriptedLLM as FakeLLM
 from memharness.memsys.types import Unit, content_id
 
 CONF = yaml.safe_load(
@@ -43,32 +43,6 @@ def unit(text: str, position: int, source: str = "doc-a") -> Unit:
     )
 
 
-class FakeLLM:
-    """``reply(prompt) -> str`` (None = a failed call); ``batches`` records every ``complete`` call."""
-
-    model_id = "fake-llm"
-
-    def __init__(self, reply: Callable[[str], str | None]) -> None:
-        self.reply = reply
-        self.batches: list[list[ChatRequest]] = []
-
-    def complete(self, requests, desc=None) -> list[Completion]:
-        self.batches.append(list(requests))
-        out = []
-        for r in requests:
-            text = self.reply(r.messages[-1][1])
-            out.append(
-                Completion(text="", error="BackendError: scripted")
-                if text is None
-                else Completion(text=text)
-            )
-        return out
-
-    @property
-    def requests(self) -> list[ChatRequest]:
-        return [r for b in self.batches for r in b]
-
-
 def by_kind(
     triples: str = TRIPLES_REPLY,
     facts: str = FACTS_REPLY,
@@ -94,5 +68,5 @@ def make_memory(llm: FakeLLM, **params) -> StructuralMemory:
     config = {k: v for k, v in CONF.items() if k not in ("_target_", "name", "seed")}
     config.update(params)
     return StructuralMemory(
-        llm=llm, embedder=Embedder(HashEmbed(dim=128)), tokenizer=get_tokenizer(), **config
+        llm=llm, embedder=Embedder(HashingEmbedder(dim=128)), tokenizer=get_tokenizer(), **config
     )

@@ -3,47 +3,25 @@
 from __future__ import annotations
 
 import random
-import threading
-import time
 
 from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.meter import Meter
 from memharness.memsys.services.retry import RetryPolicy
-from memharness.memsys.services.types import BackendError, ChatRequest, Completion
+from memharness.memsys.services.types import BackendError, ChatRequest
+from memharness.memsys.testing.doubles import ScriptedChat
 
 
-class ScriptedBackend:
-    """Raises the scripted errors for a prompt, then answers; tracks peak concurrency."""
-
-    model_id = "fake:scripted"
-    max_concurrency = None
-
-    def __init__(
-        self, script: dict[str, list[BackendError]] | None = None, sleep_s: float = 0.0
-    ) -> None:
-        self.script = {k: list(v) for k, v in (script or {}).items()}
-        self.sleep_s = sleep_s
-        self.active = self.peak = self.calls = 0
-        self.lock = threading.Lock()
-        self.times: list[float] = []
-
-    def chat(self, request: ChatRequest) -> Completion:
-        prompt = request.messages[-1][1]
-        with self.lock:
-            self.calls += 1
-            self.active += 1
-            self.peak = max(self.peak, self.active)
-            self.times.append(time.monotonic())
-            errors = self.script.get(prompt)
-            error = errors.pop(0) if errors else None
-        try:
-            time.sleep(self.sleep_s)
-            if error:
-                raise error
-            return Completion(text=prompt.upper(), prompt_tokens=10, completion_tokens=1)
-        finally:
-            with self.lock:
-                self.active -= 1
+def ScriptedBackend(
+    script: dict[str, list[BackendError]] | None = None, sleep_s: float = 0.0
+) -> ScriptedChat:
+    """Raises the scripted errors for a prompt, then answers it upper-cased (10 + 1 tokens)."""
+    return ScriptedChat(
+        reply=lambda r: r.messages[-1][1].upper(),
+        errors=script,
+        latency_s=sleep_s,
+        usage=(10, 1),
+        model_id="fake:scripted",
+    )
 
 
 def test_max_in_flight_bounds_concurrency():

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing as mp
-import threading
 
 import pytest
 from memharness.memsys.services.cache import CallCache
 from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.meter import Meter
-from memharness.memsys.services.types import ChatRequest, Completion
+from memharness.memsys.services.types import ChatRequest
+from memharness.memsys.testing.doubles import ScriptedChat
 
 BASE = ChatRequest.user(
     "q", system="s", max_tokens=8, temperature=0.0, seed=1, stop=("x",), choices=("a", "b")
@@ -26,20 +26,9 @@ CHANGED = {
 }
 
 
-class CountingBackend:
-    model_id = "fake:echo"
-    max_concurrency = None
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self._lock = threading.Lock()
-
-    def chat(self, request: ChatRequest) -> Completion:
-        with self._lock:
-            self.calls += 1
-        return Completion(
-            text=f"echo {request.messages[-1][1]}", prompt_tokens=3, completion_tokens=2
-        )
+def CountingBackend() -> ScriptedChat:
+    """Echoes the prompt; counts ``calls``."""
+    return ScriptedChat(reply=lambda r: f"echo {r.messages[-1][1]}", model_id="fake:echo")
 
 
 def test_every_generation_parameter_is_in_the_key():

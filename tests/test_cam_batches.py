@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 from cam_fakes import SELECT, SUMMARY, FakeLLM
-from fakes import HashEmbed
 from memharness.data_prep.sample import load
 from memharness.memsys.cam import CAM
 from memharness.memsys.services.embed import Embedder
 from memharness.memsys.services.tokens import get_tokenizer
+from memharness.memsys.testing.doubles import HashingEmbedder
 
 THETA = 0.4  # the hashed 64-d vectors give the sample's short texts a structure at this threshold
 
@@ -17,7 +17,7 @@ THETA = 0.4  # the hashed 64-d vectors give the sample's short texts a structure
 def cam(**kw) -> CAM:
     return CAM(
         llm=FakeLLM(),
-        embedder=Embedder(HashEmbed(dim=64)),
+        embedder=Embedder(HashingEmbedder(dim=64)),
         tokenizer=get_tokenizer(),
         summary_prompt=SUMMARY,
         selection_prompt=SELECT,

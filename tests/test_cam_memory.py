@@ -4,9 +4,10 @@ update touching only the affected set, offline = one batch, variants, persistenc
 from __future__ import annotations
 
 import pytest
-from cam_fakes import FakeLLM, WordTokenizer, four_groups, make_cam, unit, units
+from cam_fakes import FakeLLM, four_groups, make_cam, unit, units
 from memharness.memsys.cam import CAM
 from memharness.memsys.hierarchy import load_memory
+from memharness.memsys.testing.doubles import WordTokenizer
 
 WORDS = [f"{g}{i}" for g in "abcd" for i in range(1, 5)]
 SETTINGS = dict(alpha=1.0, theta=0.7)  # cosine only: the groups of four_groups() decide the edges
@@ -348,8 +349,8 @@ def test_online_label_scope_sets_which_replicas_a_batch_relabels(monkeypatch):
 
 
 def test_pack_cuts_a_long_paragraph_at_sentence_ends_packing_sentences_up_to_the_chunk_size():
-    from cam_fakes import WordTokenizer
     from memharness.memsys.cam.chunking import chunks_of
+    from memharness.memsys.testing.doubles import WordTokenizer
 
     batch = [
         unit("one two. three four! five six seven eight nine. ten", 0, "s"),

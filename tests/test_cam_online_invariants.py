@@ -7,11 +7,11 @@ from __future__ import annotations
 import random
 
 import pytest
-from cam_fakes import SELECT, SUMMARY, FakeLLM, WordTokenizer
-from fakes import HashEmbed
+from cam_fakes import SELECT, SUMMARY, FakeLLM
 from memharness.memsys.cam import CAM
 from memharness.memsys.cam.network import ego_components
 from memharness.memsys.services.embed import Embedder
+from memharness.memsys.testing.doubles import HashingEmbedder, WordTokenizer
 from memharness.memsys.types import Unit, content_id
 
 
@@ -39,7 +39,7 @@ def online_cam(**kw) -> CAM:
     kw = {"alpha": 0.6, "theta": 0.45, **kw}
     return CAM(
         llm=FakeLLM(),
-        embedder=Embedder(HashEmbed(dim=32)),
+        embedder=Embedder(HashingEmbedder(dim=32)),
         tokenizer=WordTokenizer(),
         summary_prompt=SUMMARY,
         selection_prompt=SELECT,

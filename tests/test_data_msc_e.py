@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from memharness.data_prep import msc_e
+from memharness.memsys.testing.doubles import ScriptedLLM
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = Path(__file__).parent / "fixtures"
@@ -38,21 +39,6 @@ def test_parse_qa_accepts_valid_items_and_counts_the_rest():
     good, bad = msc_e.parse_qa('{"question": "Q?", "response": "A"} and {"question": broken}')
     assert good == [{"question": "Q?", "answer": "A"}] and bad == 1  # the broken object is counted
     assert msc_e.parse_qa("I cannot help with that.") == ([], 1)
-
-
-class ScriptedLLM:
-    """Returns canned completions in order; records the prompts."""
-
-    model_id = "scripted"
-
-    def __init__(self, replies):
-        self.replies, self.prompts = list(replies), []
-
-    def complete_one(self, request):
-        from memharness.memsys.services.types import Completion
-
-        self.prompts.append(request.messages[-1][1])
-        return Completion(text=self.replies.pop(0))
 
 
 def _gen(**over):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import sqlite3
 
-import numpy as np
 import pytest
 from memharness.data_prep.base import subset
 from memharness.data_prep.sample import load as load_sample
@@ -28,35 +27,18 @@ from memharness.memsys.services.types import (
     ConfigError,
     DeadlineExceeded,
 )
+from memharness.memsys.testing.doubles import HashingEmbedder, ScriptedChat
 
 
-class FlakyEmbed:
-    """Fails the first ``fail`` calls with the given error, then embeds."""
-
-    model_id = "flaky-embed"
-
-    def __init__(self, fail: int, error: BackendError) -> None:
-        self.fail, self.error, self.calls = fail, error, 0
-
-    def embed(self, texts):
-        self.calls += 1
-        if self.calls <= self.fail:
-            raise self.error
-        return np.ones((len(texts), 4), dtype=np.float32)
+def FlakyEmbed(fail: int, error: BackendError) -> HashingEmbedder:
+    """Fails the first ``fail`` calls with ``error``, then embeds (4 dimensions)."""
+    return HashingEmbedder(dim=4, fail_first=fail, failure=error, model_id="flaky-embed")
 
 
-class Rejecting:
-    model_id = "rejecting"
-    max_concurrency = None
-
-    def __init__(self, status: int) -> None:
-        self.status, self.calls = status, 0
-
-    def chat(self, request):
-        self.calls += 1
-        raise BackendError(
-            f"HTTP {self.status} from http://x/v1/chat/completions", status=self.status
-        )
+def Rejecting(status: int) -> ScriptedChat:
+    """Every call fails with HTTP ``status``."""
+    error = BackendError(f"HTTP {status} from http://x/v1/chat/completions", status=status)
+    return ScriptedChat(fail_on="", failure=error, model_id="rejecting")
 
 
 def test_embedding_retries_and_failures_are_counted_per_stage():

@@ -6,7 +6,7 @@ import json
 import random
 
 import pytest
-from graphrag_fakes import StepLLM, WordTokenizer, report_json
+from graphrag_fakes import StepLLM, report_json
 from memharness.memsys.graphrag.common import FailureLog
 from memharness.memsys.graphrag.communities import Community, hierarchical_leiden
 from memharness.memsys.graphrag.memory import default_prompts
@@ -17,6 +17,7 @@ from memharness.memsys.graphrag.reports import (
     generate_reports,
     parse_report,
 )
+from memharness.memsys.testing.doubles import WordTokenizer
 
 
 def planted(n_groups: int = 6, size: int = 30, seed: int = 0) -> list[tuple[int, int, float]]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from graphrag_fakes import StepLLM, WordTokenizer, input_text, unit
+from graphrag_fakes import StepLLM, input_text, unit
 from memharness.memsys.graphrag.chunks import make_text_units
 from memharness.memsys.graphrag.common import FailureLog
 from memharness.memsys.graphrag.extract import (
@@ -14,6 +14,7 @@ from memharness.memsys.graphrag.extract import (
 )
 from memharness.memsys.graphrag.memory import default_prompts
 from memharness.memsys.graphrag.merge import SummarySettings, merge_graph, summarize_descriptions
+from memharness.memsys.testing.doubles import WordTokenizer
 
 U0 = "Ana Ruiz leads Velox Rail. Velox Rail builds the tram in Port Elden."
 U1 = "Velox Rail signed with Port Elden. Ana Ruiz visited Port Elden."
@@ -239,10 +240,6 @@ def test_short_description_lists_are_joined_without_a_call():
 
 
 def test_threshold_zero_summarises_every_list_of_two_or_more_whatever_its_token_count():
-    class Blind(WordTokenizer):  # counts nothing: a joined list is "0 tokens", still over "always"
-        def count(self, text):
-            return 0
-
     _, tus, _, log, out = extracted()
     graph = merge_graph(out.entities, out.relations, tus, log)
     lists = sum(
@@ -252,7 +249,10 @@ def test_threshold_zero_summarises_every_list_of_two_or_more_whatever_its_token_
     s = SummarySettings(
         prompt=default_prompts()["summarize_prompt"], threshold_tokens=0, separator=" | "
     )
-    summarize_descriptions(StepLLM(respond), graph, s, Blind(), log)
+    blind = WordTokenizer(
+        per_word=0
+    )  # counts nothing: a joined list is "0 tokens", still over "always"
+    summarize_descriptions(StepLLM(respond), graph, s, blind, log)
     assert lists == graph.summarised == graph.summary_calls >= 4
     assert graph.entities[0].description.startswith("SUMMARY(")
     single = next(r for r in graph.relations if len(set(r.descriptions)) == 1)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from graphrag_fakes import TEXTS, StepLLM, WordEmbedder, WordTokenizer, responder, unit
+from graphrag_fakes import TEXTS, StepLLM, responder, unit
 from memharness.memsys.graphrag import GraphRAG
 from memharness.memsys.graphrag.search_local import LocalSearch
+from memharness.memsys.testing.doubles import HashingEmbedder, WordTokenizer
 from memharness.memsys.types import Question
 
 
@@ -16,7 +17,11 @@ def built(traversal="local", map_reply=None, **kw) -> tuple[GraphRAG, StepLLM, l
     kw.setdefault("max_cluster_size", 3)
     kw.setdefault("use_lcc", False)
     memory = GraphRAG(
-        llm=llm, embedder=WordEmbedder(), tokenizer=WordTokenizer(), traversal=traversal, **kw
+        llm=llm,
+        embedder=HashingEmbedder(dim=128),
+        tokenizer=WordTokenizer(),
+        traversal=traversal,
+        **kw,
     )
     units = [unit(t, i, source=f"d{i // 3}") for i, t in enumerate(TEXTS)]
     memory.insert(units)
@@ -334,7 +339,9 @@ def test_save_and_load_give_the_same_answers_without_llm_calls(tmp_path):
     memory, _, _ = built()
     before = memory.search("Who audits Velox Rail?", 150)
     memory.save(tmp_path)
-    again = GraphRAG.load(tmp_path, llm=None, embedder=WordEmbedder(), tokenizer=WordTokenizer())
+    again = GraphRAG.load(
+        tmp_path, llm=None, embedder=HashingEmbedder(dim=128), tokenizer=WordTokenizer()
+    )
     assert [i.node_id for i in again.search("Who audits Velox Rail?", 150)] == [
         i.node_id for i in before
     ]
@@ -393,7 +400,7 @@ def test_relationship_order_in_network_first_then_shared_neighbours_capped_per_e
         graph.entities[b].degree += 1
     for r in graph.relations:
         r.rank = graph.entities[r.source].degree + graph.entities[r.target].degree
-    memory = GraphRAG(embedder=WordEmbedder(), tokenizer=WordTokenizer())
+    memory = GraphRAG(embedder=HashingEmbedder(dim=128), tokenizer=WordTokenizer())
     memory._add_entities(graph)
     index = GraphIndex(memory.store, {})
     search = LocalSearch(index, {"top_k_relationships": 1}, WordTokenizer())
@@ -410,7 +417,10 @@ def test_a_loaded_memory_rebuilds_over_every_unit_it_was_built_from(tmp_path):
     memory, _, units = built()
     memory.save(tmp_path)
     again = GraphRAG.load(
-        tmp_path, llm=StepLLM(responder()), embedder=WordEmbedder(), tokenizer=WordTokenizer()
+        tmp_path,
+        llm=StepLLM(responder()),
+        embedder=HashingEmbedder(dim=128),
+        tokenizer=WordTokenizer(),
     )
     assert [u.id for u in again.units] == [u.id for u in units] and again.units[0] == units[0]
     names = {again.store.meta[v]["name"] for v in again.index.entities}

@@ -11,7 +11,6 @@ from hierarchy_fakes import (
     FakeLogprobBackend,
     PairMemory,
     TableEmbedder,
-    WordTokenizer,
     build_dag,
     unit_vec,
 )
@@ -23,6 +22,7 @@ from memharness.memsys.hierarchy.ss_theta import ss_theta
 from memharness.memsys.hierarchy.store import HierarchyStore
 from memharness.memsys.services.cache import CallCache
 from memharness.memsys.services.llm import LLM
+from memharness.memsys.testing.doubles import WordTokenizer
 from memharness.memsys.types import units_from_texts
 
 # c leans towards a a little, so every pair of atoms has some similarity.
@@ -222,7 +222,7 @@ def test_ss_theta_with_a_fake_logprob_backend_and_its_cache(dag, tmp_path):
 
 
 def test_ss_theta_is_unavailable_without_logprobs(dag):
-    from fakes import ScriptedChat
+    from memharness.memsys.testing.doubles import ScriptedChat
 
     store, _ = dag
     out = ss_theta(store, LLM(ScriptedChat(), progress=False), WordTokenizer(), groups=4)

@@ -9,11 +9,11 @@ from importlib.resources import files
 from pathlib import Path
 
 import pytest
-from fakes import ScriptedChat
 from memharness.eval.judge import labelled_set as judge_eval
 from memharness.eval.run.answer import judge_request
 from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.types import ConfigError
+from memharness.memsys.testing.doubles import ScriptedChat
 from memharness.memsys.types import Question
 from omegaconf import OmegaConf
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from fakes import HashEmbed, ScriptedChat
 from memharness.eval.run.runner import run
 from memharness.memsys.services.cache import CallCache
 from memharness.memsys.services.embed import Embedder
 from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.meter import Meter
 from memharness.memsys.services.types import ChatRequest
+from memharness.memsys.testing.doubles import HashingEmbedder, ScriptedChat
 
 PRICES = {"fake-chat": {"prompt": 1.0, "completion": 2.0}}
 
@@ -45,7 +45,7 @@ def test_embedding_requests_count_every_text_asked_for(tmp_path):
     cache = CallCache(tmp_path / "c.sqlite")
     for _ in range(2):  # cold, then warm
         meter = Meter()
-        Embedder(HashEmbed(), meter=meter, cache=cache).embed(["a", "b", "a"])
+        Embedder(HashingEmbedder(), meter=meter, cache=cache).embed(["a", "b", "a"])
         assert meter.intrinsic_json()["other"]["embed_texts"] == 3
         assert meter.intrinsic_json()["total"]["embed_requests"] == 1
     assert meter.to_json()["total"]["embed_texts"] == 0  # the warm run embedded nothing

@@ -34,12 +34,12 @@ def test_long_prompt_is_cut_to_fit_and_the_cut_is_reported():
 def test_prompt_logprobs_reward_a_relevant_representative_and_feed_ss_theta(tmp_path):
     """The real model scores a group's text higher after a summary of it than after an unrelated one."""
     import numpy as np
-    from hierarchy_fakes import WordTokenizer
     from memharness.memsys.hierarchy.ss_theta import ss_theta
     from memharness.memsys.hierarchy.store import HierarchyStore
     from memharness.memsys.services.backends.local import LlamaCppBackend
     from memharness.memsys.services.llm import LLM
     from memharness.memsys.services.types import LogprobRequest
+    from memharness.memsys.testing.doubles import WordTokenizer
 
     backend = LlamaCppBackend(n_threads=2)
     text = "The tram line opens in March. It will connect the harbour to the university."

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fakes import HashEmbed
 from memharness.memsys.memorystream.memory import MemoryStream, recency_scores
 from memharness.memsys.services.embed import Embedder
 from memharness.memsys.services.tokens import get_tokenizer
 from memharness.memsys.services.types import Completion
+from memharness.memsys.testing.doubles import HashingEmbedder
 from memharness.memsys.types import units_from_texts
 
 
@@ -32,7 +32,7 @@ def test_recency_alone_ranks_the_newest_first_in_the_paper_and_the_oldest_in_the
 ):
     memory = MemoryStream(
         llm=SameRating(),
-        embedder=Embedder(HashEmbed()),
+        embedder=Embedder(HashingEmbedder()),
         tokenizer=get_tokenizer(),
         top_k=1,
         scoring="generative_agents",

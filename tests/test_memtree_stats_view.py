@@ -11,7 +11,8 @@ from memharness.memsys.hierarchy.diagnostics import structure_stats
 from memharness.memsys.hierarchy.revenue import revenue_exact, revenue_sampled
 from memharness.memsys.hierarchy.view import render_html
 from memharness.memsys.memtree.memory import MemTree
-from memtree_fakes import WordEmbedder, WordTokenizer, make_tree, unit
+from memharness.memsys.testing.doubles import WordTokenizer
+from memtree_fakes import WordEmbedder, make_tree, unit
 
 TABLE = {
     "a1": [1, 0, 0, 0],

@@ -19,8 +19,7 @@ def test_progress_lines_are_logged_for_the_episodes_and_the_audit(make_cfg, tmp_
             "memory=memtree",
             "dataset.limit=3",
             "progress_interval_s=0.2",
-            "llm.backend._target_=fakes.SlowScriptedChat",
-            "+llm.backend.delay_s=0.05",
+            "+llm.backend.latency_s=0.05",
         )
         run(cfg, tmp_path / "run")
     finally:

@@ -11,14 +11,8 @@ from memharness.memsys.raptor.chunker import make_chunks, sentence_chunks
 from memharness.memsys.raptor.clustering import ClusterLog, ClusterSettings
 from memharness.memsys.raptor.memory import Raptor
 from memharness.memsys.services.tokens import get_tokenizer
-from raptor_fakes import (
-    EchoSummariser,
-    WordTokenizer,
-    make_raptor,
-    two_blobs,
-    unit,
-    units,
-)
+from memharness.memsys.testing.doubles import WordTokenizer
+from raptor_fakes import EchoSummariser, make_raptor, two_blobs, unit, units
 
 WT = WordTokenizer()
 

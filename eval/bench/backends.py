@@ -30,6 +30,7 @@ from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.meter import Meter
 from memharness.memsys.services.retry import RetryPolicy
 from memharness.memsys.services.types import ChatRequest
+from memharness.memsys.testing.doubles import TimedBackend
 from memharness.memsys.testing.fault_server import FaultConfig, FaultServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -151,6 +152,10 @@ class _Intervals:
         self.startup_s = 0.0  # time spent constructing backends (loading weights)
         self.lock = threading.Lock()
 
+    def add(self, start: float, end: float) -> None:
+        with self.lock:
+            self.spans.append((start, end))
+
     def busy_s(self) -> float:
         total, end = 0.0, float("-inf")
         for s, e in sorted(self.spans):
@@ -160,45 +165,19 @@ class _Intervals:
         return total
 
 
-class _Recording:
-    """A backend proxy that records the interval of each chat/embed call."""
-
-    def __init__(self, inner: Any, spans: _Intervals) -> None:
-        self._inner, self._spans = inner, spans
-        self.model_id = inner.model_id
-        self.max_concurrency = getattr(inner, "max_concurrency", None)
-
-    def _timed(self, fn: Any, *args: Any) -> Any:
-        start = time.perf_counter()
-        try:
-            return fn(*args)
-        finally:
-            with self._spans.lock:
-                self._spans.spans.append((start, time.perf_counter()))
-
-    def chat(self, request: ChatRequest) -> Any:
-        return self._timed(self._inner.chat, request)
-
-    def embed(self, texts: list[str]) -> Any:
-        return self._timed(self._inner.embed, texts)
-
-    def close(self) -> None:
-        getattr(self._inner, "close", lambda: None)()
-
-
 @contextlib.contextmanager
 def _record_backends(spans: _Intervals) -> Iterator[None]:
     from memharness.memsys.services import factory
 
     original = factory._instantiate_backend
 
-    def instantiate_and_time(section: Any, group: str) -> _Recording:
+    def instantiate_and_time(section: Any, group: str) -> TimedBackend:
         start = (
             time.perf_counter()
         )  # loading model weights is the backend's start-up, not harness work
         backend = original(section, group)
         spans.startup_s += time.perf_counter() - start
-        return _Recording(backend, spans)
+        return TimedBackend(backend, spans.add)
 
     factory._instantiate_backend = instantiate_and_time
     try:

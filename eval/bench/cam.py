@@ -38,7 +38,7 @@ from memharness.memsys.hierarchy.diagnostics import coherence, level_profile
 from memharness.memsys.services.embed import Embedder
 from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.tokens import get_tokenizer
-from memharness.memsys.services.types import Completion
+from memharness.memsys.testing.doubles import ScriptedChat, TopicEmbedder
 from memharness.memsys.types import Unit, content_id
 
 DIM, TOPICS = 384, 40
@@ -48,44 +48,12 @@ CONF = Path(__file__).resolve().parents[2] / "conf"
 PAPER_CLAIM = 4.0
 
 
-class TagChat:
-    """Replies after ``latency_s`` with a summary naming the most frequent topic tag of the prompt."""
-
-    model_id, max_concurrency = "stub-chat", None
-
-    def __init__(self, latency_s: float) -> None:
-        self.latency_s = latency_s
-
-    def chat(self, request: Any) -> Completion:
-        if self.latency_s:
-            time.sleep(self.latency_s)
-        prompt = request.messages[-1][1]
-        tags = Counter(re.findall(r"\bc\d+\b", prompt))
-        tag = tags.most_common(1)[0][0] if tags else "c0"
-        return Completion(
-            text=f"summary about {tag} {hashlib.md5(prompt.encode()).hexdigest()[:8]}"
-        )
-
-
-class TopicEmbed:
-    """The topic centre named in the text (c<k>) plus seeded noise: cosine ~0.92 within a topic."""
-
-    model_id = "stub-embed"
-
-    def __init__(self) -> None:
-        self.centres = np.random.default_rng(0).standard_normal((TOPICS, DIM)).astype(np.float32)
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        rows = []
-        for t in texts:
-            m = re.search(r"\bc(\d+)\b", t)
-            rng = np.random.default_rng(int(hashlib.md5(t.encode()).hexdigest()[:8], 16))
-            rows.append(
-                self.centres[int(m.group(1)) if m else 0] * 3.5
-                + rng.standard_normal(DIM).astype(np.float32)
-            )
-        out = np.stack(rows)
-        return out / np.linalg.norm(out, axis=1, keepdims=True)
+def tag_summary(request: Any) -> str:
+    """A summary naming the most frequent topic tag (c<k>) of the prompt."""
+    prompt = request.messages[-1][1]
+    tags = Counter(re.findall(r"\bc\d+\b", prompt))
+    tag = tags.most_common(1)[0][0] if tags else "c0"
+    return f"summary about {tag} {hashlib.md5(prompt.encode()).hexdigest()[:8]}"
 
 
 def chunks(n: int, start: int = 0) -> list[Unit]:
@@ -106,8 +74,12 @@ def chunks(n: int, start: int = 0) -> list[Unit]:
 
 
 def services(latency_s: float) -> SimpleNamespace:
-    llm = LLM(TagChat(latency_s), max_in_flight=MAX_IN_FLIGHT, progress=False)
-    return SimpleNamespace(llm=llm, embedder=Embedder(TopicEmbed()), tokenizer=get_tokenizer())
+    """The stub LLM (tag summaries after ``latency_s``) and the topic embeddings (cosine ~0.92 within a
+    topic)."""
+    chat = ScriptedChat(reply=tag_summary, latency_s=latency_s, model_id="stub-chat", log=False)
+    llm = LLM(chat, max_in_flight=MAX_IN_FLIGHT, progress=False)
+    embed = TopicEmbedder(TOPICS, DIM, spread=3.5, normalise=True, model_id="stub-embed")
+    return SimpleNamespace(llm=llm, embedder=Embedder(embed), tokenizer=get_tokenizer())
 
 
 def make_memory(name: str, svc: SimpleNamespace, **overrides: Any) -> Any:

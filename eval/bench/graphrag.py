@@ -23,7 +23,6 @@ Wall-clock figures on a shared machine are provisional.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -44,67 +43,55 @@ from memharness.memsys.graphrag.search_local import LocalSearch
 from memharness.memsys.services.embed import Embedder
 from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.tokens import get_tokenizer
-from memharness.memsys.services.types import ChatRequest, Completion
+from memharness.memsys.services.types import ChatRequest
+from memharness.memsys.testing.doubles import ScriptedChat, SeededEmbedder
 
 MEMTREE_TABLE_A2_GRAPHRAG = 3858
 MULTIHOP_ARTICLES, MULTIHOP_MEDIAN_CHARS = 609, 7836
 DIM = 384
 
 
-class StubChat:
-    """Answers every GraphRAG step instantly with a well-formed reply."""
-
-    model_id, max_concurrency = "stub-graphrag", None
-
-    def chat(self, request: ChatRequest) -> Completion:
-        first, last = request.messages[0][1], request.messages[-1][1]
-        if request.choices:
-            return Completion(text=request.choices[-1])
-        if "-Your data-" in first and len(request.messages) == 1:
-            text = first.rsplit("Text:\n", 1)[1]
-            names = list(dict.fromkeys(w.upper() for w in re.findall(r"\b[A-Z][a-z]{2,}\b", text)))
-            gist = " ".join(text.split()[:8])  # one description per chunk, so merges see several
-            records = [f'("entity"<|>{n}<|>PERSON<|>{n} is named in: {gist})' for n in names]
-            records += [
-                f'("relationship"<|>{a}<|>{b}<|>{a} and {b} appear together<|>3)'
-                for a, b in zip(names, names[1:], strict=False)
-            ]
-            return Completion(text="##".join(records))
-        if "missed" in last:
-            return Completion(text="<|COMPLETE|>")
-        if "Descriptions:" in last:
-            return Completion(text="A merged description.")
-        if "Report:" in last:
-            return Completion(
-                text=json.dumps(
-                    {
-                        "title": "T",
-                        "summary": "S " * 40,
-                        "rating": 5,
-                        "rating_explanation": "r",
-                        "findings": [{"summary": "f", "explanation": "e " * 60}],
-                    }
-                )
-            )
-        if "---Reports---" in first:
-            return Completion(
-                text=json.dumps({"points": [{"description": "p [Data: Reports (0)]", "score": 50}]})
-            )
-        return Completion(text="answer")
-
-
-class StubEmbed:
-    model_id = "stub-embed"
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        rows = [
-            np.random.default_rng(int(hashlib.md5(t.encode()).hexdigest()[:8], 16)).standard_normal(
-                DIM
-            )
-            for t in texts
+def step_reply(request: ChatRequest) -> str:
+    """A well-formed reply to every GraphRAG step."""
+    first, last = request.messages[0][1], request.messages[-1][1]
+    if request.choices:
+        return request.choices[-1]
+    if "-Your data-" in first and len(request.messages) == 1:
+        text = first.rsplit("Text:\n", 1)[1]
+        names = list(dict.fromkeys(w.upper() for w in re.findall(r"\b[A-Z][a-z]{2,}\b", text)))
+        gist = " ".join(text.split()[:8])  # one description per chunk, so merges see several
+        records = [f'("entity"<|>{n}<|>PERSON<|>{n} is named in: {gist})' for n in names]
+        records += [
+            f'("relationship"<|>{a}<|>{b}<|>{a} and {b} appear together<|>3)'
+            for a, b in zip(names, names[1:], strict=False)
         ]
-        out = np.asarray(rows, dtype=np.float32).reshape(len(texts), DIM)
-        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+        return "##".join(records)
+    if "missed" in last:
+        return "<|COMPLETE|>"
+    if "Descriptions:" in last:
+        return "A merged description."
+    if "Report:" in last:
+        return json.dumps(
+            {
+                "title": "T",
+                "summary": "S " * 40,
+                "rating": 5,
+                "rating_explanation": "r",
+                "findings": [{"summary": "f", "explanation": "e " * 60}],
+            }
+        )
+    if "---Reports---" in first:
+        return json.dumps({"points": [{"description": "p [Data: Reports (0)]", "score": 50}]})
+    return "answer"
+
+
+def StubChat() -> ScriptedChat:
+    """Answers every GraphRAG step instantly with a well-formed reply."""
+    return ScriptedChat(reply=step_reply, model_id="stub-graphrag", log=False)
+
+
+def StubEmbed() -> SeededEmbedder:
+    return SeededEmbedder(DIM, model_id="stub-embed")
 
 
 # ---------------------------------------------------------------------- (a) build calls

@@ -23,7 +23,12 @@ import numpy as np
 from memharness.memsys.memtree.memory import MemTree
 from memharness.memsys.services.embed import Embedder
 from memharness.memsys.services.llm import LLM
-from memharness.memsys.services.types import Completion
+from memharness.memsys.testing.doubles import (
+    ScriptedChat,
+    TimedBackend,
+    TopicEmbedder,
+    WordTokenizer,
+)
 from memharness.memsys.types import Unit, content_id
 
 DIM, CLUSTERS = 384, 40
@@ -40,53 +45,26 @@ class _Clock:
         with self._lock:
             self.seconds += s
 
-
-class StubChat:
-    """Replies after ``latency_s`` with a short summary tagged with the new unit's cluster."""
-
-    model_id, max_concurrency = "stub-chat", None
-
-    def __init__(self, latency_s: float, clock: _Clock) -> None:
-        self.latency_s, self.clock = latency_s, clock
-
-    def chat(self, request: Any) -> Completion:
-        start = time.perf_counter()
-        if self.latency_s:
-            time.sleep(self.latency_s)
-        _, current, new = request.messages[-1][1].split("|", 2)
-        tag = re.search(r"c\d+", new).group(0)
-        out = Completion(
-            text=f"summary {tag} {hashlib.md5((current + new).encode()).hexdigest()[:8]}"
-        )
-        self.clock.add(time.perf_counter() - start)
-        return out
+    def span(self, start: float, end: float) -> None:
+        self.add(end - start)
 
 
-class StubEmbed:
-    """Clustered vectors: the cluster centre named in the text plus seeded noise."""
-
-    model_id = "stub-embed"
-
-    def __init__(self, clock: _Clock) -> None:
-        self.centres = np.random.default_rng(0).standard_normal((CLUSTERS, DIM)).astype(np.float32)
-        self.clock = clock
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        start = time.perf_counter()
-        rows = []
-        for t in texts:
-            m = re.search(r"c(\d+)", t)
-            seed = int(hashlib.md5(t.encode()).hexdigest()[:8], 16)
-            noise = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
-            rows.append(self.centres[int(m.group(1)) if m else 0] * 1.2 + noise)
-        out = np.stack(rows)
-        self.clock.add(time.perf_counter() - start)
-        return out
+def merge_summary(request: Any) -> str:
+    """A short summary tagged with the new unit's cluster."""
+    _, current, new = request.messages[-1][1].split("|", 2)
+    tag = re.search(r"c\d+", new).group(0)
+    return f"summary {tag} {hashlib.md5((current + new).encode()).hexdigest()[:8]}"
 
 
-class WordCount:
-    def count(self, text: str) -> int:
-        return len(text.split())
+def StubChat(latency_s: float, clock: _Clock) -> TimedBackend:
+    """Merge summaries after ``latency_s``; the time spent is added to ``clock``."""
+    chat = ScriptedChat(reply=merge_summary, latency_s=latency_s, model_id="stub-chat", log=False)
+    return TimedBackend(chat, clock.span)
+
+
+def StubEmbed(clock: _Clock) -> TimedBackend:
+    """Clustered vectors (the cluster centre named in the text plus seeded noise), timed."""
+    return TimedBackend(TopicEmbedder(CLUSTERS, DIM, spread=1.2, model_id="stub-embed"), clock.span)
 
 
 def _units(n: int, start: int = 0) -> list[Unit]:
@@ -107,7 +85,7 @@ def _tree(latency_s: float, clock: _Clock, parallel: bool = True) -> MemTree:
     return MemTree(
         llm=llm,
         embedder=Embedder(StubEmbed(clock)),
-        tokenizer=WordCount(),
+        tokenizer=WordTokenizer(),
         aggregate_prompt=PROMPT,
         parallel_updates=parallel,
         top_k=10,
@@ -164,7 +142,7 @@ def synthetic_tree(n_nodes: int, seed: int = 0) -> MemTree:
     clock = _Clock()
     tree = _tree(0.0, clock)
     rng = np.random.default_rng(seed)
-    centres = StubEmbed(clock).centres
+    centres = TopicEmbedder(CLUSTERS, DIM).centres
     vecs = centres[rng.integers(CLUSTERS, size=n_nodes)] * 1.2 + rng.standard_normal(
         (n_nodes, DIM)
     ).astype(np.float32)

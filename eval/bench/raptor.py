@@ -29,7 +29,7 @@ from memharness.memsys.raptor.memory import Raptor
 from memharness.memsys.services.embed import Embedder
 from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.tokens import get_tokenizer
-from memharness.memsys.services.types import Completion
+from memharness.memsys.testing.doubles import ScriptedChat, TopicEmbedder, WordTokenizer
 from memharness.memsys.types import Unit, content_id
 
 DIM, TOPICS = 384, 40
@@ -38,57 +38,24 @@ MULTIHOP_ARTICLES, MULTIHOP_TOKENS_PER_ARTICLE = 609, 2046  # CAM App. C, Table 
 MEMTREE_TABLE_A2_RAPTOR_CALLS = 3753
 
 
-class StubChat:
-    """Replies after ``latency_s`` with an 80-word summary tagged with the prompt's commonest topic."""
-
-    model_id, max_concurrency = "stub-chat", None
-
-    def __init__(self, latency_s: float) -> None:
-        self.latency_s = latency_s
-
-    def chat(self, request: Any) -> Completion:
-        if self.latency_s:
-            time.sleep(self.latency_s)
-        prompt = request.messages[-1][1]
-        tags = collections.Counter(TAG.findall(prompt)).most_common(1)
-        digest = hashlib.md5(prompt.encode()).hexdigest()
-        return Completion(
-            text=f"summary of c{tags[0][0] if tags else 0} "
-            + " ".join(digest[i % 32] * 3 for i in range(78))
-        )
+def tagged_summary(request: Any) -> str:
+    """An 80-word summary tagged with the prompt's commonest topic."""
+    prompt = request.messages[-1][1]
+    tags = collections.Counter(TAG.findall(prompt)).most_common(1)
+    digest = hashlib.md5(prompt.encode()).hexdigest()
+    return f"summary of c{tags[0][0] if tags else 0} " + " ".join(
+        digest[i % 32] * 3 for i in range(78)
+    )
 
 
-class StubEmbed:
+def StubChat(latency_s: float) -> ScriptedChat:
+    """Tagged summaries after ``latency_s``."""
+    return ScriptedChat(reply=tagged_summary, latency_s=latency_s, model_id="stub-chat", log=False)
+
+
+def StubEmbed() -> TopicEmbedder:
     """The centre of the topic named in the text (``cN``) plus seeded noise; hashed words otherwise."""
-
-    model_id = "stub-embed"
-
-    def __init__(self) -> None:
-        self.centres = np.random.default_rng(0).standard_normal((TOPICS, DIM)).astype(np.float32)
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        rows = []
-        for t in texts:
-            m = TAG.search(t)
-            noise = np.random.default_rng(
-                int(hashlib.md5(t.encode()).hexdigest()[:8], 16)
-            ).standard_normal(DIM)
-            if m:
-                rows.append(self.centres[int(m.group(1)) % TOPICS] * 1.2 + noise)
-            else:  # bag of hashed words, so texts that share words are similar
-                v = np.zeros(DIM)
-                for w in re.findall(r"[a-z0-9]+", t.lower()):
-                    v[int(hashlib.md5(w.encode()).hexdigest(), 16) % DIM] += 1.0
-                rows.append(v + 0.01 * noise)
-        return np.stack(rows).astype(np.float32)
-
-
-class WordCount:
-    def count(self, text: str) -> int:
-        return len(text.split())
-
-    def truncate(self, text: str, max_tokens: int) -> str:
-        return " ".join(text.split()[:max_tokens])
+    return TopicEmbedder(TOPICS, DIM, spread=1.2, model_id="stub-embed")
 
 
 def synthetic_units(n: int, words: int = 90) -> list[Unit]:
@@ -113,7 +80,7 @@ def build_at(leaves: int = 10_000, latency_s: float = 1.0, in_flight: int = 4096
     memory = Raptor(
         llm=llm,
         embedder=Embedder(StubEmbed()),
-        tokenizer=WordCount(),
+        tokenizer=WordTokenizer(),
         chunker="units",
         summary_prompt="Summarise:\n{context}",
         seed=0,

@@ -24,9 +24,9 @@ import numpy as np
 from memharness.memsys.hierarchy.store import HierarchyStore
 from memharness.memsys.services.embed import Embedder
 from memharness.memsys.services.llm import LLM
-from memharness.memsys.services.types import Completion
 from memharness.memsys.structmem import StructuralMemory
 from memharness.memsys.structmem.scoring import BM25Index, Retriever
+from memharness.memsys.testing.doubles import ScriptedChat, SeededEmbedder, WordTokenizer
 from memharness.memsys.types import Unit, content_id
 
 DIM, VOCAB, UNITS, K = 384, 30_000, 100_000, 100
@@ -47,41 +47,15 @@ REPLIES = {
 TARGET_DENSE_MS = 20.0
 
 
-class StubChat:
-    """Answers each prompt by its first letter; counts requests."""
-
-    model_id, max_concurrency = "stub-chat", None
-
-    def __init__(self) -> None:
-        self.requests = 0
-
-    def chat(self, request: Any) -> Completion:
-        self.requests += 1
-        return Completion(text=REPLIES[request.messages[-1][1][0]])
-
-
-class StubEmbed:
-    """Seeded vectors from a hash of the text."""
-
-    model_id = "stub-embed"
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        return np.stack(
-            [np.random.default_rng(abs(hash(t)) % 2**32).standard_normal(DIM) for t in texts]
-        )
-
-
-class WordCount:
-    def count(self, text: str) -> int:
-        return len(text.split())
-
-
-def _memory(**params: Any) -> tuple[StructuralMemory, StubChat]:
-    chat = StubChat()
+def _memory(**params: Any) -> tuple[StructuralMemory, ScriptedChat]:
+    """A memory on a stub LLM answering each prompt by its first letter (REPLIES), counting calls."""
+    chat = ScriptedChat(
+        reply=lambda r: REPLIES[r.messages[-1][1][0]], model_id="stub-chat", log=False
+    )
     memory = StructuralMemory(
         llm=LLM(chat, max_in_flight=8, progress=False),
-        embedder=Embedder(StubEmbed()),
-        tokenizer=WordCount(),
+        embedder=Embedder(SeededEmbedder(DIM, model_id="stub-embed")),
+        tokenizer=WordTokenizer(),
         prompts=PROMPTS,
         rerank_formats={"json": "json"},
         **params,
@@ -114,9 +88,9 @@ def extraction_calls(chunks: int = 40) -> dict[str, Any]:
         memory, chat = _memory(structure=structure)
         memory.insert(_units(chunks))
         out[structure] = {
-            "requests_per_chunk": chat.requests / chunks,
+            "requests_per_chunk": chat.calls / chunks,
             "expected": expected,
-            "ok": chat.requests == expected * chunks,
+            "ok": chat.calls == expected * chunks,
         }
         memory.llm.close()
     return out
@@ -134,19 +108,6 @@ def _synthetic_corpus(n: int, seed: int = 0) -> list[str]:
         out.append(" ".join(f"w{w}" for w in words[at : at + length]))
         at += length
     return out
-
-
-class _QueryEmbed:
-    """Returns pre-drawn unit-norm query vectors, so dense timing is the ranking, not the model."""
-
-    model_id = "query-embed"
-
-    def __init__(self, seed: int = 1) -> None:
-        self.rng = np.random.default_rng(seed)
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        v = self.rng.standard_normal((len(texts), DIM)).astype(np.float32)
-        return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
 def topk_latency(n: int = UNITS, queries: int = 30, k: int = K) -> dict[str, Any]:
@@ -168,7 +129,7 @@ def topk_latency(n: int = UNITS, queries: int = 30, k: int = K) -> dict[str, Any
         "bm25_candidates_mean": float(np.mean([index.scores(q)[0].size for q in queries_text])),
     }
     for scorer in ("dense", "bm25", "hybrid"):
-        retriever = Retriever(store, _QueryEmbed(), scorer)
+        retriever = Retriever(store, SeededEmbedder(DIM, model_id="query-embed"), scorer)
         retriever._bm25 = index  # built once above (the memory rebuilds it only after inserts)
         ms = []
         for query in queries_text:
@@ -197,10 +158,10 @@ def llm_calls_per_question(questions: int = 5) -> dict[str, Any]:
     ):
         memory, chat = _memory(structure="chunks", **params)
         memory.insert(_units(300))
-        before = chat.requests
+        before = chat.calls
         for i in range(questions):
             memory.retrieve(f"question {i}", 10**6)
-        per_q = (chat.requests - before) / questions
+        per_q = (chat.calls - before) / questions
         out[name] = {
             "llm_requests_per_question": per_q,
             "expected": expected,
