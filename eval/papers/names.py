@@ -3,7 +3,7 @@
 Systems are the ``name`` of a ``conf/memory/*.yaml`` (a row's ``memory`` keys must be keys of that
 file), or a system another issue is adding (``PENDING_SYSTEMS``: checked by name only until its
 config lands). Datasets likewise (``conf/dataset/*.yaml``, ``PENDING_DATASETS``). Category labels
-are those the loaders write (``CATEGORY_LABELS``; tests/test_published.py checks the registry against
+are those the loaders write (``CATEGORY_LABELS``; tests/unit/eval/test_published.py checks the registry against
 the loaders on their fixtures). Metric keys: ``eval.metrics.registry`` for ``metrics``; the
 top-level keys of ``MemorySystem.stats()`` / ``HierarchicalMemory.stats()`` for ``memory_stats``;
 the sections of metrics.json for ``run``; plus the derived names of ``paper_runs``.

@@ -52,7 +52,7 @@ class BM25Index:
     in Python over every unit for every query token (seconds per query at 100,000 units), so the
     same sum, idf(t) · tf · (k1 + 1) / (tf + k1 · (1 - b + b · len / avglen)) over the query tokens,
     is evaluated here over per-token postings in numpy; only units sharing a token are touched.
-    ``tests/test_structmem_retrieval.py`` checks the scores equal ``BM25Okapi.get_scores``.
+    ``tests/unit/memsys/test_structmem_retrieval.py`` checks the scores equal ``BM25Okapi.get_scores``.
     """
 
     def __init__(

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from memharness.data_prep import msc, multihop, quality, stats
+from paths import TESTS
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = TESTS / "fixtures"
 
 
 def test_msc_stats_match_hand_counts():

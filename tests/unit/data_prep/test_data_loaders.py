@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 from memharness.data_prep import msc, msc_e, multihop, novelqa, quality
 from memharness.data_prep.base import DatasetError, check_integrity, subset
+from paths import TESTS
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = TESTS / "fixtures"
 
 
 def _hf_json_rows(files, tmp_path, field=None):

@@ -9,6 +9,7 @@ import pytest
 from memharness.data_prep.sample import load as load_sample
 from memharness.eval.run.runner import run, split_batches
 from memharness.memsys.services.types import ConfigError
+from paths import TESTS
 
 SCRIPT = '[["List of the helpful passage numbers","[1, 2]"],["Summary:","A short summary."],["| Predicted: ","1"]]'
 
@@ -115,7 +116,7 @@ def test_a_bad_batch_size_is_a_clear_error(make_cfg, tmp_path, bad):
 
 
 def test_cam_answers_multiple_choice_through_the_shared_answer_path(make_cfg, tmp_path):
-    fixture = Path(__file__).resolve().parent / "fixtures" / "quality"
+    fixture = TESTS / "fixtures" / "quality"
     cfg = make_cfg(
         "dataset=quality",
         "memory=cam",

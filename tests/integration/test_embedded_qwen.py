@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 from memharness.memsys.services.backends import embedded_models as em
+from paths import ROOT
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parent.parent
 QWEN = em.QWEN_CODER_1_5B
 # Clear cases the judge must get right: paraphrase, number written out, shorter form, yes/no with a reason;
 # another entity, another number, the flipped yes/no, a non-answer.

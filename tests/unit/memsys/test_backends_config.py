@@ -11,8 +11,9 @@ from hydra import compose, initialize_config_dir
 from memharness.memsys.services.factory import build_services
 from memharness.memsys.services.types import ChatRequest, ConfigError
 from memharness.memsys.testing.fault_server import FaultConfig, FaultServer
+from paths import ROOT
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
+CONF = ROOT / "conf"
 MINE = ["llm/openai.yaml", "llm/vllm.yaml", "embedder/openai.yaml", "embedder/vllm.yaml"]
 
 

@@ -16,7 +16,6 @@ import math
 import random
 import string
 import typing
-from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -26,8 +25,9 @@ from memharness.eval.run.validate import config_leaves, config_problems, resolve
 from memharness.memsys.services.types import ConfigError
 from memharness.memsys.settings import Check, ChoicesFrom, Range, unwrap
 from omegaconf import OmegaConf
+from paths import ROOT
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
+CONF = ROOT / "conf"
 GROUPS = sorted(
     d.name
     for d in CONF.iterdir()

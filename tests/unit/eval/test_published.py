@@ -17,8 +17,9 @@ from memharness.eval.papers.store import (
     load_paper,
     normalize_model_id,
 )
+from paths import TESTS
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = TESTS / "fixtures"
 FILES = sorted(FOLDER.glob("*.yaml"))
 PAPERS = papers_folder()
 

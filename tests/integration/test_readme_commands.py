@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 from memharness.eval.run.validate import validate_config
+from paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 CONF = ROOT / "conf"
 TEST_CONF = ROOT / "tests" / "conf"
 NETWORK_CHOICES = {"openai", "vllm"}
@@ -171,7 +171,7 @@ def check(command: str, work: Path, run_for_real: bool = True) -> str:
         assert proc.returncode == 0, f"{command}:\n{proc.stderr[-3000:]}"
         return "ran with test doubles"
     raise AssertionError(
-        f"README command of an unknown kind (teach tests/test_readme_commands.py): {command}"
+        f"README command of an unknown kind (teach tests/integration/test_readme_commands.py): {command}"
     )
 
 

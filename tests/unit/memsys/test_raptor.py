@@ -12,6 +12,7 @@ from memharness.memsys.raptor.clustering import ClusterLog, ClusterSettings
 from memharness.memsys.raptor.memory import Raptor
 from memharness.memsys.services.tokens import get_tokenizer
 from memharness.memsys.testing.doubles import WordTokenizer
+from paths import ROOT
 from raptor_fakes import EchoSummariser, make_raptor, two_blobs, unit, units
 
 WT = WordTokenizer()
@@ -453,13 +454,10 @@ def test_top_k_null_fills_the_budget_with_every_node_ranked_by_cosine():
 
 
 def test_the_default_summary_prompt_is_the_configured_one_and_keeps_the_papers_instruction():
-    from pathlib import Path
 
     import yaml
 
-    configured = yaml.safe_load(
-        (Path(__file__).parents[1] / "conf/memory/raptor.yaml").read_text()
-    )["summary_prompt"]
+    configured = yaml.safe_load((ROOT / "conf/memory/raptor.yaml").read_text())["summary_prompt"]
     assert Raptor().summary_prompt == configured
     assert (
         "as many of their key details as you can" in configured

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import nbformat
 from memharness.eval.run.runner import run
 from nbclient import NotebookClient
+from paths import ROOT
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "compare_runs.ipynb"
+NOTEBOOK = ROOT / "notebooks" / "compare_runs.ipynb"
 
 
 def test_notebook_executes_and_tells_runs_of_one_memory_apart(make_cfg, tmp_path, monkeypatch):

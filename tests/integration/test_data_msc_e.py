@@ -6,14 +6,13 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from memharness.data_prep import msc_e
 from memharness.memsys.testing.doubles import ScriptedLLM
+from paths import ROOT, TESTS
 
-ROOT = Path(__file__).resolve().parent.parent
-FIX = Path(__file__).parent / "fixtures"
+FIX = TESTS / "fixtures"
 
 
 def test_parse_turns_pairs_only_complete_alex_bob_rounds():

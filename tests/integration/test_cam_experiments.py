@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from memharness.eval.run.runner import build_memory
 from memharness.eval.run.validate import config_problems
 from omegaconf import OmegaConf
+from paths import ROOT
 
-CONF = Path(__file__).resolve().parent.parent / "conf"
+CONF = ROOT / "conf"
 
 
 def sweep(name: str) -> dict[str, list[str]]:

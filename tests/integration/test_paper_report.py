@@ -13,8 +13,8 @@ import yaml
 from memharness.eval.papers.report import build_report, main
 from memharness.eval.run.runner import run
 from memharness.memsys.services.formats import latex_escape
+from paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 GPT4O, TE3L = "openai:gpt-4o@1a2b3c4d", "openai:text-embedding-3-large"
 SMOL, MINILM = "llama.cpp:SmolLM2-135M-Instruct-Q4_1.gguf:ctx4096", "st:all-MiniLM-L6-v2"
 MEMTREE = {"traversal": "collapsed", "top_k": 10, "base_threshold": 0.4, "rate": 0.5}

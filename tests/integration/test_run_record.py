@@ -4,15 +4,13 @@ other format in one line, and docs/run-format.md is the schema's own rendering."
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import records
 from memharness.eval.record import read, schema
 from memharness.eval.report.comparison import main as report_main
 from memharness.eval.run.runner import run
-
-ROOT = Path(__file__).resolve().parent.parent
+from paths import ROOT
 
 
 def test_docs_run_format_is_the_schema_rendered():

@@ -7,11 +7,10 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from importlib.resources import files
-from pathlib import Path
 
 import pytest
 from memharness.eval.judge import labelled_set as judge_eval
@@ -16,9 +15,8 @@ from memharness.memsys.services.types import ConfigError
 from memharness.memsys.testing.doubles import ScriptedChat
 from memharness.memsys.types import Question
 from omegaconf import OmegaConf
+from paths import ROOT, TESTS
 
-ROOT = Path(__file__).resolve().parent.parent
-TESTS = Path(__file__).resolve().parent
 JUDGE_CFG = OmegaConf.load(ROOT / "conf" / "eval" / "default.yaml").judge
 
 

@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 from memharness.memsys.testing.fault_server import FaultConfig, FaultServer
+from paths import ROOT
 
 pytestmark = (
     pytest.mark.slow
 )  # each row is a whole run.py process (the same checks run in-process elsewhere)
 
-ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures"
 SECRET = "memharness-secret-Value-0123456789"  # not key-shaped: only the configured-variable redaction masks it
 PASTED_KEY = "Live-4f9XcQ2vLp8RzT6wBn3Kq"  # what a user pastes where a variable name belongs

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 from memharness.eval.run.runner import run
+from paths import ROOT
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = ROOT
 FAKE = ["llm=fake_graphrag", "dataset.limit=4"]
 
 

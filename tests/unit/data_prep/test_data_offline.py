@@ -7,6 +7,7 @@ import time
 import pytest
 from memharness.data_prep import hub, msc, msc_e, multihop, quality
 from memharness.data_prep.base import DatasetError
+from paths import TESTS
 
 LOADERS = [
     (msc, "MemGPT/MSC-Self-Instruct", "msc"),
@@ -46,9 +47,8 @@ def test_unreachable_hub_fails_fast(module, hub_id, name, tmp_path, monkeypatch)
 def test_cached_copy_is_used_without_network(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     import shutil
-    from pathlib import Path
 
-    fixture = Path(__file__).parent / "fixtures" / "msc" / "msc_self_instruct.jsonl"
+    fixture = TESTS / "fixtures" / "msc" / "msc_self_instruct.jsonl"
     (tmp_path / "msc").mkdir()
     shutil.copy(fixture, tmp_path / "msc" / fixture.name)
     (tmp_path / "msc" / "REVISION").write_text("MemGPT/MSC-Self-Instruct@abc123\n")
@@ -72,7 +72,7 @@ def test_hub_path_downloads_into_cache_records_revision_and_then_works_offline(
     from pathlib import Path
 
     datasets = pytest.importorskip("datasets")
-    fix = Path(__file__).parent / "fixtures" / "multihop"
+    fix = TESTS / "fixtures" / "multihop"
 
     def fake_rows(hub_id, config, split, cache, revision):
         name = {"corpus": "corpus.json", "MultiHopRAG": "MultiHopRAG.json"}[config]
@@ -97,9 +97,8 @@ def test_hub_path_downloads_into_cache_records_revision_and_then_works_offline(
 
 def test_msc_hub_branch_uses_the_downloaded_file(tmp_path, monkeypatch):
     import shutil
-    from pathlib import Path
 
-    fixture = Path(__file__).parent / "fixtures" / "msc" / "msc_self_instruct.jsonl"
+    fixture = TESTS / "fixtures" / "msc" / "msc_self_instruct.jsonl"
 
     def fake_download(hub_id, filename, cache, revision):
         cache.mkdir(parents=True, exist_ok=True)

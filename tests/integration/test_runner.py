@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from memharness.data_prep.base import subset
 from memharness.data_prep.sample import load as load_sample
 from memharness.eval.run.runner import run
+from paths import TESTS
 
 JUDGE = (
     "You are grading answers"  # a phrase only the judge prompt (conf/eval/default.yaml) contains
@@ -210,7 +210,7 @@ def test_integrity_problems_are_recorded_not_fatal(make_cfg, tmp_path):
 
 
 def test_multiple_choice_run_on_quality_fixture(make_cfg, tmp_path):
-    fixture = Path(__file__).resolve().parent / "fixtures" / "quality"
+    fixture = TESTS / "fixtures" / "quality"
     cfg = make_cfg(
         "dataset=quality",
         "memory=full_context",
@@ -230,7 +230,7 @@ def test_multiple_choice_run_on_quality_fixture(make_cfg, tmp_path):
 
 
 def test_unparsed_multiple_choice_reply_counts_as_wrong(make_cfg, tmp_path):
-    fixture = Path(__file__).resolve().parent / "fixtures" / "quality"
+    fixture = TESTS / "fixtures" / "quality"
     cfg = make_cfg(
         "dataset=quality",
         "memory=full_context",

@@ -344,7 +344,7 @@ def test_online_label_scope_sets_which_replicas_a_batch_relabels(monkeypatch):
         }
     # level: all six chunks' replicas; the local scopes leave the untouched a community alone
     assert active == {"ripple": 4, "affected": 4, "level": 6}
-    # only affected keeps the active set from growing (tests/test_cam_clustering.py shows the difference)
+    # only affected keeps the active set from growing (tests/unit/memsys/test_cam_clustering.py shows the difference)
     assert {scope: r for scope, r in ripples} == {"ripple": True, "affected": False, "level": True}
 
 

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from memharness.data_prep import msc, msc_e, multihop, novelqa, quality, sample
 from memharness.data_prep.base import DatasetError
+from paths import TESTS
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = TESTS / "fixtures"
 
 
 def _json_edit(edit: Callable[[Any], None]) -> Callable[[Path], None]:

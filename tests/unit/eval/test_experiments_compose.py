@@ -5,15 +5,14 @@ docs/papers.md or names its command in its header."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from conftest import FAKES
 from hydra import compose, initialize_config_dir
 from memharness.eval.run.validate import config_problems
 from omegaconf import OmegaConf
+from paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 BASE = [
     *FAKES,
     "cache.path=/nonexistent-compose/cache.sqlite",

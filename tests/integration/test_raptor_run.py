@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import yaml
 from memharness.eval.run.runner import build_memory
 from memharness.memsys.raptor.memory import Raptor
+from paths import ROOT
 from test_cli import run_py
 
-CONF = Path(__file__).resolve().parent.parent / "conf"
+CONF = ROOT / "conf"
 EXPERIMENTS = {
     "raptor_memtree_quality": {"dataset": "quality", "budget": 8192, "chunk": 512},
     "raptor_memtree_multihop": {"dataset": "multihop", "budget": 8192, "chunk": 1024},
