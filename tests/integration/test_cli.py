@@ -173,6 +173,7 @@ def test_sweep_only_experiment_without_m_is_refused(tmp_path):
     assert not (tmp_path / "run" / "metrics.json").exists()
 
 
+@pytest.mark.slow  # over 8 s: the slow tier (CI runs both tiers)
 def test_relaunched_sweep_skips_settings_already_done(tmp_path):
     args = (
         "memory=full_context",

@@ -262,6 +262,7 @@ def test_global_map_reduce_with_the_embedded_model_over_a_hand_built_graph():
         )
 
 
+@pytest.mark.slow  # over 8 s: the slow tier (CI runs both tiers)
 def test_graphrag_joins_the_traversal_coupling_sweep(tmp_path):
     """The core's traversals on the GraphRAG store, built once (the cache serves the other two runs)."""
     from test_cli import ROOT, run_py

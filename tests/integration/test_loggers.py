@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 
+import pytest
 from test_cli import ROOT, run_py
 
 FAKES = ("llm=fake", "embedder=fake", f"hydra.searchpath=[file://{ROOT / 'tests' / 'conf'}]")
@@ -26,6 +27,7 @@ def test_csv_logger_appends_one_row_per_run_with_the_union_of_columns(tmp_path):
     assert float(rows[1]["f1.ci_low"]) == metrics["metrics"]["f1"]["ci_low"]
 
 
+@pytest.mark.slow  # over 8 s: the slow tier (CI runs both tiers)
 def test_mlflow_logger_writes_a_local_file_store(tmp_path):
     import os
 

@@ -163,6 +163,7 @@ def _planted(
     return np.array(rows, dtype=np.float32), truth
 
 
+@pytest.mark.slow  # over 8 s: the slow tier (CI runs both tiers)
 def test_umap_and_mixtures_recover_planted_clusters_deterministically_with_recorded_seeds():
     vectors, truth = _planted()
     settings = ClusterSettings()
