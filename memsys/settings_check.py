@@ -10,6 +10,10 @@ the full key, the bad value and what is allowed::
 (unknown keys, missing required keys, every value, the target's own ``check_settings`` rules).
 ``leaves(value, hint, key)`` lists every scalar or list setting with its hint (for the fuzz test
 and for documentation).
+
+Whether a value is of a declared type is decided by pydantic's strict validation (no coercion);
+what stays here is the walk that names each problem's own key and words it in one line, the
+markers' own rules (ranges, choices, templates, paths) and the never-echo rule for secrets.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from memharness.memsys.settings import (
     path_problem,
     unwrap,
 )
+from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 _UNION = (Union, types.UnionType)
 
@@ -218,37 +223,36 @@ _MISMATCH = "\0mismatch"  # the value is not of the declared type (check_value w
 
 
 def _check_type(value: Any, base: Any, key: str, owner: Any) -> list[str]:
+    """Whether ``value`` is of type ``base`` is pydantic's strict validation's call; this walk only
+    descends into lists, mappings and sections so that each problem names its own key."""
     origin, args = typing.get_origin(base), typing.get_args(base)
-    bad = [_MISMATCH]
-    if base is Any or base is object:
-        return []
-    if base is type(None):
-        return [] if value is None else bad
-    if base is bool:
-        return [] if isinstance(value, bool) else bad
-    if base is int:
-        return [] if isinstance(value, int) and not isinstance(value, bool) else bad
-    if base is float:
-        return [] if isinstance(value, (int, float)) and not isinstance(value, bool) else bad
-    if base is str:
-        return [] if isinstance(value, str) else bad
-    if origin is Literal:
-        return [] if any(value == a and type(value) is type(a) for a in args) else bad
     if origin in (list, tuple, Sequence) or base in (list, tuple):
-        if not isinstance(value, (list, tuple)):
-            return bad
+        if not _is_a(value, list[Any] | tuple[Any, ...]):
+            return [_MISMATCH]
         inner = args[0] if args else Any
         return [p for i, v in enumerate(value) for p in check_value(v, inner, f"{key}[{i}]", owner)]
     if origin in (dict, Mapping) or base is dict:
-        if not isinstance(value, Mapping):
-            return bad
+        if not _is_a(value, Mapping[Any, Any]):
+            return [_MISMATCH]
         inner = args[1] if len(args) == 2 else Any
         return [p for k, v in value.items() for p in check_value(v, inner, join(key, k), owner)]
     if is_schema(base):
         return check_mapping(value, schema_fields(base), key, owner)
-    if isinstance(base, type):
-        return [] if isinstance(value, base) else bad
-    return []
+    return [] if _is_a(value, base) else [_MISMATCH]
+
+
+@functools.cache
+def _strict(base: Any) -> TypeAdapter:
+    return TypeAdapter(base, config=ConfigDict(strict=True, arbitrary_types_allowed=True))
+
+
+def _is_a(value: Any, base: Any) -> bool:
+    """pydantic, strict: no coercion (``"3"`` is no int, ``true`` no number, ``1`` no string)."""
+    try:
+        _strict(base).validate_python(value)
+    except ValidationError:
+        return False
+    return True
 
 
 def _marker_problem(value: Any, marker: Any, owner: Any) -> str | None:
