@@ -29,7 +29,7 @@ from typing import Annotated, Any, Literal
 from memharness.memsys.base import fill_budget
 from memharness.memsys.hierarchy.memory import HierarchicalMemory, retrieval_record
 from memharness.memsys.settings import NonEmpty, Range
-from memharness.memsys.structmem import extraction
+from memharness.memsys.structmem import extraction, fit
 from memharness.memsys.structmem.documents import DocumentMap, resolve
 from memharness.memsys.structmem.retrieval import iterative, rerank
 from memharness.memsys.structmem.scoring import Retriever
@@ -170,6 +170,11 @@ class StructuralMemory(HierarchicalMemory):
             yield from _placeholders(
                 "prompts.thought", prompts.get("thought", ""), ("context", "question")
             )
+
+    @classmethod
+    def prompt_needs(cls, settings: dict[str, Any], dataset: dict[str, Any], count: Any):
+        """The longest prompt of each LLM call kind (``fit.py``), checked against a fixed context."""
+        return fit.prompt_needs(settings, dataset, count)
 
     @property
     def sampling(self) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from memharness.memsys.structmem import StructuralMemory
-from structmem_fakes import PROMPTS, FakeLLM, make_memory, unit
+from structmem_fakes import CONF, PROMPTS, FakeLLM, make_memory, unit
 
 # One article (one source id), four chunks about different topics, as a QuALITY episode.
 CHUNKS = [
@@ -84,3 +84,33 @@ def test_passage_is_the_piece_read_when_chunk_tokens_cuts_a_unit(documents):
     else:
         assert item.text == whole
     assert item.source_unit_ids == (memory.store.units[0][0],)
+
+
+def _run_values(n_ctx: int, **memory) -> dict:
+    """The parts of a resolved run config the context check reads."""
+    settings = {k: v for k, v in CONF.items() if k != "seed"}
+    settings.update(memory)
+    return {
+        "memory": settings,
+        "dataset": {"loader": {"chunk_size": 1024}},
+        "llm": {"backend": {"n_ctx": n_ctx}},
+        "tokenizer": "cl100k_base",
+    }
+
+
+def test_a_rerank_or_thought_prompt_over_the_context_is_refused_naming_the_settings():
+    from memharness.eval.run.validate import context_problems
+
+    (line,) = context_problems(_run_values(4096, retrieval="rerank"))
+    assert line.startswith("llm.backend.n_ctx=4096: structmem's rerank batches")
+    assert "memory.rerank_batch" in line and "\n" not in line
+    (line,) = context_problems(_run_values(4096, retrieval="iterative"))
+    assert "thought prompts" in line and "memory.thought_budget_tokens" in line
+    assert context_problems(_run_values(16384, retrieval="rerank")) == []
+    assert context_problems(_run_values(4096, retrieval="rerank", rerank_batch=3)) == []
+    assert (
+        context_problems(_run_values(4096, retrieval="iterative", thought_budget_tokens=2048)) == []
+    )
+    openai = _run_values(4096, retrieval="rerank")
+    del openai["llm"]["backend"]["n_ctx"]  # a backend without a fixed context is not checked
+    assert context_problems(openai) == []
