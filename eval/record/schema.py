@@ -74,7 +74,9 @@ class Sample(_Record):
     prediction: str | None = Field(None, description="the answer, stripped")
     answer_cached: bool | None = Field(None, description="the answer came from the call cache")
     answer_empty: bool | None = Field(None, description="the answer was empty (judged 0)")
-    prompt_tokens_cut: int | None = Field(None, description="prompt tokens cut to fit the model")
+    prompt_tokens_cut: int | None = Field(
+        None, description="answer prompt tokens the backend cut to fit the model's context"
+    )
     mode: Literal["generative", "multiple_choice"] | None = Field(None, description="answer mode")
     predicted_option: int | None = Field(None, description="the option letter chosen, as index")
     mc_status: str | None = Field(None, description="parsed | mc_unparsed")
@@ -117,8 +119,15 @@ class Metrics(_Record):
     snapshots: JSON | None = Field(None, description="memories loaded, built and saved")
     data: JSON = Field(description="dataset name, revision, files, checksum, subset")
     time: JSON = Field(description="wall and backend seconds")
-    calls: JSON = Field(description="the spend ledger: what was sent to a backend, per stage")
-    intrinsic: JSON = Field(description="the method's cost, cached or not, per stage")
+    calls: JSON = Field(
+        description="the spend ledger: what was sent to a backend, per stage and total "
+        "(memsys/services/meter.py StageCounts; prompt_cuts, prompt_tokens_cut: calls whose "
+        "prompt the backend cut to fit its context)"
+    )
+    intrinsic: JSON = Field(
+        description="the method's cost, cached or not, per stage and total (IntrinsicCounts; "
+        "prompt_cuts, prompt_tokens_cut: replies used whose prompt was cut, cached ones included)"
+    )
     env: JSON = Field(description="package versions, git SHA, platform")
     outcome: JSON = Field(description="exit code, failed fraction, problems")
 

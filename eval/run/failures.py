@@ -121,7 +121,8 @@ def outcome(metrics: dict[str, Any], cfg: Any, services: Any) -> dict[str, Any]:
 
 
 def stage_warnings(metrics: dict[str, Any]) -> list[str]:
-    """One line per stage with failed, retried or skipped backend calls, plus degraded/empty answers."""
+    """One line per stage with failed, retried or skipped backend calls or prompts cut to fit, plus
+    degraded/empty answers."""
     lines = []
     for stage, c in metrics.get("calls", {}).items():
         if stage == "total":
@@ -138,6 +139,14 @@ def stage_warnings(metrics: dict[str, Any]) -> list[str]:
             )
             if c.get(k)
         ]
+        used = metrics.get("intrinsic", {}).get(stage, {})
+        if used.get(
+            "prompt_cuts"
+        ):  # cached replies included: the method read cut prompts either way
+            parts.append(
+                f"{used['prompt_cuts']} prompts cut to fit the model's context "
+                f"({used.get('prompt_tokens_cut', 0)} tokens)"
+            )
         if parts:
             lines.append(f"stage {stage}: " + ", ".join(parts))
     counts = metrics.get("counts", {})

@@ -295,6 +295,38 @@ def config_problems(cfg: DictConfig | dict) -> list[str]:
         if source is not None and any(p.startswith((source + "=", source + ":")) for p in problems):
             continue
         out.append(f"{line} (the value comes from {source})" if source else line)
+    return out or context_problems(values)
+
+
+CONTEXT_SPARE = 64  # tokens the llama.cpp backend keeps free besides the output (backends/local.py)
+
+
+def context_problems(values: dict[str, Any]) -> list[str]:
+    """A memory's prompts that cannot fit a backend with a fixed context (``llm.backend.n_ctx``),
+    one line each naming the settings to change. A memory declares its longest prompts with a
+    classmethod ``prompt_needs(memory settings, dataset settings, count)`` yielding (call kind, the
+    settings that size it, prompt tokens, output tokens); a backend without ``n_ctx`` is not checked."""
+    from memharness.memsys.services.tokens import get_tokenizer
+    from memharness.memsys.settings_check import locate
+
+    n_ctx = ((values.get("llm") or {}).get("backend") or {}).get("n_ctx")
+    memory = values.get("memory") or {}
+    if not isinstance(n_ctx, int) or not isinstance(memory.get("_target_"), str):
+        return []
+    needs = getattr(locate(memory["_target_"]), "prompt_needs", None)
+    if not callable(needs):
+        return []
+    count = get_tokenizer(values.get("tokenizer", "cl100k_base")).count
+    out = []
+    for what, keys, prompt, output in needs(memory, values.get("dataset") or {}, count):
+        need = prompt + output + CONTEXT_SPARE
+        if need > n_ctx:
+            out.append(
+                f"llm.backend.n_ctx={n_ctx}: {memory.get('name', 'the memory')}'s {what} need about "
+                f"{need} tokens ({prompt} prompt + {output} output + {CONTEXT_SPARE} spare) and would "
+                f"be cut in the middle: raise llm.backend.n_ctx to at least {need} (llm=local_16k) "
+                f"or lower {keys}"
+            )
     return out
 
 

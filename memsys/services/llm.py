@@ -40,6 +40,11 @@ from memharness.memsys.services.types import (
 from tqdm.auto import tqdm
 
 
+def prompt_tokens_cut(completion: Completion) -> int:
+    """Prompt tokens the backend cut to fit its context (``extra["prompt_tokens_cut"]``; 0: none)."""
+    return int(completion.extra.get("prompt_tokens_cut") or 0)
+
+
 class ChatBackend(Protocol):
     """What a backend implements: one request in, one completion out, or raise."""
 
@@ -180,6 +185,7 @@ class LLM:
             True,
             latency_s,
             stage,
+            prompt_tokens_cut(completion),
         )
         return completion
 
@@ -193,6 +199,7 @@ class LLM:
                 False,
                 completion.latency_s,
                 stage,
+                prompt_tokens_cut(completion),
             )
         if completion.ok and key is not None:
             self.cache.put_chat(
@@ -227,6 +234,9 @@ class LLM:
             prompt_tokens=completion.prompt_tokens,
             completion_tokens=completion.completion_tokens,
         )
+        cut = prompt_tokens_cut(completion)
+        if cut:  # the backend cut the prompt to fit its context: counted in every stage
+            self.meter.add(stage, prompt_cuts=1, prompt_tokens_cut=cut)
         self.meter.add_llm_cost(
             self.model_id, completion.prompt_tokens, completion.completion_tokens, stage
         )

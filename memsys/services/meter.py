@@ -8,6 +8,9 @@ Two ledgers per stage:
   dollars (cached replies carry their token counts and the latency measured when they were made),
   every text it embedded. A warm rerun reports the same intrinsic cost as the cold run. A memory
   loaded from a snapshot adds the build cost stored with it (``add_intrinsic``; ``snapshot_served``).
+- both count prompt cuts: ``prompt_cuts`` (replies whose prompt a backend cut to fit its context,
+  ``Completion.extra["prompt_tokens_cut"]``, e.g. llama.cpp's) and ``prompt_tokens_cut`` (the tokens
+  removed), per stage, so a cut in any call of any stage shows in metrics.json.
 
 Concurrency: the stage is a context variable, so each episode thread sets its own; ``scope`` adds a
 per-episode ledger (both ledgers again, for one episode) that every count made inside it also
@@ -58,6 +61,8 @@ class StageCounts:
         0  # calls refused because the run's deadline had passed (also in failures)
     )
     budget_skipped: int = 0  # calls refused because the run's budget was spent (also in failures)
+    prompt_cuts: int = 0  # backend calls whose prompt the backend cut to fit its context
+    prompt_tokens_cut: int = 0  # prompt tokens those cuts removed
     backend_s: float = 0.0  # time spent waiting on the backend (sum over calls)
     wall_s: float = 0.0  # wall time with at least one thread inside the stage (``Meter.stage``)
     cost_usd: float = 0.0
@@ -77,6 +82,8 @@ class IntrinsicCounts:
     latency_unknown: int = 0  # cached replies stored before latencies were recorded
     embed_requests: int = 0  # embed() calls with at least one text
     embed_texts: int = 0  # texts embedded (repeats included: the method asked for them)
+    prompt_cuts: int = 0  # replies used whose prompt the backend cut to fit its context
+    prompt_tokens_cut: int = 0  # prompt tokens those cuts removed
 
 
 @dataclass
@@ -213,8 +220,10 @@ class Meter:
         cached: bool,
         latency_s: float | None,
         stage: str | None = None,
+        prompt_tokens_cut: int = 0,
     ) -> None:
-        """Intrinsic ledger: one LLM reply the method used, whether the backend or the cache gave it."""
+        """Intrinsic ledger: one LLM reply the method used, whether the backend or the cache gave it;
+        ``prompt_tokens_cut`` > 0 when the backend cut its prompt to fit (counted as a cut)."""
         stage = stage or current_stage()
         cost = self.price(model, prompt_tokens, completion_tokens)
         with self._lock:
@@ -224,6 +233,8 @@ class Meter:
                 c.prompt_tokens += prompt_tokens
                 c.completion_tokens += completion_tokens
                 c.cost_usd += cost
+                c.prompt_cuts += int(prompt_tokens_cut > 0)
+                c.prompt_tokens_cut += prompt_tokens_cut
                 if latency_s is None:
                     c.latency_unknown += 1
                 else:

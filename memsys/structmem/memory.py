@@ -9,11 +9,11 @@ kind, chunk id and document id in ``meta``. Composition in config:
   ``scorer``: dense | bm25 | hybrid (``scoring.py``);
 - ``answer_with``: memory (Memory-Only: the retrieved units) | documents (Memory-Doc: the
   units' source documents, de-duplicated in first-retrieved order; the released code
-  de-duplicates with ``set()`` and so loses that order). A document is everything of the unit's
-  source, e.g. the whole article or session, in stream order (``documents: source``, default: the
-  paper's original documents) or the dataset unit the memory unit came from (``documents: chunk``).
-  Documents fill the budget in order; the first that does not fit is cut to the tokens left (the
-  paper's 4k input window) and counted (``documents_truncated``), never dropped.
+  de-duplicates with ``set()`` and so loses that order). A document is the passage the unit was
+  extracted from, the whole dataset unit, or everything of the unit's source (``documents``; the
+  default ``auto`` takes the passage when the memory holds one source document and the source
+  otherwise: ``documents.py``). Documents fill the budget in order; the first that does not fit is
+  cut to the tokens left (the paper's 4k input window) and counted (``documents_truncated``).
 
 Extraction is online (each inserted batch is extracted at once, one concurrent batch of
 requests), so the same memory serves offline and online datasets; the BM25 index is rebuilt
@@ -24,13 +24,13 @@ model, so the call cache alone shares them across retrieval settings.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from memharness.memsys.base import fill_budget
 from memharness.memsys.hierarchy.memory import HierarchicalMemory, retrieval_record
 from memharness.memsys.settings import NonEmpty, Range
-from memharness.memsys.structmem import extraction
+from memharness.memsys.structmem import extraction, fit
+from memharness.memsys.structmem.documents import DocumentMap, resolve
 from memharness.memsys.structmem.retrieval import iterative, rerank
 from memharness.memsys.structmem.scoring import Retriever
 from memharness.memsys.types import RetrievedItem, Unit, content_id
@@ -62,7 +62,7 @@ class StructuralMemory(HierarchicalMemory):
         retrieval: Literal["single", "rerank", "iterative"] = "single",
         scorer: Literal["dense", "bm25", "hybrid"] = "dense",
         answer_with: Literal["memory", "documents"] = "memory",
-        documents: Literal["chunk", "source"] = "source",
+        documents: Literal["auto", "passage", "chunk", "source"] = "auto",
         top_k: int = 100,
         top_r: Annotated[int, Range(1)] = 10,
         top_t: Annotated[int, Range(1)] = 50,
@@ -127,9 +127,7 @@ class StructuralMemory(HierarchicalMemory):
             threshold=self.retrieve_threshold,
         )
         self.extraction = extraction.ExtractionCounts()
-        self.doc_texts: dict[
-            str, tuple[str, str]
-        ] = {}  # dataset unit id -> (source id, text), insertion order
+        self.docs = DocumentMap()  # dataset units and source chunks, for Memory-Doc
         self.counts = {
             "questions": 0,
             "llm_requests": 0,
@@ -173,6 +171,11 @@ class StructuralMemory(HierarchicalMemory):
                 "prompts.thought", prompts.get("thought", ""), ("context", "question")
             )
 
+    @classmethod
+    def prompt_needs(cls, settings: dict[str, Any], dataset: dict[str, Any], count: Any):
+        """The longest prompt of each LLM call kind (``fit.py``), checked against a fixed context."""
+        return fit.prompt_needs(settings, dataset, count)
+
     @property
     def sampling(self) -> dict[str, Any]:
         """Temperature and seed of every LLM call here: a sampled call carries the run's seed, so it is
@@ -186,8 +189,10 @@ class StructuralMemory(HierarchicalMemory):
     def add(self, units: Sequence[Unit]) -> None:
         """Extract every kind of the structure from the new units (one concurrent batch) and store them."""
         for u in units:
-            self.doc_texts[u.id] = (u.source_id, u.text)
+            self.docs.doc_texts[u.id] = (u.source_id, u.text)
         chunks = extraction.source_chunks(units, self.tokenizer, self.chunk_tokens)
+        for c in chunks:
+            self.docs.passages[c.id] = (c.unit_id, c.text)
         failed, malformed = (
             sum(self.extraction.failed.values()),
             sum(self.extraction.malformed_lines.values()),
@@ -283,50 +288,32 @@ class StructuralMemory(HierarchicalMemory):
             "stopped": res.stopped,
         }
 
-    def document_items(self, ranked: Sequence[tuple[int, float]]) -> list[RetrievedItem]:
-        """Memory-Doc: each unit's document, de-duplicated in first-retrieved order, with the score
-        of the first unit that led to it and every dataset unit of the document as provenance."""
-        by_source: dict[str, list[str]] = {}
-        if self.documents == "source":
-            for uid, (source, _) in self.doc_texts.items():
-                by_source.setdefault(source, []).append(uid)
-        items, seen = [], set()
-        for v, score in ranked:
-            uid = self.store.units[v][0]
-            key = uid if self.documents == "chunk" else self.doc_texts[uid][0]
-            if key in seen:
-                continue
-            seen.add(key)
-            unit_ids = [uid] if self.documents == "chunk" else by_source[key]
-            text = "\n\n".join(self.doc_texts[u][1] for u in unit_ids)
-            items.append(
-                RetrievedItem(
-                    text=text,
-                    score=float(score),
-                    node_id=f"doc:{key}",
-                    level=0,
-                    source_unit_ids=tuple(unit_ids),
-                    tokens=self.tokenizer.count(text),
-                )
-            )
-        return items
+    def document_items(
+        self, ranked: Sequence[tuple[int, float]], mode: str | None = None
+    ) -> list[RetrievedItem]:
+        """Memory-Doc: each unit's document (``documents.py``), de-duplicated in first-retrieved
+        order, with the score of the first unit that led to it and its dataset units as provenance."""
+        mode = mode or resolve(self.documents, self.docs.doc_texts)
+        rows = [(v, s, self.store.units[v][0], self.store.meta[v].get("chunk")) for v, s in ranked]
+        return self.docs.items(mode, rows, self.tokenizer)
 
     def search(self, question: str, budget_tokens: int) -> list[RetrievedItem]:
         """Rank units, map them to documents for Memory-Doc, fill the budget, record the trace."""
         if self.store.is_empty():
             return []
         ranked, trace = self.rank_units(question)
-        cut = 0
+        cut, mode = 0, resolve(self.documents, self.docs.doc_texts)
         if self.answer_with == "memory":
             items = [self.store.item(v, s, self.tokenizer) for v, s in ranked]
             kept = fill_budget(items, budget_tokens, self.tokenizer, self.stop_at_first_overflow)
         else:
-            kept, cut = self.fill_documents(self.document_items(ranked), budget_tokens)
+            items = self.document_items(ranked, mode)
+            kept, cut = self.docs.fill(items, budget_tokens, self.tokenizer)
         kept_ids = {i.node_id for i in kept}
         shown = [
             (v, s)
             for v, s in ranked
-            if (self.store.ids[v] if self.answer_with == "memory" else self._doc_node_id(v))
+            if (self.store.ids[v] if self.answer_with == "memory" else self._doc_node_id(v, mode))
             in kept_ids
         ]
         self.retrievals.append(
@@ -349,51 +336,19 @@ class StructuralMemory(HierarchicalMemory):
                 "question": question,
                 "units": len(ranked),
                 "items": len(kept),
-                **({"documents_truncated": cut} if self.answer_with == "documents" else {}),
+                **(
+                    {"documents": mode, "documents_truncated": cut}
+                    if self.answer_with == "documents"
+                    else {}
+                ),
                 **trace,
             }
         )
         return kept
 
-    def fill_documents(
-        self, items: Sequence[RetrievedItem], budget_tokens: int
-    ) -> tuple[list[RetrievedItem], int]:
-        """Memory-Doc's context: documents in order while they fit; the first that does not is cut to
-        the tokens left (the paper's 4k input window cuts the joined documents) and fills the budget.
-        Returns the items and how many were cut (0 or 1); nothing is skipped silently."""
-        kept, used = [], 0
-        for item in items:
-            left = budget_tokens - used
-            if left <= 0:
-                break
-            if item.tokens <= left:
-                kept.append(item)
-                used += item.tokens
-                continue
-            kept.append(self._cut_document(item, left))
-            return kept, 1
-        return kept, 0
-
-    def _cut_document(self, item: RetrievedItem, max_tokens: int) -> RetrievedItem:
-        """The document's first ``max_tokens`` tokens; its provenance keeps the units that start inside them."""
-        limit, text = max_tokens, self.tokenizer.truncate(item.text, max_tokens)
-        while (
-            limit > 0 and self.tokenizer.count(text) > max_tokens
-        ):  # re-encoding a cut can add a token
-            limit -= 1
-            text = self.tokenizer.truncate(item.text, limit)
-        start, units = 0, []
-        for uid in item.source_unit_ids:  # the document is its units' texts joined by a blank line
-            if start < len(text):
-                units.append(uid)
-            start += len(self.doc_texts[uid][1]) + 2
-        return replace(
-            item, text=text, tokens=self.tokenizer.count(text), source_unit_ids=tuple(units)
-        )
-
-    def _doc_node_id(self, v: int) -> str:
-        uid = self.store.units[v][0]
-        return f"doc:{uid if self.documents == 'chunk' else self.doc_texts[uid][0]}"
+    def _doc_node_id(self, v: int, mode: str) -> str:
+        chunk = self.store.meta[v].get("chunk")
+        return f"doc:{self.docs.key(mode, self.store.units[v][0], chunk)}"
 
     # ------------------------------------------------------------------ diagnostics and persistence
     def stats(self) -> dict[str, Any]:
@@ -436,12 +391,12 @@ class StructuralMemory(HierarchicalMemory):
             "extraction": self.extraction.to_json(),
             "counts": dict(self.counts),
             "traces": self.traces,
-            "doc_texts": [[uid, src, text] for uid, (src, text) in self.doc_texts.items()],
+            **self.docs.to_json(),
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.extraction = extraction.ExtractionCounts.from_json(state.get("extraction", {}))
         self.counts.update(state.get("counts", {}))
         self.traces = list(state.get("traces", []))
-        self.doc_texts = {uid: (src, text) for uid, src, text in state.get("doc_texts", [])}
+        self.docs.load(state)
         self.retriever.store = self.store

@@ -58,14 +58,13 @@ def test_memory_doc_maps_units_to_their_chunks_in_first_retrieved_order():
     assert items[0].tokens == memory.tokenizer.count(TEXTS[3][0])
 
 
-def test_memory_doc_reads_the_original_documents_by_default():
+def test_memory_doc_reads_the_original_documents_by_default_when_there_are_several():
     from memharness.memsys.structmem import StructuralMemory
 
-    assert (
-        StructuralMemory().documents == "source"
-    )  # the paper's Memory-Doc: the original documents
+    # auto: the whole source when the memory holds several (here three), the passage over one
+    assert StructuralMemory().documents == "auto"
     memory, units = _memory(answer_with="documents")
-    assert memory.documents == "source"  # conf/memory/structmem.yaml agrees
+    assert memory.documents == "auto"  # conf/memory/structmem.yaml agrees
     items = memory.retrieve("Nora named the cat", 10_000)
     assert "doc:doc-a" in [i.node_id for i in items]
     assert (
@@ -207,7 +206,7 @@ def test_the_paper_answer_style_selects_its_prompts_by_question_mode(make_cfg):
         ),
         (
             "structmem_fig3_answer",
-            {"documents": "source"},
+            {"documents": "auto"},
             {"memory.answer_with": "memory,documents"},
         ),
         ("structmem_fig4_k", {"retrieval": "single"}, {"memory.top_k": "10,25,50,100,200"}),
