@@ -6,9 +6,11 @@ import json
 import subprocess
 import sys
 
+import pytest
 from test_cli import ROOT, run_py
 
 
+@pytest.mark.slow  # over 8 s: the slow tier (CI runs both tiers)
 def test_coupling_sweep_builds_once_and_reports_every_traversal_beside_ss_theta(tmp_path):
     # the experiment sweeps every hierarchical memory; two of them here keep the test quick
     proc = run_py(

@@ -277,6 +277,7 @@ def test_a_cluster_that_stays_whole_on_its_retry_is_kept_and_counted_and_duplica
     assert log.duplicate_clusters == 2  # once in the retry, once in the first pass
 
 
+@pytest.mark.slow  # over 8 s: the slow tier (CI runs both tiers)
 def test_real_recursion_leaves_no_splittable_cluster_over_the_limit():
     vectors, _ = _planted(groups=2, per=20)
     log = ClusterLog()
@@ -502,6 +503,7 @@ def test_save_and_load_answer_without_rebuilding_or_llm_calls(tmp_path):
     assert len(loaded.store.leaves()) == 31 and len(loaded.builds) == 2
 
 
+@pytest.mark.slow  # real UMAP: its numba compile costs ~15 s per process
 def test_same_seed_same_tree_with_real_umap():
     vectors, _ = _planted(groups=2, per=12)
     table = {f"w{i}": v for i, v in enumerate(vectors)}
