@@ -32,6 +32,7 @@ def test_mixed_iterative_on_the_sample_with_the_real_embedded_models(tmp_path):
         "memory.extract_max_tokens.atomic_facts=48",
         "memory.extract_max_tokens.summaries=48",
         "memory.thought_max_tokens=32",
+        "memory.thought_budget_tokens=2048",  # the sample's units fit; 4,096 would not fit n_ctx 4,096
         "memory.turns=2",
         "memory.top_t=5",
         "memory.top_k=10",
