@@ -462,17 +462,24 @@ def run(
 
 def time_accounting(wall_s: float, calls: dict[str, Any], services: Services) -> dict[str, Any]:
     """Where the run's time went. ``harness_s`` is the wall time with no backend call in flight,
-    model loading (``startup_s``) left out; ``concurrency`` is backend seconds per second with at
-    least one call in flight (``backend_busy_s``), i.e. how many calls were in flight on average."""
+    building the backends (``startup_s``) and loading weights on first use (``model_load_s``) left
+    out; ``concurrency`` is backend seconds per second with at least one call in flight
+    (``backend_busy_s``), i.e. how many calls were in flight on average."""
     meter = services.meter
     busy, backend_s = meter.busy_s(), calls["total"]["backend_s"]
+    # embedded backends load their weights on the first call that the cache cannot serve
+    load_s = sum(
+        float(getattr(getattr(facade, "backend", None), "load_s", 0.0) or 0.0)
+        for facade in (services.llm, services.embedder)
+    )
     return {
         "total_s": wall_s,
         **{f"{s}_s": calls[s]["wall_s"] for s in ("build", "retrieve", "answer", "judge")},
         "backend_s": backend_s,
         "backend_busy_s": busy,
         "startup_s": services.startup_s,
-        "harness_s": max(0.0, wall_s - busy - services.startup_s),
+        "model_load_s": load_s,  # 0 when every call was served by the cache: no weights loaded
+        "harness_s": max(0.0, wall_s - busy - services.startup_s - load_s),
         "concurrency": backend_s / busy if busy > 0 else 0.0,
         "peak_in_flight": meter.peak_in_flight,
     }

@@ -109,6 +109,8 @@ def test_end_to_end_with_real_embedded_models(tmp_path):
     warm = json.loads((tmp_path / "run2" / "metrics.json").read_text())
     assert warm["calls"]["total"]["calls"] == 0 and warm["calls"]["total"]["embed_calls"] == 0
     assert warm["metrics"] == metrics["metrics"]
+    # the cold run loaded weights on its first miss; the warm one loaded none
+    assert metrics["time"]["model_load_s"] > 0 and warm["time"]["model_load_s"] == 0
 
 
 @pytest.mark.slow

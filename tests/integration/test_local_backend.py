@@ -11,6 +11,7 @@ def test_long_prompt_is_cut_to_fit_and_the_cut_is_reported():
     from memharness.memsys.services.backends.local import LlamaCppBackend
 
     backend = LlamaCppBackend(embedded="smollm2", n_ctx=512, n_threads=2)
+    assert backend._loaded is None and backend.load_s == 0  # no weights until the first call
     assert backend.model_id.endswith(
         ":ctx512"
     )  # a different context is a different cache namespace
@@ -18,6 +19,7 @@ def test_long_prompt_is_cut_to_fit_and_the_cut_is_reported():
         "Remember this fact: the tram opens in March. " * 200 + "\nWhen does the tram open?"
     )
     out = backend.chat(ChatRequest.user(long_prompt, max_tokens=16))
+    assert backend.load_s > 0
     assert out.text.strip() and out.prompt_tokens <= 512 - 16
     assert out.extra["prompt_tokens_cut"] > 1000
     short = backend.chat(ChatRequest.user("Say hello.", max_tokens=8))

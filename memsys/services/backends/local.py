@@ -58,8 +58,6 @@ class LlamaCppBackend:
         """``model_path`` (a local .gguf, used as is) wins over ``embedded`` (a name in
         ``embedded_models.EMBEDDED``, hash-checked before loading where it is assembled from parts;
         ``model_dir`` and ``parts_dir`` say where it is assembled and from what)."""
-        from llama_cpp import Llama
-
         path = model_path or resolve_model_path(embedded, model_dir, parts_dir)
         if not Path(path).is_file():
             raise ConfigError(f"llm.backend.model_path={path!r} is not a file")
@@ -67,17 +65,39 @@ class LlamaCppBackend:
         # context cuts prompts, so its answers must not be reused. The chat template is the file's own.
         self.model_id = f"llama.cpp:{model_name or Path(path).name}:ctx{n_ctx}"
         self.n_ctx = n_ctx
-        self._llm = Llama(
-            model_path=path,
-            n_ctx=n_ctx,
-            n_threads=n_threads or os.cpu_count(),
-            seed=seed,
-            verbose=False,
-        )
         self._lock = threading.Lock()
         self._grammars: dict[tuple[str, ...], object] = {}
         self._path, self._n_threads, self._seed = path, n_threads or os.cpu_count(), seed
+        # Weights load on the first call, so a run whose every call the cache serves loads none.
+        self._loaded = None
         self._scorer = None  # a second instance keeping every position's logits, made on first use
+        self.load_s = 0.0  # seconds spent loading weights so far
+
+    @property
+    def _llm(self):
+        """The generating instance, loaded on first use (callers hold ``self._lock``)."""
+        if self._loaded is None:
+            self._loaded = self._load(n_ctx=self.n_ctx)
+        return self._loaded
+
+    def _load(self, **kwargs):
+        import time
+
+        from llama_cpp import Llama
+
+        start = time.perf_counter()
+        try:
+            llm = Llama(
+                model_path=self._path,
+                n_threads=self._n_threads,
+                seed=self._seed,
+                verbose=False,
+                **kwargs,
+            )
+        except ValueError as err:  # llama.cpp's "failed to load model"
+            raise ConfigError(f"llama.cpp cannot load {self._path}: {err}") from err
+        self.load_s += time.perf_counter() - start
+        return llm
 
     def logprob(self, request: LogprobRequest) -> tuple[float, int]:
         """Sum of the log-probabilities of ``request.text``'s tokens after ``request.prefix``.
@@ -86,18 +106,9 @@ class LlamaCppBackend:
         instance does not keep; a second instance with a 2,048-token context is loaded on first use.
         Prefix and text are tokenised apart and concatenated; text that does not fit is cut.
         """
-        from llama_cpp import Llama
-
         with self._lock:
             if self._scorer is None:
-                self._scorer = Llama(
-                    model_path=self._path,
-                    n_ctx=2048,
-                    n_threads=self._n_threads,
-                    seed=self._seed,
-                    logits_all=True,
-                    verbose=False,
-                )
+                self._scorer = self._load(n_ctx=2048, logits_all=True)
             llm = self._scorer
             head = llm.tokenize(request.prefix.encode(), add_bos=True)
             body = llm.tokenize(request.text.encode(), add_bos=False)[
@@ -190,20 +201,33 @@ class SentenceTransformerBackend:
     ) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        from sentence_transformers import SentenceTransformer
-
         path = model or bundled_minilm_path()
-        try:
-            self._model = SentenceTransformer(path, device=device)
-        except OSError as err:
-            raise ConfigError(
-                f"embedder.backend.model={path!r} could not be loaded offline: {err}"
-            ) from err
         self.model_id = f"st:{Path(path).name if model is None else model}"
         self.batch_size = batch_size
+        self._path, self._device = path, device
+        self._model = None  # loaded on the first miss: a fully cached run imports no torch
+        self._load_lock = threading.Lock()
+        self.load_s = 0.0
+
+    def _loaded(self):
+        with self._load_lock:
+            if self._model is None:
+                import time
+
+                from sentence_transformers import SentenceTransformer
+
+                start = time.perf_counter()
+                try:
+                    self._model = SentenceTransformer(self._path, device=self._device)
+                except OSError as err:
+                    raise ConfigError(
+                        f"embedder.backend.model={self._path!r} could not be loaded offline: {err}"
+                    ) from err
+                self.load_s += time.perf_counter() - start
+        return self._model
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        return self._model.encode(
+        return self._loaded().encode(
             texts,
             batch_size=self.batch_size,
             convert_to_numpy=True,

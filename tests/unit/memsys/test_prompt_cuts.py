@@ -32,10 +32,10 @@ class WordLlama:
 
 
 def word_backend(n_ctx: int) -> LlamaCppBackend:
-    """A LlamaCppBackend with its model replaced by ``WordLlama`` (``__init__`` would load weights)."""
+    """A LlamaCppBackend with its model replaced by ``WordLlama`` (set as if already loaded)."""
     backend = LlamaCppBackend.__new__(LlamaCppBackend)
     backend.n_ctx, backend.model_id = n_ctx, f"llama.cpp:words:ctx{n_ctx}"
-    backend._llm, backend._lock, backend._grammars = WordLlama(), threading.Lock(), {}
+    backend._loaded, backend._lock, backend._grammars = WordLlama(), threading.Lock(), {}
     return backend
 
 
