@@ -211,7 +211,10 @@ def audit(
                 r["judge2_status"] = v["status"]
                 r["metrics"]["judge2"] = None if v["verdict"] is None else float(v["verdict"])
             section["judge_vs_judge2"] = agreement(strict, second)
-        questions = [q for q, _ in todo]
+        # Canaries are drawn from the whole question set, never from this row's answers, so every
+        # memory system of a sweep asks the same canary calls and the call cache answers all but the
+        # first row's (still reported in every row).
+        questions = [q for q, _, _ in pending]
         if int(audit_cfg.get("canaries", 0)) >= 2 and len(questions) >= 2:
             canary = canary_set(
                 judges.primary, questions, cfg

@@ -238,3 +238,21 @@ def test_report_from_real_runs_says_whether_the_judge_separates_them(make_cfg, t
         run(cfg, tmp_path / "yes" / name)
     md = build_report([tmp_path / "yes"], tmp_path / "t2", "x")["md"].read_text()
     assert "the judge column cannot rank these systems" in md and "(1.00/0.00)" in md
+
+
+def test_canaries_depend_on_the_question_set_only_so_a_sweep_asks_them_once(make_cfg, tmp_path):
+    """A second memory system on the same questions gets the same canaries from the call cache, even
+    when its own answers differ (here one answer is empty, which the rest of the audit skips)."""
+    qs = questions()
+    wrong = [("Correct answer:", "Zanzibar")]
+    first = run(scripted(make_cfg("memory=full_context", "dataset.limit=4"), wrong), tmp_path / "a")
+    empty_first = wrong + [(f"Question: {qs[0].text}", "")]  # only this row's answer prompt
+    second = run(
+        scripted(make_cfg("memory=memorystream", "dataset.limit=4"), empty_first),
+        tmp_path / "b",
+    )
+    assert second["judge_reliability"]["n"] == 3  # the empty answer is not judged
+    assert second["judge_reliability"]["canaries"] == first["judge_reliability"]["canaries"]
+    assert first["calls"]["audit"]["calls"] > 0
+    # every audit call of the second row (lenient verdicts of the same answers, canaries) is a hit
+    assert second["calls"]["audit"]["calls"] == 0 and second["calls"]["audit"]["cache_hits"] > 0
