@@ -3,39 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from paths import ROOT
-
-
-def run_py(
-    tmp_path: Path, *overrides: str, multirun: bool = False, timeout: int = 900
-) -> subprocess.CompletedProcess:
-    env = {
-        **os.environ,
-        "MEMHARNESS_CACHE": str(tmp_path / "cache.sqlite"),
-        "MEMHARNESS_DATA": str(tmp_path / "data"),
-        "HF_HUB_OFFLINE": "1",
-        "PYTHONPATH": str(ROOT / "tests"),
-    }
-    where = (
-        [f"hydra.sweep.dir={tmp_path / 'runs'}"]
-        if multirun
-        else [f"hydra.run.dir={tmp_path / 'run'}"]
-    )
-    cmd = [
-        sys.executable,
-        "run.py",
-        *(["-m"] if multirun else []),
-        *where,
-        "progress=false",
-        *overrides,
-    ]
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+from processes import run_py
 
 
 def test_unknown_memory_lists_valid_names(tmp_path):

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
+import pytest
 from conftest import CONF
 from hydra import compose, initialize_config_dir
 from memharness.eval.cli import cache_merge
 from memharness.eval.run.runner import run
 from memharness.memsys.services import factory
 from memharness.memsys.services.cache import network_filesystem
+from processes import run_py
 
 MOUNTS = """/dev/sda1 / ext4 rw 0 0
 server:/export /home nfs4 rw,relatime 0 0
@@ -89,4 +92,43 @@ def test_launcher_configs_compose():
     assert (
         slurm.hydra.launcher._target_.endswith("SlurmLauncher")
         and slurm.hydra.launcher.gpus_per_node == 0
+    )
+
+
+@pytest.mark.slow
+def test_a_sweep_through_submitit_merges_its_job_caches_and_reruns_for_free(tmp_path):
+    """``hydra/launcher=submitit_local``: the code path SLURM uses (pickled jobs, a folder per job,
+    results unpickled back), with local processes; per-job caches, merged, make the rerun free."""
+    shared = tmp_path / "shared.sqlite"
+    args = [
+        "hydra/launcher=submitit_local",
+        "llm=scripted",
+        "embedder=hashing",
+        "memory=full_context,memorystream",
+        "dataset.limit=2",
+        "cache.mode=per_job",
+        "snapshots.enabled=false",
+    ]
+    first = run_py(tmp_path, *args, multirun=True, MEMHARNESS_CACHE=str(shared))
+    assert first.returncode == 0, first.stderr[-3000:]
+    sweep = tmp_path / "runs"
+    jobs = sorted((sweep / ".submitit").glob("*/*_submitted.pkl"))
+    assert len(jobs) == 2  # each point was pickled and submitted as its own job
+    job_caches = sorted(sweep.rglob("calls.sqlite"))
+    metrics = sorted(sweep.rglob("metrics.json"))
+    assert len(job_caches) == 2 == len(metrics) and not shared.exists()
+    assert all(json.loads(m.read_text())["calls"]["total"]["calls"] > 0 for m in metrics)
+    assert cache_merge.main([str(shared), str(sweep)]) == 0
+    again = run_py(
+        tmp_path,
+        *args,
+        f"hydra.sweep.dir={tmp_path / 'again'}",
+        multirun=True,
+        MEMHARNESS_CACHE=str(shared),
+    )
+    assert again.returncode == 0, again.stderr[-3000:]
+    rerun = [json.loads(m.read_text()) for m in sorted((tmp_path / "again").rglob("metrics.json"))]
+    assert len(rerun) == 2
+    assert all(
+        m["calls"]["total"]["calls"] == 0 == m["calls"]["total"]["embed_calls"] for m in rerun
     )
