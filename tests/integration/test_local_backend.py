@@ -70,3 +70,39 @@ def test_prompt_logprobs_reward_a_relevant_representative_and_feed_ss_theta(tmp_
         and out["samples"][0]["node"] == store.ids[good]
     )
     assert 0.1 < out["mean"] < 1.0
+
+
+@pytest.mark.slow
+def test_prefix_reuse_gives_the_same_replies_and_skips_the_shared_prefix():
+    """Two prompt kinds alternate (answer, judge), as in a run: with the prefix cache each judge
+    prompt resumes after the worked examples; the greedy replies are identical to no cache."""
+    from memharness.memsys.services.backends.local import LlamaCppBackend
+
+    examples = "".join(
+        f"Query: What is item {i}? | Reference: thing {i} | Predicted: thing {i} -> 1\n"
+        for i in range(40)
+    )
+    requests = []
+    for q, ctx in [("Where does Ana live?", "Ana moved to Porto."), ("Who coaches?", "Kim does.")]:
+        requests.append(ChatRequest.user(f"Notes: {ctx}\nAnswer briefly: {q}", max_tokens=8))
+        requests.append(
+            ChatRequest.user(
+                f"Grade the answer.\n{examples}Query: {q} | Reference: x | Predicted: y ->",
+                max_tokens=2,
+                choices=("0", "1"),
+            )
+        )
+    replies, evaluated = {}, {}
+    for mb in (0, 256):
+        backend = LlamaCppBackend(embedded="smollm2", n_ctx=2048, n_threads=2, prefix_cache_mb=mb)
+        model = backend._llm
+        counted: list[int] = []
+        real_eval = model.eval
+        model.eval = lambda tokens, real_eval=real_eval, counted=counted: (
+            counted.append(len(tokens)) or real_eval(tokens)
+        )
+        replies[mb] = [backend.chat(r).text for r in requests]
+        evaluated[mb] = sum(counted)
+    assert replies[256] == replies[0]
+    # the second judge prompt's ~800 tokens of examples are not processed again
+    assert evaluated[256] < evaluated[0] - 500

@@ -54,10 +54,16 @@ class LlamaCppBackend:
         n_threads: Annotated[int, Range(1)] | None = None,
         seed: Annotated[int, Range(0)] = 0,
         model_name: str | None = None,
+        prefix_cache_mb: Annotated[int, Range(0)] = 2048,
     ) -> None:
         """``model_path`` (a local .gguf, used as is) wins over ``embedded`` (a name in
         ``embedded_models.EMBEDDED``, hash-checked before loading where it is assembled from parts;
-        ``model_dir`` and ``parts_dir`` say where it is assembled and from what)."""
+        ``model_dir`` and ``parts_dir`` say where it is assembled and from what).
+
+        ``prefix_cache_mb`` (0 = off) keeps the KV state after each call in RAM, keyed by its tokens;
+        a prompt that starts like an earlier one (the judge's worked examples, an answer prompt's
+        instructions) resumes from the longest stored prefix instead of processing it again. Greedy
+        replies are the same with and without it (tests/integration/test_local_backend.py)."""
         path = model_path or resolve_model_path(embedded, model_dir, parts_dir)
         if not Path(path).is_file():
             raise ConfigError(f"llm.backend.model_path={path!r} is not a file")
@@ -72,12 +78,17 @@ class LlamaCppBackend:
         self._loaded = None
         self._scorer = None  # a second instance keeping every position's logits, made on first use
         self.load_s = 0.0  # seconds spent loading weights so far
+        self._prefix_cache_bytes = prefix_cache_mb << 20
 
     @property
     def _llm(self):
         """The generating instance, loaded on first use (callers hold ``self._lock``)."""
         if self._loaded is None:
             self._loaded = self._load(n_ctx=self.n_ctx)
+            if self._prefix_cache_bytes:
+                from llama_cpp import LlamaRAMCache
+
+                self._loaded.set_cache(LlamaRAMCache(capacity_bytes=self._prefix_cache_bytes))
         return self._loaded
 
     def _load(self, **kwargs):
