@@ -54,7 +54,14 @@ def markdown_cell(text: Any) -> str:
 def html_page(title: str, style: str, body: str, data: Any, script: str) -> str:
     """A self-contained page: inline CSS, the body, the data as a JSON block (``#data``) and the
     script that renders it. ``title`` is escaped; ``body`` is trusted markup."""
-    blob = json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
+    # <, > and & only occur inside JSON strings, where \uXXXX means the same character: no text
+    # (</script>, <!--<script, ...) can then end or change the script element that holds it.
+    blob = (
+        json.dumps(data, ensure_ascii=False)
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+    )
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"<style>{style}</style></head><body>{body}"
