@@ -89,6 +89,20 @@ def proportional_allocation(sizes: dict[str, int], limit: int) -> dict[str, int]
     return alloc
 
 
+def _check_category(dataset: Dataset, name: str) -> None:
+    """A stratifier no question carries would silently give an unstratified subset: refuse it."""
+    labels = {k for ep in dataset.episodes for q in ep.questions for k in q.categories}
+    if name in labels:
+        return
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(labels), n=max(1, len(labels)), cutoff=0.0)
+    raise DatasetError(
+        f"dataset.stratify_by={name!r}: no question of this dataset has that category; "
+        f"valid: {', '.join(close) or '(none: this dataset has no categories, use null)'}"
+    )
+
+
 def subset(
     dataset: Dataset, limit: int | None, seed: int = 0, stratify_by: str | None = None
 ) -> Dataset:
@@ -104,6 +118,8 @@ def subset(
         return dataset
     if limit <= 0:
         raise DatasetError(f"dataset.limit must be positive, got {limit}")
+    if stratify_by:
+        _check_category(dataset, stratify_by)
     rng = random.Random(seed)
     strata: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for ei, ep in enumerate(dataset.episodes):

@@ -78,3 +78,17 @@ def test_subset_records_ids_and_is_seeded():
     assert subset(fixture(), None).num_questions == 20
     with pytest.raises(DatasetError, match="dataset.limit"):
         subset(fixture(), 0)
+
+
+def test_a_misspelled_stratifier_is_refused_naming_the_valid_categories():
+    with pytest.raises(DatasetError, match=r"stratify_by='typ'.*valid: type$"):
+        subset(fixture(), 5, seed=0, stratify_by="typ")
+    bare = Dataset(name="bare", episodes=[replace_categories(ep) for ep in fixture().episodes])
+    with pytest.raises(DatasetError, match="no categories, use null"):
+        subset(bare, 5, seed=0, stratify_by="type")
+
+
+def replace_categories(ep: Episode) -> Episode:
+    from dataclasses import replace
+
+    return replace(ep, questions=[replace(q, categories={}) for q in ep.questions])
