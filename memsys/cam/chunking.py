@@ -4,18 +4,24 @@
 documents (NovelQA at 512 tokens, CAM's size; MultiHop-RAG at ``dataset.loader.chunk_size``), so
 every memory system sees the same atoms and evidence recall compares like with like.
 
-``pack``: CAM's own chunker (released code, ``prototype/chunks.py``), re-applied to the units of
-one insert batch: each unit's text is split into paragraphs at newlines (empty ones dropped) and
-consecutive paragraphs of one source are packed while the chunk stays within ``max_tokens``; a
-paragraph longer than that is cut at sentence ends (``. ? !``, a closing quote kept), a sentence
-longer than that into token windows, and its last piece stays open for the next paragraphs, as in
-the code. Packing never crosses a source or a batch boundary. Each chunk keeps the ids of every
-unit it took text from, so provenance and evidence recall still work.
+``pack``: CAM's own chunker (released code, ``prototype/chunks.py`` ``chunk_text``), re-applied to
+the units of one insert batch. Each unit's text is split into paragraphs at newlines (empty ones
+dropped); consecutive paragraphs of one source are joined with newlines while the open chunk stays
+within ``max_tokens``, else the open chunk is closed and the paragraph opens the next. A paragraph
+longer than ``max_tokens`` is joined to the open chunk first and the whole is then cut, as the code
+does, so the open chunk is filled with the paragraph's first sentences: the text is trimmed back from
+its end one sentence mark at a time (``. ? !``, or a quote right after one; with fewer than two marks
+commas count too) until it fits, the cut never falling on the text's last mark; the rest is cut the
+same way while it is still too long, and its last piece stays open for the next paragraphs. Pieces
+are exact substrings (rejoined they give the text back). One difference, ours: where no mark is left
+to cut at, the piece is cut into a token window (the code keeps it whole, over the limit, or stops
+with an error). Packing never crosses a source or a batch boundary (the code chunks one book at a
+time). Each chunk keeps the ids of every unit it took text from, so provenance and evidence recall
+still work.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +29,7 @@ from typing import Any
 from memharness.memsys.types import Unit
 
 CHUNKINGS = ("units", "pack")
-_SENTENCE_END = re.compile(r"(?<=[.?!])['\"]?\s+")
+_MARKS, _QUOTES = frozenset(".?!"), frozenset("'\"")
 
 
 @dataclass(frozen=True)
@@ -48,59 +54,74 @@ def chunks_of(units: Sequence[Unit], mode: str, tokenizer: Any, max_tokens: int)
     return out
 
 
-def _split_long(text: str, tokenizer: Any, max_tokens: int) -> list[str]:
-    """Pieces of at most ``max_tokens``: sentences packed greedily, over-long sentences windowed."""
-    pieces: list[str] = []
-    current = ""
-    for sentence in (s for s in _SENTENCE_END.split(text) if s):
-        if tokenizer.count(sentence) > max_tokens:
-            if current:
-                pieces.append(current)
-                current = ""
-            tokens = tokenizer.encode(sentence)
-            pieces.extend(
-                tokenizer.decode(tokens[i : i + max_tokens])
-                for i in range(0, len(tokens), max_tokens)
-            )
-            continue
-        joined = f"{current} {sentence}" if current else sentence
-        if tokenizer.count(joined) > max_tokens:
-            pieces.append(current)
-            current = sentence
-        else:
-            current = joined
-    if current:
-        pieces.append(current)
-    return pieces
+def _marks(text: str, commas: bool) -> list[int]:
+    """Character offsets of sentence marks: . ? ! (and , with ``commas``), or a quote right after
+    one of . ? !."""
+    return [
+        i
+        for i, c in enumerate(text)
+        if c in _MARKS
+        or (commas and c == ",")
+        or (c in _QUOTES and i > 0 and text[i - 1] in _MARKS)
+    ]
+
+
+def cut_head(text: str, tokenizer: Any, max_tokens: int) -> int:
+    """Length of the head the code's trimming keeps: drop the text after its second-to-last mark
+    until it fits (commas count when fewer than two marks remain); with no mark left, a token window
+    (ours)."""
+    end = len(text)
+    while tokenizer.count(text[:end]) > max_tokens:
+        head = text[:end]
+        marks = _marks(head, commas=False)
+        if len(marks) < 2:
+            marks = _marks(head, commas=True)
+        if len(marks) < 2:
+            window = tokenizer.decode(tokenizer.encode(head)[:max_tokens])
+            at = head.find(window) if window else -1  # a tokenizer may drop leading whitespace
+            return at + len(window) if at >= 0 else end
+        end = marks[-2] + 1
+    return end
+
+
+def _owners(spans: list[tuple[int, int, str]], start: int, end: int) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(u for a, b, u in spans if a < end and b > start))
 
 
 def pack_source(units: Sequence[Unit], tokenizer: Any, max_tokens: int) -> list[Chunk]:
-    """Pack the paragraphs of consecutive units of one source into chunks of at most ``max_tokens``."""
+    """Pack the paragraphs of consecutive units of one source into chunks of at most ``max_tokens``
+    (see the module doc: the released ``chunk_text``'s rules)."""
     if max_tokens <= 0:
         raise ValueError(f"memory.chunk_tokens must be positive, got {max_tokens}")
     source = units[0].source_id
     out: list[Chunk] = []
-    text, owners = "", []
+    text, spans = "", []  # the open chunk, and which unit each character range came from
 
-    def flush() -> None:
-        nonlocal text, owners
-        if text:
-            out.append(Chunk(text, tuple(dict.fromkeys(owners)), source))
-        text, owners = "", []
+    def joined_with(paragraph: str, unit: str) -> tuple[str, list[tuple[int, int, str]]]:
+        if not text:
+            return paragraph, [(0, len(paragraph), unit)]
+        offset = len(text) + 1
+        return f"{text}\n{paragraph}", [*spans, (offset, offset + len(paragraph), unit)]
 
     for unit in units:
         for paragraph in (p for p in unit.text.split("\n") if p):
+            joined, joined_spans = joined_with(paragraph, unit.id)
             if tokenizer.count(paragraph) > max_tokens:
-                flush()
-                *full, last = _split_long(paragraph, tokenizer, max_tokens)
-                out.extend(Chunk(piece, (unit.id,), source) for piece in full)
-                text, owners = last, [unit.id]
-                continue
-            joined = f"{text}\n{paragraph}" if text else paragraph
-            if tokenizer.count(joined) > max_tokens:
-                flush()
-                text, owners = paragraph, [unit.id]
+                start = 0
+                while True:  # the open chunk plus the paragraph, cut; the last piece stays open
+                    end = start + cut_head(joined[start:], tokenizer, max_tokens)
+                    out.append(Chunk(joined[start:end], _owners(joined_spans, start, end), source))
+                    start = end
+                    if tokenizer.count(joined[start:]) <= max_tokens:
+                        break
+                text = joined[start:]
+                spans = [(max(a - start, 0), b - start, u) for a, b, u in joined_spans if b > start]
+            elif tokenizer.count(joined) > max_tokens:
+                if text:
+                    out.append(Chunk(text, _owners(spans, 0, len(text)), source))
+                text, spans = paragraph, [(0, len(paragraph), unit.id)]
             else:
-                text, owners = joined, owners + [unit.id]
-    flush()
+                text, spans = joined, joined_spans
+    if text:
+        out.append(Chunk(text, _owners(spans, 0, len(text)), source))
     return out

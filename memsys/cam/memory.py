@@ -33,6 +33,7 @@ from memharness.memsys.cam.develop import Development, Node, Settings
 from memharness.memsys.cam.retrieval import (
     Exploration,
     consecutive_runs,
+    evidence_items,
     explore,
     numbered_passages,
 )
@@ -83,6 +84,8 @@ class CAM(HierarchicalMemory):
         selection_parse: Literal["lenient", "strict"] = "lenient",
         selection_max_tokens: Annotated[int, Range(1)] = 512,
         stop_when: Literal["no_growth", "candidates_unchanged"] = "no_growth",
+        grow_scope: Literal["activated", "picks"] = "activated",
+        evidence_order: Literal["levels_up", "levels_down"] = "levels_up",
         selection_retry_temperature: Annotated[float, Range(0, 2)] = 0.0,
         merge_consecutive: bool = True,
         **core: Any,
@@ -116,6 +119,7 @@ class CAM(HierarchicalMemory):
         self.selection_prompt, self.selection_parse = selection_prompt, selection_parse
         self.selection_max_tokens, self.stop_when = int(selection_max_tokens), stop_when
         self.selection_retry_temperature = float(selection_retry_temperature)
+        self.grow_scope, self.evidence_order = grow_scope, evidence_order
         self.merge_consecutive = bool(merge_consecutive)
         self.batches: list[dict[str, Any]] = []
         self.explorations: list[dict[str, Any]] = []
@@ -266,6 +270,8 @@ class CAM(HierarchicalMemory):
             parse=self.selection_parse,
             retry_temperature=self.selection_retry_temperature,
             stop_when=self.stop_when,
+            grow_scope=self.grow_scope,
+            evidence_order=self.evidence_order,
         )
         self.explorations.append(
             {
@@ -302,19 +308,7 @@ class CAM(HierarchicalMemory):
             if self.merge_consecutive
             else [[v] for v, _ in ranked]
         )
-        items = {}
-        for run in runs:
-            text = " ".join(self.store.texts[v] for v in run)
-            units = tuple(dict.fromkeys(u for v in run for u in self.store.source_units(v)))
-            item = RetrievedItem(
-                text=text,
-                score=max(score[v] for v in run),
-                node_id="+".join(self.store.ids[v] for v in run),
-                level=self.store.levels[run[0]],
-                source_unit_ids=units,
-                tokens=self.tokenizer.count(text),
-            )
-            items[item.node_id] = (item, run)
+        items = evidence_items(self.store, runs, score, self.tokenizer)
         kept = fill_budget(
             [i for i, _ in items.values()],
             budget_tokens,
