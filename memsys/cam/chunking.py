@@ -1,23 +1,26 @@
 """Which texts become CAM's level-0 chunks.
 
 ``units`` (default): every dataset unit is one chunk. The harness's loaders already cut long
-documents (NovelQA at 512 tokens, CAM's size; MultiHop-RAG at ``dataset.loader.chunk_size``), so
-every memory system sees the same atoms and evidence recall compares like with like.
+documents (NovelQA in hard 512-token windows, CAM's size but cut mid-sentence, where CAM's chunker
+keeps paragraphs and sentences whole; MultiHop-RAG at ``dataset.loader.chunk_size``), so every
+memory system sees the same atoms and evidence recall compares like with like.
 
 ``pack``: CAM's own chunker (released code, ``prototype/chunks.py`` ``chunk_text``), re-applied to
-the units of one insert batch. Each unit's text is split into paragraphs at newlines (empty ones
-dropped); consecutive paragraphs of one source are joined with newlines while the open chunk stays
-within ``max_tokens``, else the open chunk is closed and the paragraph opens the next. A paragraph
-longer than ``max_tokens`` is joined to the open chunk first and the whole is then cut, as the code
-does, so the open chunk is filled with the paragraph's first sentences: the text is trimmed back from
-its end one sentence mark at a time (``. ? !``, or a quote right after one; with fewer than two marks
+the units of one insert batch. The units of one source are read as one text (a unit that continues
+a loader's token window, such as NovelQA's 512-token cuts, is appended exactly; any other starts a
+new paragraph), which is split into paragraphs at newlines (empty ones dropped); consecutive
+paragraphs of one source are joined with newlines while the open chunk stays within ``max_tokens``,
+else the open chunk is closed and the paragraph opens the next. A paragraph longer than
+``max_tokens`` is joined to the open chunk first and the whole is then cut, as the code does, so
+the open chunk is filled with the paragraph's first sentences: the text is trimmed back from its
+end one sentence mark at a time (``. ? !``, or a quote right after one; with fewer than two marks
 commas count too) until it fits, the cut never falling on the text's last mark; the rest is cut the
 same way while it is still too long, and its last piece stays open for the next paragraphs. Pieces
-are exact substrings (rejoined they give the text back). One difference, ours: where no mark is left
-to cut at, the piece is cut into a token window (the code keeps it whole, over the limit, or stops
-with an error). Packing never crosses a source or a batch boundary (the code chunks one book at a
-time). Each chunk keeps the ids of every unit it took text from, so provenance and evidence recall
-still work.
+are exact substrings (rejoined they give the text back). One difference, ours: where no mark is
+left to cut at, the piece is cut into a token window (the code keeps it whole, over the limit, or
+stops with an error). Packing never crosses a source or a batch boundary (the code chunks one book
+at a time). Each chunk keeps the ids of every unit it took text from, so provenance and evidence
+recall still work.
 """
 
 from __future__ import annotations
@@ -84,8 +87,17 @@ def cut_head(text: str, tokenizer: Any, max_tokens: int) -> int:
     return end
 
 
-def _owners(spans: list[tuple[int, int, str]], start: int, end: int) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(u for a, b, u in spans if a < end and b > start))
+def _source_text(units: Sequence[Unit]) -> tuple[str, list[tuple[int, int, str]]]:
+    """The units of one source read as one text: a unit that continues a cut (a token window of the
+    loader, ``units_from_texts(cut=True)``) is appended exactly, any other starts a new paragraph.
+    Returns the text and each unit's character span."""
+    text, spans = "", []
+    for unit in units:
+        if text and not unit.metadata.get("continues"):
+            text += "\n"
+        spans.append((len(text), len(text) + len(unit.text), unit.id))
+        text += unit.text
+    return text, spans
 
 
 def pack_source(units: Sequence[Unit], tokenizer: Any, max_tokens: int) -> list[Chunk]:
@@ -94,34 +106,55 @@ def pack_source(units: Sequence[Unit], tokenizer: Any, max_tokens: int) -> list[
     if max_tokens <= 0:
         raise ValueError(f"memory.chunk_tokens must be positive, got {max_tokens}")
     source = units[0].source_id
+    whole, unit_spans = _source_text(units)
     out: list[Chunk] = []
-    text, spans = "", []  # the open chunk, and which unit each character range came from
+    # the open chunk, and where its pieces come from: (start, end) in it -> start in ``whole``
+    text, segs = "", []
 
-    def joined_with(paragraph: str, unit: str) -> tuple[str, list[tuple[int, int, str]]]:
-        if not text:
-            return paragraph, [(0, len(paragraph), unit)]
-        offset = len(text) + 1
-        return f"{text}\n{paragraph}", [*spans, (offset, offset + len(paragraph), unit)]
+    def owners(segments: list[tuple[int, int, int]], a: int, b: int) -> tuple[str, ...]:
+        ranges = [
+            (s + max(a, cs) - cs, s + min(b, ce) - cs)
+            for cs, ce, s in segments
+            if cs < b and ce > a
+        ]
+        return tuple(
+            dict.fromkeys(u for lo, hi in ranges for x, y, u in unit_spans if x < hi and y > lo)
+        )
 
-    for unit in units:
-        for paragraph in (p for p in unit.text.split("\n") if p):
-            joined, joined_spans = joined_with(paragraph, unit.id)
-            if tokenizer.count(paragraph) > max_tokens:
-                start = 0
-                while True:  # the open chunk plus the paragraph, cut; the last piece stays open
-                    end = start + cut_head(joined[start:], tokenizer, max_tokens)
-                    out.append(Chunk(joined[start:end], _owners(joined_spans, start, end), source))
-                    start = end
-                    if tokenizer.count(joined[start:]) <= max_tokens:
-                        break
-                text = joined[start:]
-                spans = [(max(a - start, 0), b - start, u) for a, b, u in joined_spans if b > start]
-            elif tokenizer.count(joined) > max_tokens:
-                if text:
-                    out.append(Chunk(text, _owners(spans, 0, len(text)), source))
-                text, spans = paragraph, [(0, len(paragraph), unit.id)]
-            else:
-                text, spans = joined, joined_spans
+    offset = 0
+    for paragraph in whole.split("\n"):
+        at, offset = offset, offset + len(paragraph) + 1
+        if not paragraph:
+            continue
+        seg = (0, len(paragraph), at)
+        if text:
+            shift = len(text) + 1
+            joined, joined_segs = (
+                f"{text}\n{paragraph}",
+                [*segs, (shift, shift + len(paragraph), at)],
+            )
+        else:
+            joined, joined_segs = paragraph, [seg]
+        if tokenizer.count(paragraph) > max_tokens:
+            start = 0
+            while True:  # the open chunk plus the paragraph, cut; the last piece stays open
+                end = start + cut_head(joined[start:], tokenizer, max_tokens)
+                out.append(Chunk(joined[start:end], owners(joined_segs, start, end), source))
+                start = end
+                if tokenizer.count(joined[start:]) <= max_tokens:
+                    break
+            text = joined[start:]
+            segs = [
+                (max(cs - start, 0), ce - start, s + max(start - cs, 0))
+                for cs, ce, s in joined_segs
+                if ce > start
+            ]
+        elif tokenizer.count(joined) > max_tokens:
+            if text:
+                out.append(Chunk(text, owners(segs, 0, len(text)), source))
+            text, segs = paragraph, [seg]
+        else:
+            text, segs = joined, joined_segs
     if text:
-        out.append(Chunk(text, _owners(spans, 0, len(text)), source))
+        out.append(Chunk(text, owners(segs, 0, len(text)), source))
     return out

@@ -426,3 +426,27 @@ def test_shipped_defaults_lie_in_the_papers_grids_in_the_yaml_and_the_constructo
     assert all(
         params[k].default == shipped[k] for k in ("stop_when", "grow_scope", "evidence_order")
     )
+
+
+def test_pack_reads_a_loaders_token_windows_as_the_text_they_were_cut_from():
+    """NovelQA's units are hard token windows cut mid-sentence (here mid-word); pack rejoins them
+    exactly, so its chunks are those of the whole book, paragraphs and sentences whole."""
+    from memharness.memsys.cam.chunking import chunks_of
+    from memharness.memsys.testing.doubles import WordTokenizer
+    from memharness.memsys.types import units_from_texts
+
+    book = "Ada met Bo. They walked far.\nRain fell all day. Bo slept."
+    windows = ["Ada met Bo. They wal", "ked far.\nRain fell all", " day. Bo slept."]
+    assert "".join(windows) == book
+    cut = units_from_texts(windows, source_id="novel", cut=True)
+    chunks = chunks_of(cut, "pack", WordTokenizer(), 6)
+    whole = chunks_of(units_from_texts([book], source_id="novel"), "pack", WordTokenizer(), 6)
+    assert [c.text for c in chunks] == [c.text for c in whole]
+    assert [c.text for c in chunks] == [
+        "Ada met Bo. They walked far.",
+        "Rain fell all day. Bo slept.",
+    ]
+    assert [c.units for c in chunks] == [
+        (cut[0].id, cut[1].id),
+        (cut[1].id, cut[2].id),
+    ]
