@@ -106,6 +106,8 @@ class GraphRAG(HierarchicalMemory):
         tuple_delimiter: Annotated[str, NonEmpty()] = "<|>",
         record_delimiter: Annotated[str, NonEmpty()] = "##",
         completion_delimiter: Annotated[str, NonEmpty()] = "<|COMPLETE|>",
+        entity_types_case: Literal["upper", "as_given"] = "upper",
+        line_records: bool = True,
         missing_endpoint: Literal["drop", "create"] = "drop",
         summary_threshold_tokens: Annotated[int, Range(0)] = 500,
         summary_max_input_tokens: Annotated[int, Range(1)] = 4000,
@@ -164,6 +166,7 @@ class GraphRAG(HierarchicalMemory):
         self.entity_types, self.extraction_format = list(entity_types), extraction_format
         self.max_gleanings, self.extract_max_tokens = int(max_gleanings), int(extract_max_tokens)
         self.tuple_delimiter, self.record_delimiter = tuple_delimiter, record_delimiter
+        self.entity_types_case, self.line_records = entity_types_case, bool(line_records)
         self.completion_delimiter, self.missing_endpoint = completion_delimiter, missing_endpoint
         self.summary_threshold_tokens, self.summary_max_input_tokens = (
             int(summary_threshold_tokens),
@@ -335,6 +338,8 @@ class GraphRAG(HierarchicalMemory):
             tuple_delimiter=self.tuple_delimiter,
             record_delimiter=self.record_delimiter,
             completion_delimiter=self.completion_delimiter,
+            entity_types_case=self.entity_types_case,
+            line_records=self.line_records,
         )
 
     def _summary_settings(self) -> SummarySettings:
