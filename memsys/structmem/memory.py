@@ -97,7 +97,7 @@ class StructuralMemory(HierarchicalMemory):
         self.top_r, self.top_t, self.turns = int(top_r), int(top_t), int(turns)
         self.chunk_tokens = None if chunk_tokens is None else int(chunk_tokens)
         self.prompts = dict(prompts or {})
-        self.extract_max_tokens = dict(extract_max_tokens or {k: 512 for k in extraction.LLM_KINDS})
+        self.extract_max_tokens = dict(extract_max_tokens or extraction.DEFAULT_CAPS)
         self.rerank_format, self.rerank_formats = rerank_format, dict(rerank_formats or {})
         self.rerank_batch, self.rerank_max_tokens = int(rerank_batch), int(rerank_max_tokens)
         self.thought_max_tokens = int(thought_max_tokens)
