@@ -70,6 +70,7 @@ class ExtractionCounts:
     facts_without_keys: int = 0
     # replies that reached their output cap (cut there: a summary ends mid-sentence, a list loses its tail)
     at_cap: dict[str, int] = field(default_factory=lambda: {k: 0 for k in LLM_KINDS})
+    duplicates_dropped: int = 0  # units not stored because their text was (memory.deduplicate)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -80,6 +81,7 @@ class ExtractionCounts:
             "units": dict(self.units),
             "facts_without_keys": self.facts_without_keys,
             "replies_at_cap": dict(self.at_cap),
+            "duplicates_dropped": self.duplicates_dropped,
             "requests_per_chunk": (sum(self.requests.values()) / self.chunks)
             if self.chunks
             else 0.0,
@@ -93,6 +95,7 @@ class ExtractionCounts:
             getattr(out, name).update(data.get(name, {}))
         out.facts_without_keys = int(data.get("facts_without_keys", 0))
         out.at_cap.update(data.get("replies_at_cap", {}))
+        out.duplicates_dropped = int(data.get("duplicates_dropped", 0))
         return out
 
 

@@ -84,6 +84,7 @@ class StructuralMemory(HierarchicalMemory):
         bm25_epsilon: Annotated[float, Range(0)] = 0.25,
         bm25_stopwords: bool = True,
         temperature: Annotated[float, Range(0, 2)] = 0.2,
+        deduplicate: bool = False,
         **core: Any,
     ) -> None:
         super().__init__(llm=llm, embedder=embedder, tokenizer=tokenizer, top_k=top_k, **core)
@@ -111,7 +112,10 @@ class StructuralMemory(HierarchicalMemory):
             float(bm25_epsilon),
         )
         self.bm25_stopwords = bool(bm25_stopwords)
-        self.temperature = float(temperature)
+        self.temperature, self.deduplicate = float(temperature), bool(deduplicate)
+        self._seen: set[str] | None = (
+            None  # stored unit texts (deduplicate), rebuilt from the store
+        )
         for key, message in self.check_settings(self.hyperparameters()):
             raise ValueError(f"memory.{key}: {message}")
         self.retriever = Retriever(
@@ -211,6 +215,11 @@ class StructuralMemory(HierarchicalMemory):
         self.degrade(
             "extraction_unparsed", sum(self.extraction.malformed_lines.values()) - malformed
         )
+        if self.deduplicate:  # the paper's set union: a text already stored is not stored again
+            seen = self._seen if self._seen is not None else set(self.store.texts)
+            kept = [m for m in memory_units if not (m.text in seen or seen.add(m.text))]
+            self.extraction.duplicates_dropped += len(memory_units) - len(kept)
+            memory_units, self._seen = kept, seen
         if not memory_units:
             return
         vectors = self.embedder.embed([m.text for m in memory_units])
@@ -374,6 +383,7 @@ class StructuralMemory(HierarchicalMemory):
                 "iterative_final",
                 "chunk_tokens",
                 "temperature",
+                "deduplicate",
             )
         }
         return {
@@ -399,4 +409,4 @@ class StructuralMemory(HierarchicalMemory):
         self.counts.update(state.get("counts", {}))
         self.traces = list(state.get("traces", []))
         self.docs.load(state)
-        self.retriever.store = self.store
+        self.retriever.store, self._seen = self.store, None

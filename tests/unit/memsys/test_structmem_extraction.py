@@ -217,3 +217,23 @@ def test_the_constructors_output_caps_are_the_shipped_ones():
         == dict(CONF["extract_max_tokens"])
         == {"triples": 512, "atomic_facts": 1024, "summaries": 256}
     )
+
+
+def test_deduplicate_stores_the_set_union_and_counts_what_it_drops():
+    """Both chunks give the same triples, facts and summary (the fake replies by kind). Kept apart by
+    default (ours); deduplicate=true stores each text once, the first with its provenance, also
+    across inserts."""
+    units = [unit("Nora adopted a cat.", 0, "doc-a"), unit("Nora lives in Leeds.", 1, "doc-b")]
+    every = make_memory(FakeLLM(by_kind()), structure="mixed")
+    every.insert(units)
+    union = make_memory(FakeLLM(by_kind()), structure="mixed", deduplicate=True)
+    union.insert(units[:1])
+    union.insert(units[1:])
+    assert len(every.store) == 16 and every.stats()["extraction"]["duplicates_dropped"] == 0
+    # chunk 2 adds nothing: its triples, facts and summary repeat chunk 1's, and its own text
+    # ("Nora lives in Leeds.") is one of chunk 1's facts: the union runs across kinds
+    assert len(union.store) == 8 and union.stats()["extraction"]["duplicates_dropped"] == 8
+    assert [m["kind"] for m in union.store.meta].count("chunks") == 1
+    assert len(set(union.store.texts)) == len(union.store)
+    assert union.store.meta[union.store.texts.index("Nora adopted Pepper.")]["doc"] == "doc-a"
+    assert make_memory(FakeLLM(by_kind())).deduplicate is False  # the default: every unit stored
