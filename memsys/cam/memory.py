@@ -12,12 +12,14 @@ Table 3's variants are settings: ``hierarchy: false`` keeps the foundational net
 ``ego_splitting: false`` propagates labels on the network itself (disjoint communities).
 
 Paper vs code, both exposed, the paper's as default: the plain cosine in eq. 2 (``clip_cosine``;
-code max(0, cos)), s = 5 initial nodes (``top_k``; code 10) and Prune-and-Grow's stop rule
-(``stop_when``: paper "until P no longer grows"; code: the candidates stop changing). Where the
+code max(0, cos)), s = 5 initial nodes (``top_k``; code 10), Prune-and-Grow's stop rule
+(``stop_when``: paper "until P no longer grows"; code: the candidates stop changing) and whose
+neighbours grow (``grow_scope``: paper every activated node; code the last picks). Where the
 paper is silent the choice is a setting: the propagation limit (``lp_max_rounds``), which replicas
 an online batch re-labels (``online_label_scope``), how selections are parsed (``selection_parse``),
-the chunker (``chunking``); the online update's unspecified details
-(replica and community identity across batches) are documented in ``develop.py`` and docs/cam.md.
+the chunker (``chunking``), the evidence order under the budget (``evidence_order``); the online
+update's unspecified details (replica and community identity across batches) are documented in
+``develop.py`` and docs/cam.md.
 """
 
 from __future__ import annotations
