@@ -186,8 +186,11 @@ def replay(work: Path) -> dict[str, Any]:
 
 
 def record(work: Path) -> None:
-    """Run the golden set with the real embedded models into a fresh cache, then store it compacted."""
-    fresh = work / "record.sqlite"
+    """Run the golden set with the real embedded models into a fresh cache, then store it compacted.
+    The recording keeps its own folder: snapshots are saved beside the cache, and a replay that found
+    the recording's snapshots would load the built memories instead of building them (no build calls)."""
+    fresh = work / "recording" / "record.sqlite"
+    fresh.parent.mkdir(parents=True, exist_ok=True)
     run_all(fresh, work / "recording", replay=False)
     conn = sqlite3.connect(fresh)
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -12,12 +12,14 @@ Table 3's variants are settings: ``hierarchy: false`` keeps the foundational net
 ``ego_splitting: false`` propagates labels on the network itself (disjoint communities).
 
 Paper vs code, both exposed, the paper's as default: the plain cosine in eq. 2 (``clip_cosine``;
-code max(0, cos)), s = 5 initial nodes (``top_k``; code 10) and Prune-and-Grow's stop rule
-(``stop_when``: paper "until P no longer grows"; code: the candidates stop changing). Where the
+code max(0, cos)), s = 5 initial nodes (``top_k``; code 10), Prune-and-Grow's stop rule
+(``stop_when``: paper "until P no longer grows"; code: the candidates stop changing) and whose
+neighbours grow (``grow_scope``: paper every activated node; code the last picks). Where the
 paper is silent the choice is a setting: the propagation limit (``lp_max_rounds``), which replicas
 an online batch re-labels (``online_label_scope``), how selections are parsed (``selection_parse``),
-the chunker (``chunking``); the online update's unspecified details
-(replica and community identity across batches) are documented in ``develop.py`` and docs/cam.md.
+the chunker (``chunking``), the evidence order under the budget (``evidence_order``); the online
+update's unspecified details (replica and community identity across batches) are documented in
+``develop.py`` and docs/cam.md.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from memharness.memsys.cam.develop import Development, Node, Settings
 from memharness.memsys.cam.retrieval import (
     Exploration,
     consecutive_runs,
+    evidence_items,
     explore,
     numbered_passages,
 )
@@ -83,6 +86,8 @@ class CAM(HierarchicalMemory):
         selection_parse: Literal["lenient", "strict"] = "lenient",
         selection_max_tokens: Annotated[int, Range(1)] = 512,
         stop_when: Literal["no_growth", "candidates_unchanged"] = "no_growth",
+        grow_scope: Literal["activated", "picks"] = "activated",
+        evidence_order: Literal["levels_up", "levels_down"] = "levels_up",
         selection_retry_temperature: Annotated[float, Range(0, 2)] = 0.0,
         merge_consecutive: bool = True,
         **core: Any,
@@ -116,6 +121,7 @@ class CAM(HierarchicalMemory):
         self.selection_prompt, self.selection_parse = selection_prompt, selection_parse
         self.selection_max_tokens, self.stop_when = int(selection_max_tokens), stop_when
         self.selection_retry_temperature = float(selection_retry_temperature)
+        self.grow_scope, self.evidence_order = grow_scope, evidence_order
         self.merge_consecutive = bool(merge_consecutive)
         self.batches: list[dict[str, Any]] = []
         self.explorations: list[dict[str, Any]] = []
@@ -266,6 +272,8 @@ class CAM(HierarchicalMemory):
             parse=self.selection_parse,
             retry_temperature=self.selection_retry_temperature,
             stop_when=self.stop_when,
+            grow_scope=self.grow_scope,
+            evidence_order=self.evidence_order,
         )
         self.explorations.append(
             {
@@ -302,19 +310,7 @@ class CAM(HierarchicalMemory):
             if self.merge_consecutive
             else [[v] for v, _ in ranked]
         )
-        items = {}
-        for run in runs:
-            text = " ".join(self.store.texts[v] for v in run)
-            units = tuple(dict.fromkeys(u for v in run for u in self.store.source_units(v)))
-            item = RetrievedItem(
-                text=text,
-                score=max(score[v] for v in run),
-                node_id="+".join(self.store.ids[v] for v in run),
-                level=self.store.levels[run[0]],
-                source_unit_ids=units,
-                tokens=self.tokenizer.count(text),
-            )
-            items[item.node_id] = (item, run)
+        items = evidence_items(self.store, runs, score, self.tokenizer)
         kept = fill_budget(
             [i for i, _ in items.values()],
             budget_tokens,

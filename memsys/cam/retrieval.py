@@ -3,15 +3,19 @@
 1. Fast localisation: cosine top-s over every node of every level (paper s = 5; code 10).
 2. Associative exploration (``traverse.llm_guided``): the LLM picks the helpful candidates from a
    numbered list ("Passage i: ...", reply a list such as [1, 3, 5]); the picked nodes, their
-   same-level neighbours and their children are the next candidates; the loop ends when nothing
+   same-level neighbours and their children are the next candidates (``grow_scope``: ``activated``,
+   the paper's "of all activated nodes", grows from every node picked so far; ``picks``, the
+   released code, from the last turn's picks only); the loop ends when nothing
    is picked, after ``max_turns`` turns, or by ``stop_when``: ``no_growth`` (paper, Sec. 4.2: when
    the activation set P no longer grows, i.e. a turn picks no node not picked before) or
    ``candidates_unchanged`` (released code: before a turn whose candidates equal the last turn's).
    A reply that cannot be parsed is asked again while the question's ``tolerance`` lasts (shared
    by all turns, as in the code); each failure is counted; when it runs out the loop ends.
 3. Evidence (released code): every picked node, or the initial top-s if none was picked, in the
-   code's node order (level 0 by chunk position, then each higher level in its order);
-   consecutive level-0 chunks are merged into one passage.
+   code's node order (level 0 by chunk position, then each higher level in its order), so when the
+   evidence overflows the token budget the summaries are dropped first; ``evidence_order:
+   levels_down`` lists the highest level first instead (chunks dropped first). Consecutive level-0
+   chunks are merged into one passage.
 
 Candidates after the first turn are listed in that same node order (the code lists them in
 Python set order).
@@ -29,8 +33,11 @@ import numpy as np
 from memharness.memsys.hierarchy import traverse
 from memharness.memsys.hierarchy.store import HierarchyStore
 from memharness.memsys.services.types import ChatRequest
+from memharness.memsys.types import RetrievedItem
 
 SELECTION_PARSES = ("strict", "lenient")
+GROW_SCOPES = ("activated", "picks")
+EVIDENCE_ORDERS = ("levels_up", "levels_down")
 _LIST = re.compile(r"\[[^\[\]]*\]")
 
 
@@ -82,9 +89,11 @@ class Exploration:
         return not any(t["selected"] for t in self.turns)
 
 
-def node_order(store: HierarchyStore, nodes: Sequence[int]) -> list[int]:
-    """The released code's node-id order: by level, then by position within the level (= store index)."""
-    return sorted(set(nodes), key=lambda v: (store.levels[v], v))
+def node_order(store: HierarchyStore, nodes: Sequence[int], down: bool = False) -> list[int]:
+    """The released code's node-id order: by level, then by position within the level (= store index).
+    ``down``: the highest level first (each level still in its order), so summaries precede chunks."""
+    sign = -1 if down else 1
+    return sorted(set(nodes), key=lambda v: (sign * store.levels[v], v))
 
 
 def grow_step(store: HierarchyStore) -> Callable[[list[int]], list[int]]:
@@ -114,11 +123,24 @@ def explore(
     parse: str,
     retry_temperature: float,
     stop_when: str = "no_growth",
+    grow_scope: str = "activated",
+    evidence_order: str = "levels_up",
 ) -> Exploration:
-    """Run Prune-and-Grow for one question; the evidence nodes come back in the code's order."""
+    """Run Prune-and-Grow for one question; the evidence nodes come back in node order
+    (``evidence_order``: ``levels_up`` = the code's, chunks first; ``levels_down`` = summaries first)."""
+    if grow_scope not in GROW_SCOPES:
+        raise ValueError(
+            f"memory.grow_scope must be one of {' | '.join(GROW_SCOPES)}, got {grow_scope!r}"
+        )
+    if evidence_order not in EVIDENCE_ORDERS:
+        raise ValueError(
+            f"memory.evidence_order must be one of {' | '.join(EVIDENCE_ORDERS)}, "
+            f"got {evidence_order!r}"
+        )
     initial = [v for v, _ in traverse.collapsed(store, vector, top_k)]
     record = Exploration(evidence=[], initial=initial)
     budget = {"left": tolerance}
+    activated: list[int] = []  # every node picked so far (the paper's activation set P)
 
     def select(candidates: list[int]) -> list[int] | None:
         passages = numbered_passages([store.texts[v] for v in candidates])
@@ -134,7 +156,9 @@ def explore(
             record.selection_calls += 1
             picked = parse_selection(reply.text, len(candidates), parse) if reply.ok else None
             if picked is not None:
-                return [candidates[i] for i in picked]
+                chosen = [candidates[i] for i in picked]
+                activated.extend(v for v in chosen if v not in activated)
+                return chosen
             if reply.ok:
                 record.parse_failures += 1
             else:
@@ -145,9 +169,11 @@ def explore(
             budget["left"] -= 1
             attempt += 1
 
-    result = traverse.llm_guided(initial, select, grow_step(store), max_turns, stop_when)
+    grow = grow_step(store)
+    step = grow if grow_scope == "picks" else (lambda _picks: grow(activated))
+    result = traverse.llm_guided(initial, select, step, max_turns, stop_when)
     record.turns = result.turns
-    record.evidence = node_order(store, result.selected or initial)
+    record.evidence = node_order(store, result.selected or initial, evidence_order == "levels_down")
     return record
 
 
@@ -169,3 +195,23 @@ def consecutive_runs(
         else:
             runs.append([v])
     return runs
+
+
+def evidence_items(
+    store: HierarchyStore, runs: Sequence[list[int]], score: dict[int, float], tokenizer: Any
+) -> dict[str, tuple[RetrievedItem, list[int]]]:
+    """One retrieved item per run of evidence nodes (merged chunks joined by a space), keyed by id."""
+    items = {}
+    for run in runs:
+        text = " ".join(store.texts[v] for v in run)
+        units = tuple(dict.fromkeys(u for v in run for u in store.source_units(v)))
+        item = RetrievedItem(
+            text=text,
+            score=max(score[v] for v in run),
+            node_id="+".join(store.ids[v] for v in run),
+            level=store.levels[run[0]],
+            source_unit_ids=units,
+            tokens=tokenizer.count(text),
+        )
+        items[item.node_id] = (item, run)
+    return items

@@ -68,6 +68,12 @@ class ExtractSettings:
     tuple_delimiter: str = "<|>"
     record_delimiter: str = "##"
     completion_delimiter: str = "<|COMPLETE|>"
+    entity_types_case: str = (
+        "upper"  # upper (ours) | as_given (GraphRAG, nano: the list as configured)
+    )
+    line_records: bool = (
+        True  # also split records at line breaks (ours); False = only the delimiter
+    )
 
 
 @dataclass
@@ -81,7 +87,8 @@ class Extraction:
 
 
 def extraction_prompt(settings: ExtractSettings, text: str) -> str:
-    types = ",".join(t.upper() for t in settings.entity_types)
+    upper = settings.entity_types_case == "upper"
+    types = ",".join(t.upper() if upper else t for t in settings.entity_types)
     return fill(
         settings.prompt,
         entity_types=types,
@@ -202,6 +209,7 @@ def parse_reply(
         settings.tuple_delimiter,
         settings.record_delimiter,
         settings.completion_delimiter,
+        settings.line_records,
     )
 
 
@@ -212,12 +220,16 @@ def parse_records(
     tuple_delimiter: str = "<|>",
     record_delimiter: str = "##",
     completion_delimiter: str = "<|COMPLETE|>",
+    line_records: bool = True,
 ) -> tuple[list[EntityRecord], list[RelationRecord]]:
-    """Delimited records. Pieces are split on the record delimiter and on line breaks (a model that
-    writes one record per line without ``##`` still parses). A reply with text but no readable record
-    counts once as ``unparsed_reply``; otherwise each unreadable piece counts as ``malformed_record``."""
-    text = reply.replace(completion_delimiter, "\n")
-    pieces = [p.strip() for part in text.split(record_delimiter) for p in part.splitlines()]
+    """Delimited records. Pieces are split on the record delimiter and, with ``line_records``, on
+    line breaks too (a model that writes one record per line without ``##`` still parses; GraphRAG
+    and nano split on the delimiter only, where such a reply reads as its first record with the rest
+    run into its last field). A reply with text but no readable record counts once as
+    ``unparsed_reply``; otherwise each unreadable piece counts as ``malformed_record``."""
+    text = reply.replace(completion_delimiter, "\n" if line_records else "")
+    parts = text.split(record_delimiter)
+    pieces = [p.strip() for part in parts for p in (part.splitlines() if line_records else [part])]
     entities: list[EntityRecord] = []
     relations: list[RelationRecord] = []
     malformed: list[str] = []

@@ -51,6 +51,9 @@ class CommunityView:
     has_report: bool
 
 
+ROLLUPS = ("entity", "all_levels")
+
+
 class GraphIndex:
     """Lookups built once per build or load; search reads only this and the store."""
 
@@ -96,7 +99,7 @@ class GraphIndex:
             self.communities.append(view)
         for views in self.entity_communities.values():
             views.sort(key=lambda i: self.communities[i].level)
-        self._rollup: dict[int, list[int]] = {}
+        self._rollup: dict[tuple[int, str], list[int]] = {}
         self._contiguous = self.entities == list(range(len(self.entities)))
 
     def entity_similarities(self, vector: Any) -> Any:
@@ -111,23 +114,30 @@ class GraphIndex:
     def relation_text(self, rel: Rel) -> str:
         return f"{self.name(rel.source)} -> {self.name(rel.target)}: {rel.description}"
 
-    def rollup_reports(self, community_level: int) -> list[int]:
-        """GraphRAG's report selection at ``community_level``: every entity rolls up to its deepest
-        community at or above that level, and those communities' reports are used (a community that
-        was split below the level is replaced by its sub-communities). Communities without a report
-        are left out. Returned as community view indices in key order (computed once per level)."""
-        if community_level in self._rollup:
-            return self._rollup[community_level]
+    def rollup_reports(self, community_level: int, rollup: str = "entity") -> list[int]:
+        """The reports search reads at ``community_level``. ``entity`` (default; GraphRAG's code up to
+        v1 and the roll-up its code comments describe): every entity rolls up to its deepest community
+        at or above that level, and those communities' reports are used (a community split below the
+        level is replaced by its sub-communities). ``all_levels`` (GraphRAG v2-v3.1.2 as released: its
+        roll-up groups by the community's title, so no community is rolled up): every report at or
+        above the level, parents and children together. Communities without a report are left out.
+        Community view indices in key order (computed once per level and mode)."""
+        if rollup not in ROLLUPS:
+            raise ValueError(f"rollup must be one of {' | '.join(ROLLUPS)}, got {rollup!r}")
+        if (community_level, rollup) in self._rollup:
+            return self._rollup[(community_level, rollup)]
         chosen: set[int] = set()
         for views in self.entity_communities.values():
             eligible = [i for i in views if self.communities[i].level <= community_level]
-            if eligible:
+            if rollup == "all_levels":
+                chosen.update(eligible)
+            elif eligible:
                 chosen.add(eligible[-1])
-        self._rollup[community_level] = sorted(
+        self._rollup[(community_level, rollup)] = sorted(
             (i for i in chosen if self.communities[i].has_report),
             key=lambda i: self.communities[i].key,
         )
-        return self._rollup[community_level]
+        return self._rollup[(community_level, rollup)]
 
     def entity_text_units(self, entity: int) -> list[str]:
         return list(self.store.meta[entity].get("text_units", []))

@@ -106,6 +106,8 @@ class GraphRAG(HierarchicalMemory):
         tuple_delimiter: Annotated[str, NonEmpty()] = "<|>",
         record_delimiter: Annotated[str, NonEmpty()] = "##",
         completion_delimiter: Annotated[str, NonEmpty()] = "<|COMPLETE|>",
+        entity_types_case: Literal["upper", "as_given"] = "upper",
+        line_records: bool = True,
         missing_endpoint: Literal["drop", "create"] = "drop",
         summary_threshold_tokens: Annotated[int, Range(0)] = 500,
         summary_max_input_tokens: Annotated[int, Range(1)] = 4000,
@@ -122,6 +124,8 @@ class GraphRAG(HierarchicalMemory):
         report_max_input_tokens: Annotated[int, Range(1)] = 8000,
         report_max_words: Annotated[int, Range(1)] = 2000,
         report_max_tokens: Annotated[int, Range(1)] = 1500,
+        report_relationships: Literal["all", "per_entity"] = "all",
+        report_substitution: bool = True,
         local_search: LocalSearchSettings | None = None,
         global_search: GlobalSearchSettings | None = None,
         max_failures_kept: Annotated[int, Range(0)] = 20,
@@ -164,6 +168,7 @@ class GraphRAG(HierarchicalMemory):
         self.entity_types, self.extraction_format = list(entity_types), extraction_format
         self.max_gleanings, self.extract_max_tokens = int(max_gleanings), int(extract_max_tokens)
         self.tuple_delimiter, self.record_delimiter = tuple_delimiter, record_delimiter
+        self.entity_types_case, self.line_records = entity_types_case, bool(line_records)
         self.completion_delimiter, self.missing_endpoint = completion_delimiter, missing_endpoint
         self.summary_threshold_tokens, self.summary_max_input_tokens = (
             int(summary_threshold_tokens),
@@ -188,6 +193,8 @@ class GraphRAG(HierarchicalMemory):
             int(report_max_input_tokens),
             int(report_max_words),
         )
+        self.report_relationships = report_relationships
+        self.report_substitution = bool(report_substitution)
         self.report_max_tokens, self.max_failures_kept = (
             int(report_max_tokens),
             int(max_failures_kept),
@@ -271,7 +278,13 @@ class GraphRAG(HierarchicalMemory):
         report_start = time.perf_counter()
         reports, report_record = generate_reports(
             self.llm,
-            ContextBuilder(graph, incident, self.tokenizer),
+            ContextBuilder(
+                graph,
+                incident,
+                self.tokenizer,
+                self.report_relationships,
+                self.report_substitution,
+            ),
             communities,
             self._report_settings(),
             log,
@@ -335,6 +348,8 @@ class GraphRAG(HierarchicalMemory):
             tuple_delimiter=self.tuple_delimiter,
             record_delimiter=self.record_delimiter,
             completion_delimiter=self.completion_delimiter,
+            entity_types_case=self.entity_types_case,
+            line_records=self.line_records,
         )
 
     def _summary_settings(self) -> SummarySettings:
@@ -461,7 +476,10 @@ class GraphRAG(HierarchicalMemory):
             return self._local().select_entities(vector)
         if self.traversal == "global":
             g = self._global_search()
-            weights = g.weights(g.index.rollup_reports(int(self.global_search["community_level"])))
+            s = self.global_search
+            weights = g.weights(
+                g.index.rollup_reports(int(s["community_level"]), s.get("rollup", "entity"))
+            )
             return sorted(
                 ((g.index.communities[c].node, w) for c, w in weights.items()),
                 key=lambda x: (-x[1], x[0]),

@@ -12,8 +12,9 @@
   is counted. Self-loops are dropped and counted.
 - Every entity and relationship keeps the ids of the text units it came from (first-seen order)
   and the dataset units beneath them (provenance).
-- **Descriptions**: the unique descriptions, sorted. One → kept. Joined (``separator``) within
-  ``threshold_tokens`` → kept joined. Longer → an LLM summary (nano-graphrag's trigger; GraphRAG
+- **Descriptions**: the unique descriptions, sorted. One → kept. Joined (``separator``) shorter
+  than ``threshold_tokens`` → kept joined. At least that long → an LLM summary (nano-graphrag's
+  trigger, which summarises from exactly 500 tokens on; GraphRAG
   summarises every list of two or more, which ``threshold_tokens: 0`` reproduces: 0 means "always",
   whatever the joined text's token count, even 0). A summary reads
   descriptions up to ``max_input_tokens`` at a time and carries its partial summary into the next
@@ -197,7 +198,7 @@ def summarize_descriptions(
         joined = settings.separator.join(unique)
         always = settings.threshold_tokens == 0  # GraphRAG: every list of two or more is summarised
         if len(unique) <= 1 or (
-            not always and tokenizer.count(joined) <= settings.threshold_tokens
+            not always and tokenizer.count(joined) < settings.threshold_tokens  # nano: < keeps
         ):
             item.description = joined
             continue

@@ -7,11 +7,17 @@ Context of a community (GraphRAG ``graph_context/sort_context.py``, ``build_mixe
   the relationships touching them. Relationships are taken in descending combined degree (ties:
   id), each with its member endpoints, until ``max_input_tokens`` would be passed (token counts
   are summed per table row);
+- ``relationships``: ``all`` (ours) lists every relationship touching a member; ``per_entity`` (GraphRAG's
+  code, ``graph_context/context_builder.py``: one edge per node, the first where it is the source,
+  else the first where it is the target) lists at most one per member;
 - a community whose whole local context is too large and that has sub-communities gets a mixed
   context instead: the sub-communities' reports replace their local context, the sub-community
   with the largest context first, until the rest fits; if even that does not fit, reports alone
   fill the budget. A sub-community without a report keeps its local context. This is why reports
-  are generated deepest level first: one concurrent batch per level.
+  are generated deepest level first: one concurrent batch per level. This is the GraphRAG paper's
+  design; GraphRAG's code never substitutes (it builds every level's context before any report
+  exists and sets the over-limit flag after trimming), which ``substitution=False`` reproduces: the
+  local context trimmed to the budget.
 
 The reply is JSON (``json_output=True``): ``{title, summary, rating (0-10), rating_explanation,
 findings: [{summary, explanation}]}``. A reply without a JSON object or with neither title nor
@@ -84,8 +90,16 @@ REPORT_HEADER = "-----Reports-----\n" + _csv_row(["community", "full_content"])
 class ContextBuilder:
     """Builds report contexts over one graph; caches row texts and their token counts."""
 
-    def __init__(self, graph: Graph, incident: list[list[int]], tokenizer: Any) -> None:
+    def __init__(
+        self,
+        graph: Graph,
+        incident: list[list[int]],
+        tokenizer: Any,
+        relationships: str = "all",
+        substitution: bool = True,
+    ) -> None:
         self.graph, self.incident, self.tokenizer = graph, incident, tokenizer
+        self.relationships, self.substitution = relationships, substitution
         self._entity_rows: dict[int, tuple[str, int]] = {}
         self._edge_rows: dict[int, tuple[str, int]] = {}
         self.header_tokens = {
@@ -109,8 +123,17 @@ class ContextBuilder:
         return self._edge_rows[r]
 
     def edges_of(self, members: Sequence[int]) -> list[int]:
-        """Relationships touching ``members``, in descending combined degree, then id."""
-        edges = {r for m in members for r in self.incident[m]}
+        """Relationships touching ``members``, in descending combined degree, then id. With
+        ``relationships="per_entity"`` (GraphRAG's code) each member brings one: its first as the
+        source, else its first as the target (relationship order; the stored orientation)."""
+        if self.relationships == "per_entity":
+            edges = set()
+            for m in members:
+                rels = self.incident[m]
+                first = [r for r in rels if self.graph.relations[r].source == m] or rels
+                edges.update(first[:1])
+        else:
+            edges = {r for m in members for r in self.incident[m]}
         return sorted(edges, key=lambda r: (-self.graph.relations[r].rank, r))
 
     def local_tokens(self, members: Sequence[int]) -> int:
@@ -171,7 +194,7 @@ class ContextBuilder:
         max_tokens: int,
     ) -> tuple[str, int]:
         """A community's report context: its local context, or the mixed context when that is too large."""
-        if not c.children or self.local_tokens(c.members) <= max_tokens:
+        if not self.substitution or not c.children or self.local_tokens(c.members) <= max_tokens:
             return self.local_context(c.members, max_tokens=max_tokens)
         subs = sorted(
             (by_key[k] for k in c.children), key=lambda s: (-self.local_tokens(s.members), s.key)

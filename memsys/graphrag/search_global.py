@@ -1,7 +1,7 @@
 """Global search: map-reduce over community reports (GraphRAG ``query/structured_search/global_search``).
 
-1. Reports: those chosen at ``community_level`` (every entity rolls up to its deepest community
-   at or above the level, ``GraphIndex.rollup_reports``) with rating ≥ ``min_rating`` (GraphRAG's
+1. Reports: those chosen at ``community_level`` (``rollup``: every entity rolls up to its deepest community
+   at or above the level, or every report there, ``GraphIndex.rollup_reports``) with rating ≥ ``min_rating`` (GraphRAG's
    ``min_community_rank``; the reports left out are counted, ``selection()``); each gets an
    occurrence weight = distinct text units of its entities, divided by the largest.
 2. Shuffled (``random.Random(shuffle_seed)``, GraphRAG: 86) and packed into batches of at most
@@ -30,7 +30,7 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 from memharness.memsys.graphrag.common import FailureLog, fill, parse_json_object
 from memharness.memsys.graphrag.index import GraphIndex
@@ -40,6 +40,7 @@ from memharness.memsys.types import RetrievedItem, content_id, option_letters
 
 GLOBAL_DEFAULTS = {
     "community_level": 2,
+    "rollup": "entity",
     "map_batch_tokens": 12000,
     "map_max_words": 1000,
     "map_max_tokens": 1500,
@@ -73,6 +74,7 @@ class GlobalSearchSettings(TypedDict, total=False):
     """``memory.global_search`` (documented in conf/memory/graphrag.yaml)."""
 
     community_level: Annotated[int, Range(0)]
+    rollup: Literal["entity", "all_levels"]
     map_batch_tokens: Annotated[int, Range(1)]
     map_max_words: Annotated[int, Range(1)]
     map_max_tokens: Annotated[int, Range(1)]
@@ -130,7 +132,7 @@ class GlobalSearch:
         if self._batches is not None:
             return self._batches
         views, store = self.index.communities, self.index.store
-        rolled = self.index.rollup_reports(int(self.s["community_level"]))
+        rolled = self.index.rollup_reports(int(self.s["community_level"]), self.s["rollup"])
         chosen = [c for c in rolled if views[c].rating >= float(self.s["min_rating"])]
         self._selection = {
             "reports_at_level": len(rolled),

@@ -47,6 +47,7 @@ LOCAL_DEFAULTS = {
     "community_prop": 0.15,
     "text_unit_prop": 0.5,
     "community_level": 2,
+    "rollup": "entity",
     "nano_split": [3200, 4800, 4000],
 }
 
@@ -71,6 +72,7 @@ class LocalSearchSettings(TypedDict, total=False):
     community_prop: Annotated[float, Range(0, 1)]
     text_unit_prop: Annotated[float, Range(0, 1)]
     community_level: Annotated[int, Range(0)]
+    rollup: Literal["entity", "all_levels"]
     nano_split: list[Annotated[int, Range(0)]]
 
 
@@ -145,7 +147,7 @@ class LocalSearch:
         """Reports of the selected entities' communities by (matches, rating), highest first."""
         level = int(self.s["community_level"])
         allowed = (
-            set(self.index.rollup_reports(level))
+            set(self.index.rollup_reports(level, self.s["rollup"]))
             if self.s["style"] == "graphrag"
             else {
                 i for i, c in enumerate(self.index.communities) if c.level <= level and c.has_report

@@ -1,8 +1,10 @@
 """MemoryStream: a flat table of embedded memories (Park et al., Generative Agents).
 
-Default retrieval is plain cosine top-k, as MemTree's MemoryStream baseline.
-With ``scoring: generative_agents`` each memory is scored by a weighted sum of
-min-max normalised recency, importance and relevance:
+Default retrieval is plain cosine top-k over the embedding table. With
+``scoring: generative_agents`` (Park et al.'s retrieval; one LLM importance
+rating per insertion, as MemTree's Table A.2 counts for its MemoryStream
+baseline, so the MemTree experiments use it) each memory is scored by a
+weighted sum of min-max normalised recency, importance and relevance:
 
 - recency (``recency``, paper and released code differ, both exposed):
   ``paper`` (default): ``recency_decay ** age``, exponential decay (0.995) per
@@ -19,6 +21,11 @@ min-max normalised recency, importance and relevance:
   not a number in 1..10 is counted in ``stats()["importance_unparsed"]`` and
   the memory gets the neutral ``importance_default``.
 - relevance: cosine similarity with the query.
+
+The decay and the three weights left unset (None) follow the recency mode:
+``paper`` 0.995 and weights 1 / 1 / 1; ``released_code`` 0.99 and the code's
+hard-coded global weights 0.5 (recency), 3 (relevance), 2 (importance). A
+value that is set wins in either mode.
 
 When all candidates share one value of a component, min-max normalisation sets
 it to 0.5 for all (as in the public code).
@@ -46,6 +53,10 @@ def min_max(values: np.ndarray) -> np.ndarray:
 
 
 RECENCIES = ("paper", "released_code")
+# Per recency mode: (decay, recency weight, importance weight, relevance weight). The released code
+# (retrieve.py) multiplies its 1 / 1 / 1 weights by the global weights [0.5, 3, 2] in the order
+# recency, relevance, importance.
+MODE_CONSTANTS = {"paper": (0.995, 1.0, 1.0, 1.0), "released_code": (0.99, 0.5, 2.0, 3.0)}
 
 
 def recency_scores(last_access: Sequence[int], now: int, decay: float, mode: str) -> np.ndarray:
@@ -91,10 +102,10 @@ class MemoryStream(MemorySystem):
         top_k: Annotated[int, Range(1)] = 3,
         scoring: Literal["cosine", "generative_agents"] = "cosine",
         recency: Literal["paper", "released_code"] = "paper",
-        recency_decay: Annotated[float, Range(0, 1, lo_open=True)] = 0.995,
-        recency_weight: Annotated[float, Range(0)] = 1.0,
-        importance_weight: Annotated[float, Range(0)] = 1.0,
-        relevance_weight: Annotated[float, Range(0)] = 1.0,
+        recency_decay: Annotated[float, Range(0, 1, lo_open=True)] | None = None,
+        recency_weight: Annotated[float, Range(0)] | None = None,
+        importance_weight: Annotated[float, Range(0)] | None = None,
+        relevance_weight: Annotated[float, Range(0)] | None = None,
         importance_default: Annotated[int, Range(1, 10)] = 5,
         importance_prompt: Annotated[str, Placeholders(optional=("memory",))] = "",
         importance_max_tokens: Annotated[int, Range(1)] = 4,
@@ -103,8 +114,17 @@ class MemoryStream(MemorySystem):
         super().__init__(llm, embedder, tokenizer)
         self.top_k = top_k
         self.scoring = scoring
-        self.recency, self.recency_decay = recency, recency_decay
-        self.weights = (recency_weight, importance_weight, relevance_weight)
+        if recency not in MODE_CONSTANTS:
+            raise ValueError(
+                f"memory.recency must be one of {' | '.join(RECENCIES)}, got {recency!r}"
+            )
+        given = (recency_decay, recency_weight, importance_weight, relevance_weight)
+        decay, *weights = (
+            default if value is None else float(value)
+            for value, default in zip(given, MODE_CONSTANTS[recency], strict=True)
+        )
+        self.recency, self.recency_decay = recency, decay
+        self.weights = tuple(weights)  # recency, importance, relevance
         self.importance_default = importance_default
         self.importance_prompt = importance_prompt
         self.importance_max_tokens = importance_max_tokens
@@ -212,6 +232,10 @@ class MemoryStream(MemorySystem):
         if self.scoring == "generative_agents":
             out.update(
                 recency=self.recency,
+                recency_decay=self.recency_decay,
+                weights=dict(
+                    zip(("recency", "importance", "relevance"), self.weights, strict=True)
+                ),
                 importance_unparsed=self.importance_unparsed,
                 importance_failed=self.importance_failed,
                 importance_mean=float(np.mean(self._importance)) if self._importance else None,

@@ -93,6 +93,7 @@ class Raptor(HierarchicalMemory):
         summary_system: str | None = None,
         summary_max_tokens: Annotated[int, Range(1)] = 100,
         summary_failure: Literal["excerpt", "raise"] = "excerpt",
+        summary_temperature: Annotated[float, Range(0, 2)] = 0.0,
         traversal: str = "collapsed",
         top_k: int | None = 10,
         stop_at_first_overflow: bool = True,
@@ -121,6 +122,7 @@ class Raptor(HierarchicalMemory):
         self.umap_metric = umap_metric
         self.summary_prompt, self.summary_system = summary_prompt, summary_system or None
         self.summary_max_tokens, self.summary_failure = int(summary_max_tokens), summary_failure
+        self.summary_temperature = float(summary_temperature)
         self.settings = ClusterSettings(
             self.reduction_dimension,
             self.cluster_threshold,
@@ -291,7 +293,9 @@ class Raptor(HierarchicalMemory):
             self.summary_prompt.format(context=context),
             system=self.summary_system,
             max_tokens=self.summary_max_tokens,
-            temperature=0.0,
+            temperature=self.summary_temperature,
+            # above 0 the request carries the run seed, so it stays reproducible and cacheable
+            seed=int(self.seed) if self.summary_temperature > 0 else None,
         )
 
     # ------------------------------------------------------------------ diagnostics and persistence
@@ -309,6 +313,7 @@ class Raptor(HierarchicalMemory):
                 "local_n_neighbors",
                 "max_length_in_cluster",
                 "summary_max_tokens",
+                "summary_temperature",
                 "seed",
             )
         }

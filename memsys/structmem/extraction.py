@@ -32,6 +32,8 @@ from memharness.memsys.types import Unit
 KINDS = ("chunks", "triples", "atomic_facts", "summaries")
 STRUCTURES = (*KINDS, "mixed")
 LLM_KINDS = ("triples", "atomic_facts", "summaries")
+# Output caps of one extraction call per kind, as conf/memory/structmem.yaml ships them.
+DEFAULT_CAPS = {"triples": 512, "atomic_facts": 1024, "summaries": 256}
 _NUMBERED = re.compile(r"^\s*\(?\d+\s*[.):]\s*(.*\S)\s*$")
 
 
@@ -66,6 +68,9 @@ class ExtractionCounts:
     malformed_lines: dict[str, int] = field(default_factory=lambda: {k: 0 for k in LLM_KINDS})
     units: dict[str, int] = field(default_factory=lambda: {k: 0 for k in KINDS})
     facts_without_keys: int = 0
+    # replies that reached their output cap (cut there: a summary ends mid-sentence, a list loses its tail)
+    at_cap: dict[str, int] = field(default_factory=lambda: {k: 0 for k in LLM_KINDS})
+    duplicates_dropped: int = 0  # units not stored because their text was (memory.deduplicate)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,6 +80,8 @@ class ExtractionCounts:
             "malformed_lines": dict(self.malformed_lines),
             "units": dict(self.units),
             "facts_without_keys": self.facts_without_keys,
+            "replies_at_cap": dict(self.at_cap),
+            "duplicates_dropped": self.duplicates_dropped,
             "requests_per_chunk": (sum(self.requests.values()) / self.chunks)
             if self.chunks
             else 0.0,
@@ -87,6 +94,8 @@ class ExtractionCounts:
         for name in ("requests", "failed", "malformed_lines", "units"):
             getattr(out, name).update(data.get(name, {}))
         out.facts_without_keys = int(data.get("facts_without_keys", 0))
+        out.at_cap.update(data.get("replies_at_cap", {}))
+        out.duplicates_dropped = int(data.get("duplicates_dropped", 0))
         return out
 
 
@@ -230,6 +239,12 @@ def units_from_reply(
     return units
 
 
+def reached_cap(completion: Any, cap: int) -> bool:
+    """The reply stopped at its output cap: the backend says so (finish_reason "length") or it used
+    every token it was allowed."""
+    return completion.extra.get("finish_reason") == "length" or completion.completion_tokens >= cap
+
+
 def extract(
     llm: Any,
     chunks: Sequence[SourceChunk],
@@ -251,6 +266,8 @@ def extract(
         if not completion.ok:
             counts.failed[kind] += 1
             continue
+        if reached_cap(completion, int(max_tokens[kind])):
+            counts.at_cap[kind] += 1
         parsed[(chunk.id, kind)] = units_from_reply(chunk, kind, completion.text, counts)
     out: list[MemoryUnit] = []
     for chunk in chunks:

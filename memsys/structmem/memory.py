@@ -84,6 +84,7 @@ class StructuralMemory(HierarchicalMemory):
         bm25_epsilon: Annotated[float, Range(0)] = 0.25,
         bm25_stopwords: bool = True,
         temperature: Annotated[float, Range(0, 2)] = 0.2,
+        deduplicate: bool = False,
         **core: Any,
     ) -> None:
         super().__init__(llm=llm, embedder=embedder, tokenizer=tokenizer, top_k=top_k, **core)
@@ -97,7 +98,7 @@ class StructuralMemory(HierarchicalMemory):
         self.top_r, self.top_t, self.turns = int(top_r), int(top_t), int(turns)
         self.chunk_tokens = None if chunk_tokens is None else int(chunk_tokens)
         self.prompts = dict(prompts or {})
-        self.extract_max_tokens = dict(extract_max_tokens or {k: 512 for k in extraction.LLM_KINDS})
+        self.extract_max_tokens = dict(extract_max_tokens or extraction.DEFAULT_CAPS)
         self.rerank_format, self.rerank_formats = rerank_format, dict(rerank_formats or {})
         self.rerank_batch, self.rerank_max_tokens = int(rerank_batch), int(rerank_max_tokens)
         self.thought_max_tokens = int(thought_max_tokens)
@@ -111,7 +112,10 @@ class StructuralMemory(HierarchicalMemory):
             float(bm25_epsilon),
         )
         self.bm25_stopwords = bool(bm25_stopwords)
-        self.temperature = float(temperature)
+        self.temperature, self.deduplicate = float(temperature), bool(deduplicate)
+        self._seen: set[str] | None = (
+            None  # stored unit texts (deduplicate), rebuilt from the store
+        )
         for key, message in self.check_settings(self.hyperparameters()):
             raise ValueError(f"memory.{key}: {message}")
         self.retriever = Retriever(
@@ -211,6 +215,11 @@ class StructuralMemory(HierarchicalMemory):
         self.degrade(
             "extraction_unparsed", sum(self.extraction.malformed_lines.values()) - malformed
         )
+        if self.deduplicate:  # the paper's set union: a text already stored is not stored again
+            seen = self._seen if self._seen is not None else set(self.store.texts)
+            kept = [m for m in memory_units if not (m.text in seen or seen.add(m.text))]
+            self.extraction.duplicates_dropped += len(memory_units) - len(kept)
+            memory_units, self._seen = kept, seen
         if not memory_units:
             return
         vectors = self.embedder.embed([m.text for m in memory_units])
@@ -374,6 +383,7 @@ class StructuralMemory(HierarchicalMemory):
                 "iterative_final",
                 "chunk_tokens",
                 "temperature",
+                "deduplicate",
             )
         }
         return {
@@ -399,4 +409,4 @@ class StructuralMemory(HierarchicalMemory):
         self.counts.update(state.get("counts", {}))
         self.traces = list(state.get("traces", []))
         self.docs.load(state)
-        self.retriever.store = self.store
+        self.retriever.store, self._seen = self.store, None

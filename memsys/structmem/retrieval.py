@@ -15,9 +15,11 @@ Iterative retrieval: turn 1 retrieves the top-T units with the question, turn j 
 every unit gathered so far (numbered, best score first). Each unit keeps its best score across
 turns. ``final="best_score"`` (the released code; the issue's spec) returns the top-K gathered
 units by that score after N turns: the N-th thought could not change them, so it is not
-requested (the released code requests and discards it). ``final="final_query"`` (the paper's
-text: "the final refined query q_N is used to retrieve the Top-K") writes N thoughts and
-retrieves the top-K with the last query. A failed or empty thought ends the loop early (the
+requested (the released code requests and discards it). ``final="final_query"`` is a hybrid: the
+released code's refinement (thoughts over every unit gathered, query = question + thought) ending
+in the paper's final step ("the final refined query q_N is used to retrieve the Top-K"): N
+thoughts, then the top-K with the last query. The paper's refinement itself (q_j = LLM(M_j), from
+the turn's own top-T) is not implemented. A failed or empty thought ends the loop early (the
 next query would repeat the last one), recorded in ``stopped``.
 """
 

@@ -237,6 +237,9 @@ def test_bad_settings_name_the_key():
     )
     assert "prune_and_grow" in problems(traversal="bfs")[0]
     assert problems(chunking="sentences")[0].startswith("memory.chunking='sentences'")
+    assert problems(grow_scope="picks", evidence_order="levels_down") == []
+    assert problems(grow_scope="all")[0].startswith("memory.grow_scope='all': expected one of")
+    assert problems(evidence_order="score")[0].startswith("memory.evidence_order='score'")
     assert problems(summary_prompt="no placeholder")[0].startswith("memory.summary_prompt")
     assert problems(alpha=1.5) == ["memory.alpha=1.5: expected a number in [0, 1]"]
 
@@ -348,7 +351,7 @@ def test_online_label_scope_sets_which_replicas_a_batch_relabels(monkeypatch):
     assert {scope: r for scope, r in ripples} == {"ripple": True, "affected": False, "level": True}
 
 
-def test_pack_cuts_a_long_paragraph_at_sentence_ends_packing_sentences_up_to_the_chunk_size():
+def test_pack_cuts_a_long_paragraph_back_to_sentence_marks_and_windows_a_markless_rest():
     from memharness.memsys.cam.chunking import chunks_of
     from memharness.memsys.testing.doubles import WordTokenizer
 
@@ -357,12 +360,93 @@ def test_pack_cuts_a_long_paragraph_at_sentence_ends_packing_sentences_up_to_the
         unit("eleven", 1, "s"),
     ]
     chunks = chunks_of(batch, "pack", WordTokenizer(), 4)
-    # sentences packed while within 4 tokens; a 5-token sentence is cut into token windows; the
-    # paragraph's last piece stays open for the next paragraph
+    # trimmed back from the end one mark at a time until 4 tokens fit ("nine." is never a cut: it is
+    # the last mark of a text that does not end with one); the rest has one mark left, so it gets a
+    # token window (ours); the last piece, cut exactly, stays open for the next paragraph
     assert [c.text for c in chunks] == [
         "one two. three four!",
-        "five six seven eight",
-        "nine.",
-        "ten\neleven",
+        " five six seven eight",
+        " nine. ten\neleven",
     ]
     assert chunks[-1].units == (batch[0].id, batch[1].id)
+    assert "".join(c.text for c in chunks) == "\n".join(u.text for u in batch)
+
+
+def test_pack_fills_the_open_chunk_with_the_first_sentences_of_an_over_long_paragraph():
+    """The released chunk_text joins an over-long paragraph to the open chunk before cutting, so three
+    paragraphs (2, 6, 3 words; chunks of 4) give 3 chunks, where closing the open chunk first gave 4
+    ("Alpha beta." | "One two. Three four." | "Five six." | "Gamma delta epsilon.")."""
+    from memharness.memsys.cam.chunking import chunks_of
+    from memharness.memsys.testing.doubles import WordTokenizer
+
+    batch = [
+        unit("Alpha beta.", 0, "s"),
+        unit("One two. Three four. Five six.", 1, "s"),
+        unit("Gamma delta epsilon.", 2, "s"),
+    ]
+    chunks = chunks_of(batch, "pack", WordTokenizer(), 4)
+    assert [c.text for c in chunks] == [
+        "Alpha beta.\nOne two.",
+        " Three four. Five six.",
+        "Gamma delta epsilon.",
+    ]
+    assert [c.units for c in chunks] == [
+        (batch[0].id, batch[1].id),
+        (batch[1].id,),
+        (batch[2].id,),
+    ]
+
+
+# App. E: "We select the weighting coefficient α from {0.5, 0.7, 0.9}, the decay rate σ from
+# {1.0, 1.5, 2.0}, and the similarity threshold θ from {0.5, 0.7} ... we set k to 10, and for memory
+# retrieval, we set s to 5."
+PAPER_GRID = {"alpha": {0.5, 0.7, 0.9}, "sigma": {1.0, 1.5, 2.0}, "theta": {0.5, 0.7}}
+PAPER_FIXED = {"k": 10, "top_k": 5}
+
+
+def test_shipped_defaults_lie_in_the_papers_grids_in_the_yaml_and_the_constructor_alike():
+    """conf/memory/cam.yaml and CAM's own defaults agree, and each is a value the paper uses."""
+    import inspect
+
+    from omegaconf import OmegaConf
+    from paths import ROOT
+
+    shipped = OmegaConf.load(ROOT / "conf" / "memory" / "cam.yaml")
+    params = inspect.signature(CAM).parameters
+    for key, grid in PAPER_GRID.items():
+        assert shipped[key] in grid and params[key].default == shipped[key], key
+    for key, value in PAPER_FIXED.items():
+        assert shipped[key] == value and params[key].default == value, key
+    # and the paper's rules where it and the code differ
+    assert (shipped.stop_when, shipped.grow_scope, shipped.clip_cosine) == (
+        "no_growth",
+        "activated",
+        False,
+    )
+    assert all(
+        params[k].default == shipped[k] for k in ("stop_when", "grow_scope", "evidence_order")
+    )
+
+
+def test_pack_reads_a_loaders_token_windows_as_the_text_they_were_cut_from():
+    """NovelQA's units are hard token windows cut mid-sentence (here mid-word); pack rejoins them
+    exactly, so its chunks are those of the whole book, paragraphs and sentences whole."""
+    from memharness.memsys.cam.chunking import chunks_of
+    from memharness.memsys.testing.doubles import WordTokenizer
+    from memharness.memsys.types import units_from_texts
+
+    book = "Ada met Bo. They walked far.\nRain fell all day. Bo slept."
+    windows = ["Ada met Bo. They wal", "ked far.\nRain fell all", " day. Bo slept."]
+    assert "".join(windows) == book
+    cut = units_from_texts(windows, source_id="novel", cut=True)
+    chunks = chunks_of(cut, "pack", WordTokenizer(), 6)
+    whole = chunks_of(units_from_texts([book], source_id="novel"), "pack", WordTokenizer(), 6)
+    assert [c.text for c in chunks] == [c.text for c in whole]
+    assert [c.text for c in chunks] == [
+        "Ada met Bo. They walked far.",
+        "Rain fell all day. Bo slept.",
+    ]
+    assert [c.units for c in chunks] == [
+        (cut[0].id, cut[1].id),
+        (cut[1].id, cut[2].id),
+    ]

@@ -194,7 +194,7 @@ def test_stop_when_paper_ends_once_the_activation_set_stops_growing_code_once_th
     assert paper.stop_when == "no_growth"  # the paper's rule is the default
     paper.retrieve("a2", 1000)
     assert len(paper.llm.selection_requests()) == 2  # turn 2 added nothing to P: stop
-    code = memory(narrowing(), top_k=4, stop_when="candidates_unchanged")
+    code = memory(narrowing(), top_k=4, stop_when="candidates_unchanged", grow_scope="picks")
     code.retrieve("a2", 1000)
     # turn 2's pick (a2) grows to a1..a4, a new candidate set, so turn 3 runs; its pick grows to the same set
     assert len(code.llm.selection_requests()) == 3
@@ -205,3 +205,58 @@ def test_selection_calls_default_to_the_released_codes_512_token_cap():
     cam = memory(picker("a2"))
     cam.retrieve("a2", 1000)
     assert {r.max_tokens for r in cam.llm.selection_requests()} == {512}
+
+
+def by_turn(*turns: tuple[str, ...]):
+    """Turn i picks the passages listed in ``turns[i]`` (nothing once the script runs out)."""
+    seen = []
+
+    def select(q, texts):
+        seen.append(texts)
+        wanted = turns[len(seen) - 1] if len(seen) <= len(turns) else ()
+        return picker(*wanted)(q, texts)
+
+    return select
+
+
+def test_the_answerer_receives_every_node_activated_in_any_turn():
+    """Turn 1 activates the summary (a1 a2 a3 a4), turn 2 only its neighbour (a1 b1), turn 3 only
+    that one's child b1, turn 4 nothing. The evidence is all three (in node order), neither the last
+    turn's picks nor the first's; the picks are candidates under either grow scope."""
+    for scope in ("activated", "picks"):
+        script = (("(a1 a2 a3 a4)",), ("(a1 b1)",), ("b1",))
+        cam = memory(by_turn(*script), top_k=4, merge_consecutive=False, grow_scope=scope)
+        items = cam.retrieve("a2", 1000)
+        assert len(cam.llm.selection_requests()) == 4, scope
+        assert [i.text for i in items] == ["b1", "(a1 a2 a3 a4)", "(a1 b1)"], scope
+        assert cam.explorations[-1]["selected"] == 3
+        assert not cam.explorations[-1]["fallback_to_initial"]
+
+
+def test_grow_scope_paper_grows_from_every_activated_node_code_from_the_last_picks():
+    """Turn 1 activates the summary (a1 a2 a3 a4), turn 2 only its neighbour (a1 b1). The paper's scope
+    lists the first summary's children a2..a4 again in turn 3; the code's lists only (a1 b1)'s
+    children and neighbours."""
+    script = (("(a1 a2 a3 a4)",), ("(a1 b1)",), ())
+    third = {}
+    for scope in ("activated", "picks"):
+        cam = memory(by_turn(*script), top_k=4, grow_scope=scope)
+        cam.retrieve("a2", 1000)
+        third[scope] = passages(cam.llm.selection_requests()[2].messages[-1][1])
+    assert memory().grow_scope == "activated"  # the paper's scope is the default
+    assert {"a2", "a3", "a4", "b1", "(a1 b1)"} <= set(third["activated"])
+    assert third["picks"] == ["a1", "b1", "(a1 a2 a3 a4)", "(a1 b1)", "(b1 b2 b3 b4)"]
+    with pytest.raises(ValueError, match="memory.grow_scope"):
+        memory(by_turn(*script), grow_scope="everything").retrieve("a2", 1000)
+
+
+def test_evidence_order_levels_down_keeps_summaries_when_the_budget_overflows():
+    """The code's order (chunks, then summaries) cuts the summaries first; levels_down keeps them."""
+    wanted = ("c1", "a2", "(c1 c2 c3 c4)")
+    up = memory(picker(*wanted), max_turns=1, top_k=30)
+    down = memory(picker(*wanted), max_turns=1, top_k=30, evidence_order="levels_down")
+    assert up.evidence_order == "levels_up"  # the code's order is the default
+    assert [i.text for i in up.retrieve("a2", 1000)] == ["a2", "c1", "(c1 c2 c3 c4)"]
+    assert [i.text for i in down.retrieve("a2", 1000)] == ["(c1 c2 c3 c4)", "a2", "c1"]
+    assert [i.text for i in up.retrieve("a2", 4)] == ["a2", "c1"]
+    assert [i.text for i in down.retrieve("a2", 4)] == ["(c1 c2 c3 c4)"]

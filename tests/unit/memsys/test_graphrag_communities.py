@@ -252,3 +252,42 @@ def test_report_parsing_counts_missing_ratings_and_bad_findings():
     assert r.ok and r.rating == 0.0 and len(r.findings) == 1
     assert log.counts == {"rating_missing": 1, "finding_malformed": 1}
     assert parse_report(4, '{"rating": 5}', log).status == "unparsed"
+
+
+def test_report_context_per_entity_keeps_one_relationship_per_member_as_graphrags_code():
+    """GraphRAG's context builder gives each member entity one edge (its first as source, else its
+    first as target), so ALPHA-DELTA, the highest-ranked relationship, never reaches the context:
+    every member already brought another."""
+    g, incident = a_graph()
+    every = ContextBuilder(g, incident, WordTokenizer())
+    one = ContextBuilder(g, incident, WordTokenizer(), relationships="per_entity")
+
+    def edge_ids(builder):
+        text, _ = builder.local_context([0, 1, 2, 3, 4])
+        return [
+            r.split(",")[0] for r in text.split("-----Relationships-----\n")[1].splitlines()[1:]
+        ]
+
+    assert edge_ids(every) == ["2", "0", "1", "3"]
+    assert edge_ids(one) == ["0", "1", "3"]
+    assert one.local_tokens([0, 1, 2, 3, 4]) < every.local_tokens([0, 1, 2, 3, 4])
+
+
+def test_without_substitution_an_over_budget_context_is_trimmed_as_graphrags_code_does():
+    from memharness.memsys.graphrag.reports import Report
+
+    g, incident = a_graph()
+    parent = Community(key=0, level=0, members=[0, 1, 2, 3, 4], children=[1, 2])
+    subs = [
+        Community(key=1, level=1, members=[0, 1, 2], parent=0),
+        Community(key=2, level=1, members=[3, 4], parent=0),
+    ]
+    by_key = {c.key: c for c in [parent, *subs]}
+    reports = {k: Report(key=k, status="parsed", title=f"Group {k}", summary="s") for k in (1, 2)}
+    builder = ContextBuilder(g, incident, WordTokenizer(), substitution=False)
+    small = builder.local_tokens([0, 1, 2, 3, 4]) - 1
+    text, used = builder.community_context(parent, by_key, reports, small)
+    assert "-----Reports-----" not in text and "Group 1" not in text and used <= small
+    assert text == builder.local_context([0, 1, 2, 3, 4], max_tokens=small)[0]
+    paper = ContextBuilder(g, incident, WordTokenizer())  # the default substitutes (the paper)
+    assert "-----Reports-----" in paper.community_context(parent, by_key, reports, small)[0]

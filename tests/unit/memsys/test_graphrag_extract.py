@@ -225,18 +225,20 @@ def test_descriptions_are_summarised_only_over_the_threshold():
 
 
 def test_short_description_lists_are_joined_without_a_call():
+    """nano's trigger: a joined list shorter than the threshold is kept, one of exactly the threshold
+    is summarised (nano summarises from 500 tokens on, not from 501)."""
     graph, llm = summarised(threshold=12)
     ana, port, velox = graph.entities
     assert (
         ana.description == "Ana Ruiz leads Velox Rail | Ana Ruiz visited Port Elden"
-    )  # 11 tokens <= 12
-    assert (
-        port.description == "Port Elden is a town | Port Elden signed with Velox Rail"
-    )  # 12 tokens <= 12
+    )  # 11 tokens < 12
+    assert port.description == "SUMMARY(PORT ELDEN)"  # 12 tokens: at the threshold, summarised
     assert velox.description == "SUMMARY(VELOX RAIL)"  # 14 tokens > 12
     assert (
-        graph.summary_calls == 2 and graph.summarised == 2
-    )  # VELOX RAIL and the three-description relation
+        graph.summary_calls == 3 and graph.summarised == 3
+    )  # PORT ELDEN, VELOX RAIL and the three-description relation
+    graph, _ = summarised(threshold=13)
+    assert graph.entities[1].description.startswith("Port Elden is a town | ")  # 12 < 13: kept
 
 
 def test_threshold_zero_summarises_every_list_of_two_or_more_whatever_its_token_count():
@@ -391,3 +393,30 @@ def test_graphrag_chunks_rejoin_units_cut_mid_word_exactly():
     doc = units_from_texts(chunk_text(text, tok, 5), source_id="article", cut=True)
     chunks = make_text_units(doc, tok, chunk_size=1200, chunk_overlap=100)
     assert [c.text for c in chunks] == [text] and chunks[0].units == tuple(u.id for u in doc)
+
+
+def test_records_on_separate_lines_parse_only_with_line_records_as_in_neither_reference():
+    """A reply with one record per line and no "##": ours reads both records; GraphRAG's split
+    (line_records=false) sees one piece, reads its first four fields as one entity whose description
+    runs into the next record, and loses the second entity."""
+    reply = '("entity"<|>ANA<|>PERSON<|>a pilot)\n("entity"<|>BO<|>PERSON<|>a sailor)<|COMPLETE|>'
+    ours = parse_records(reply, "c", FailureLog())[0]
+    theirs = parse_records(reply, "c", FailureLog(), line_records=False)[0]
+    assert [(e.name, e.description) for e in ours] == [("ANA", "a pilot"), ("BO", "a sailor")]
+    assert [e.name for e in theirs] == ["ANA"] and theirs[0].description.startswith("a pilot)")
+
+
+def test_entity_types_are_upper_cased_in_the_prompt_unless_as_given():
+    from memharness.memsys.graphrag.extract import extraction_prompt
+
+    def prompt(case):
+        settings = ExtractSettings(
+            prompt="types: {entity_types} | {input_text}",
+            continue_prompt="",
+            loop_prompt="",
+            entity_types_case=case,
+        )
+        return extraction_prompt(settings, "text")
+
+    assert prompt("upper") == "types: ORGANIZATION,PERSON,GEO,EVENT | text"
+    assert prompt("as_given") == "types: organization,person,geo,event | text"  # GraphRAG, nano

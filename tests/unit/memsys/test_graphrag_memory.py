@@ -488,3 +488,26 @@ def test_local_search_entity_ties_at_the_cut_are_broken_by_entity_order():
         search = LocalSearch(index, {"top_k_entities": k, "oversample": 1}, WordTokenizer())
         want = sorted(range(n), key=lambda i: (-sims[i], i))[:k]
         assert [v - 100 for v, _ in search.select_entities(np.zeros(3))] == want
+
+
+def test_report_rollup_entity_picks_each_entitys_deepest_community_all_levels_every_report():
+    """GraphRAG v3.1.2's roll-up groups by community title, so every report at or above the level
+    stays (parents with their children); the entity roll-up keeps one community per entity."""
+    memory, _, _ = built()
+    index = memory.index
+    deepest = max(c.level for c in index.communities)
+    entity = index.rollup_reports(deepest)
+    every = index.rollup_reports(deepest, "all_levels")
+    assert set(entity) < set(every)
+    assert set(every) == {i for i, c in enumerate(index.communities) if c.has_report}
+    for views in index.entity_communities.values():  # one report per entity in the entity roll-up
+        assert len([i for i in views if i in set(entity)]) == 1
+    with pytest.raises(ValueError, match="rollup"):
+        index.rollup_reports(deepest, "title")
+    wide, _, _ = built(traversal="global", global_search={"rollup": "all_levels"})
+    narrow, _, _ = built(traversal="global")
+    assert len(wide._global_search().batches()) >= len(narrow._global_search().batches())
+    assert (
+        wide._global_search().selection()["reports_at_level"]
+        > (narrow._global_search().selection()["reports_at_level"])
+    )

@@ -45,3 +45,57 @@ def test_recency_alone_ranks_the_newest_first_in_the_paper_and_the_oldest_in_the
     memory.insert(units_from_texts(["oldest", "middle", "newest"], source_id="d"))
     assert [item.text for item in memory.retrieve("anything", 100)] == [expected]
     assert memory.stats()["recency"] == recency
+
+
+def test_unset_decay_and_weights_follow_the_recency_mode_and_a_set_value_wins():
+    """paper: 0.995 and 1 / 1 / 1; released_code: the code's 0.99 and global weights [0.5, 3, 2]
+    (recency, relevance, importance), stored here as (recency, importance, relevance)."""
+    paper = MemoryStream(tokenizer=get_tokenizer(), scoring="generative_agents")
+    code = MemoryStream(
+        tokenizer=get_tokenizer(), scoring="generative_agents", recency="released_code"
+    )
+    assert (paper.recency_decay, paper.weights) == (0.995, (1.0, 1.0, 1.0))
+    assert (code.recency_decay, code.weights) == (0.99, (0.5, 2.0, 3.0))
+    mixed = MemoryStream(
+        tokenizer=get_tokenizer(), recency="released_code", recency_decay=0.9, relevance_weight=1
+    )
+    assert (mixed.recency_decay, mixed.weights) == (0.9, (0.5, 2.0, 1.0))
+    with pytest.raises(ValueError, match="memory.recency"):
+        MemoryStream(tokenizer=get_tokenizer(), recency="hourly")
+
+
+class RatingByText:
+    """Importance 10 for memories that mention 'wedding', 1 otherwise."""
+
+    def complete(self, requests, desc=None):
+        return [Completion(text="10" if "wedding" in r.messages[-1][1] else "1") for r in requests]
+
+
+def test_the_released_code_weights_let_relevance_outrank_importance_where_equal_weights_do_not():
+    """One memory is important and a little relevant, one on-topic but mundane, one neither. With
+    1 / 1 / 1 the important one wins (1 + its relevance against 1); with the code's relevance weight 3
+    against importance 2 the on-topic one does (3 against 2 + 3 x its relevance), so the constants
+    reach the ranking."""
+    texts = [
+        "the wedding was in the garden",
+        "the bakery closed in june",
+        "garden fence painted blue",
+    ]
+
+    def top(recency):
+        memory = MemoryStream(
+            llm=RatingByText(),
+            embedder=Embedder(HashingEmbedder()),
+            tokenizer=get_tokenizer(),
+            top_k=1,
+            scoring="generative_agents",
+            recency=recency,
+            recency_weight=0.0,
+            importance_prompt="{memory}",
+            update_access=False,
+        )
+        memory.insert(units_from_texts(texts, source_id="d"))
+        return memory.retrieve("garden fence painted blue", 100)[0].text
+
+    assert top("paper") == texts[0]
+    assert top("released_code") == texts[2]

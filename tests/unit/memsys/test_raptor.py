@@ -562,3 +562,16 @@ def test_units_cut_mid_word_by_a_token_window_are_rejoined_exactly():
     # units that are not cuts of one text (dialogue rounds) still get one space between them
     rounds = units_from_texts(["Hi there.", "How are you?"], source_id="chat")
     assert join_units(rounds)[0] == "Hi there. How are you?"
+
+
+def test_summary_temperature_is_greedy_by_default_and_seeded_when_raised():
+    """Ours: summaries at 0 (reproducible trees, cacheable calls); RAPTOR sends no temperature, so the
+    API default applies: summary_temperature=1.0 stands for it, each call carrying the run seed."""
+    import yaml
+
+    configured = yaml.safe_load((ROOT / "conf/memory/raptor.yaml").read_text())
+    assert configured["summary_temperature"] == Raptor().summary_temperature == 0.0
+    greedy = Raptor(seed=7).summary_request("text")
+    assert (greedy.temperature, greedy.seed) == (0.0, None)
+    warm = Raptor(seed=7, summary_temperature=1.0).summary_request("text")
+    assert (warm.temperature, warm.seed) == (1.0, 7)

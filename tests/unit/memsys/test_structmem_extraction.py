@@ -172,3 +172,68 @@ def test_bad_settings_name_the_key():
             structure="triples",
             prompts={**PROMPTS, "triples": "no placeholder"},
         )
+
+
+class CountingLLM:
+    """Replies by kind (``by_kind``) and reports the reply's words as its completion tokens."""
+
+    def __init__(self, summary: str, finish_reason: str | None = None):
+        self.reply, self.finish_reason = by_kind(summary=summary), finish_reason
+
+    def complete(self, requests, desc=None):
+        from memharness.memsys.services.types import Completion
+
+        out = []
+        for r in requests:
+            text = self.reply(r.messages[-1][1])
+            extra = {"finish_reason": self.finish_reason} if self.finish_reason else {}
+            out.append(Completion(text=text, completion_tokens=len(text.split()), extra=extra))
+        return out
+
+
+def test_replies_that_reach_their_output_cap_are_counted_per_kind():
+    """A summary that used every token of its cap was cut there: kept, and counted."""
+    chunks = source_chunks([unit("Nora adopted a cat.", 0)], get_tokenizer(), None)
+    caps = {"summaries": 4}
+    for summary, finish, expected in (
+        ("Nora adopted a cat", None, 1),  # 4 tokens = the cap
+        ("Nora adopted Pepper", None, 0),  # 3 tokens: under it
+        ("Nora adopted Pepper", "length", 1),  # the backend says it stopped at the cap
+    ):
+        counts = ExtractionCounts()
+        units = extract(CountingLLM(summary, finish), chunks, ("summaries",), PROMPTS, caps, counts)
+        assert [u.text for u in units] == [summary]
+        assert counts.at_cap == {"triples": 0, "atomic_facts": 0, "summaries": expected}
+        assert counts.to_json()["replies_at_cap"]["summaries"] == expected
+        assert ExtractionCounts.from_json(counts.to_json()).at_cap == counts.at_cap
+
+
+def test_the_constructors_output_caps_are_the_shipped_ones():
+    from memharness.memsys.structmem import StructuralMemory
+    from structmem_fakes import CONF
+
+    assert (
+        StructuralMemory(tokenizer=get_tokenizer()).extract_max_tokens
+        == dict(CONF["extract_max_tokens"])
+        == {"triples": 512, "atomic_facts": 1024, "summaries": 256}
+    )
+
+
+def test_deduplicate_stores_the_set_union_and_counts_what_it_drops():
+    """Both chunks give the same triples, facts and summary (the fake replies by kind). Kept apart by
+    default (ours); deduplicate=true stores each text once, the first with its provenance, also
+    across inserts."""
+    units = [unit("Nora adopted a cat.", 0, "doc-a"), unit("Nora lives in Leeds.", 1, "doc-b")]
+    every = make_memory(FakeLLM(by_kind()), structure="mixed")
+    every.insert(units)
+    union = make_memory(FakeLLM(by_kind()), structure="mixed", deduplicate=True)
+    union.insert(units[:1])
+    union.insert(units[1:])
+    assert len(every.store) == 16 and every.stats()["extraction"]["duplicates_dropped"] == 0
+    # chunk 2 adds nothing: its triples, facts and summary repeat chunk 1's, and its own text
+    # ("Nora lives in Leeds.") is one of chunk 1's facts: the union runs across kinds
+    assert len(union.store) == 8 and union.stats()["extraction"]["duplicates_dropped"] == 8
+    assert [m["kind"] for m in union.store.meta].count("chunks") == 1
+    assert len(set(union.store.texts)) == len(union.store)
+    assert union.store.meta[union.store.texts.index("Nora adopted Pepper.")]["doc"] == "doc-a"
+    assert make_memory(FakeLLM(by_kind())).deduplicate is False  # the default: every unit stored
