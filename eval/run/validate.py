@@ -295,7 +295,17 @@ def config_problems(cfg: DictConfig | dict) -> list[str]:
         if source is not None and any(p.startswith((source + "=", source + ":")) for p in problems):
             continue
         out.append(f"{line} (the value comes from {source})" if source else line)
-    return out or context_problems(values)
+    return out or path_problems(values) or context_problems(values)
+
+
+def path_problems(values: dict[str, Any]) -> list[str]:
+    """Folders the run writes into that name an existing file (each save would fail, one warning at a
+    time, and every later run would rebuild)."""
+    snapshots = values.get("snapshots") or {}
+    path = snapshots.get("path")
+    if snapshots.get("enabled", True) and path and Path(str(path)).is_file():
+        return [f"snapshots.path={path}: is a file; name a folder (or null: beside cache.path)"]
+    return []
 
 
 CONTEXT_SPARE = 64  # tokens the llama.cpp backend keeps free besides the output (backends/local.py)

@@ -152,6 +152,17 @@ class StructuralMemory(HierarchicalMemory):
         """Cross-field rules: the prompts and output caps the chosen structure and retrieval need."""
         prompts = settings.get("prompts") or {}
         caps = settings.get("extract_max_tokens")
+        known = (*extraction.LLM_KINDS, "rerank", "thought")
+        for name in sorted(set(prompts) - set(known)):  # a typo would otherwise be ignored
+            yield (
+                f"prompts.{name}",
+                f"is not a prompt of structural memory; known: {', '.join(known)}",
+            )
+        for name in sorted(set(caps or {}) - set(extraction.LLM_KINDS)):
+            yield (
+                f"extract_max_tokens.{name}",
+                f"is not an extraction kind; known: {', '.join(extraction.LLM_KINDS)}",
+            )
         for kind in extraction.kinds_of(settings.get("structure", "chunks")):
             if kind in extraction.LLM_KINDS:
                 yield from _placeholders(f"prompts.{kind}", prompts.get(kind, ""), ("text",))

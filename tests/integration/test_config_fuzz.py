@@ -252,3 +252,14 @@ def test_every_numeric_setting_declares_its_range():
                     f"{group}={option}: {leaf.key} is {describe(leaf.hint, leaf.owner)} "
                     "with no Range(...) declared"
                 )
+
+
+def test_a_snapshot_folder_that_is_a_file_is_refused_before_anything_runs(make_cfg, tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    problems = config_problems(make_cfg(f"snapshots.path={afile}"))
+    assert problems == [
+        f"snapshots.path={afile}: is a file; name a folder (or null: beside cache.path)"
+    ]
+    assert config_problems(make_cfg(f"snapshots.path={afile}", "snapshots.enabled=false")) == []
+    assert config_problems(make_cfg(f"snapshots.path={tmp_path / 'new'}")) == []

@@ -237,3 +237,21 @@ def test_deduplicate_stores_the_set_union_and_counts_what_it_drops():
     assert len(set(union.store.texts)) == len(union.store)
     assert union.store.meta[union.store.texts.index("Nora adopted Pepper.")]["doc"] == "doc-a"
     assert make_memory(FakeLLM(by_kind())).deduplicate is False  # the default: every unit stored
+
+
+def test_a_misspelled_prompt_or_cap_name_is_refused_not_ignored():
+    from memharness.memsys.structmem.memory import StructuralMemory
+
+    problems = dict(
+        StructuralMemory.check_settings(
+            {
+                "structure": "triples",
+                "prompts": {"triples": "{text}", "tripels": "x"},
+                "extract_max_tokens": {"triples": 64, "sumaries": 9},
+            }
+        )
+    )
+    assert problems["prompts.tripels"].endswith(
+        "known: triples, atomic_facts, summaries, rerank, thought"
+    )
+    assert "extract_max_tokens.sumaries" in problems and len(problems) == 2
