@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 import time
 from collections import defaultdict
@@ -214,7 +215,9 @@ def compose_config(overrides: Sequence[str]) -> Any:
         return compose(
             "config",
             overrides=[
-                f"cache.path={Path.cwd() / '.cache' / 'calls.sqlite'}",
+                # as conf/config.yaml resolves it in a run ($MEMHARNESS_CACHE first); compose has no
+                # hydra:runtime.cwd to interpolate
+                f"cache.path={os.environ.get('MEMHARNESS_CACHE') or Path.cwd() / '.cache' / 'calls.sqlite'}",
                 "progress=false",
                 *overrides,
             ],

@@ -151,3 +151,11 @@ def test_command_names_a_missing_items_file(tmp_path, capsys):
         ]
     )
     assert code == 2 and "none.jsonl" in capsys.readouterr().err
+
+
+def test_the_cache_is_memharness_cache_as_in_a_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMHARNESS_CACHE", str(tmp_path / "shared.sqlite"))
+    assert judge_eval.compose_config([]).cache.path == str(tmp_path / "shared.sqlite")
+    monkeypatch.delenv("MEMHARNESS_CACHE")
+    monkeypatch.chdir(tmp_path)
+    assert judge_eval.compose_config([]).cache.path == str(tmp_path / ".cache" / "calls.sqlite")
