@@ -1,14 +1,16 @@
 """A benchmark's own judge protocol, run beside the harness's audited judge (``judge.official``).
 
-``judge=longmemeval`` (conf/judge/longmemeval.yaml) judges with the run's LLM, and also sends every
-generative answer to the benchmark's own judge prompt: the prompt is picked by the question's
-category (``category``, LongMemEval's question type), an id containing ``abstention_id_contains``
-gets the abstention prompt instead, and the verdict is LongMemEval's rule, ``'yes' in
-reply.lower()`` (a reply is never unparsed; ``constrained: true`` limits it to yes / no). The
-per-question verdict is the metric ``official_judge``; ``summary`` gives the accuracies as the
-benchmark prints them (``print_qa_metrics.py``): per type, task-averaged (the mean of the per-type
-accuracies), overall, and abstention accuracy apart (abstention items also count in their type).
-An empty answer is wrong and not judged, as with the harness judge.
+A dataset with an official protocol (conf/judge/official/<dataset>.yaml, merged into
+``judge.official`` by conf/config.yaml) has every generative answer judged twice by the ``judge=``
+model: by the harness prompt (``eval.judge``, metric ``judge``, audited) and by the benchmark's
+own prompt, picked by the question's category (``category``: LongMemEval's question type). An id
+containing ``abstention_id_contains`` gets the abstention prompt instead. The verdict is
+LongMemEval's rule, ``'yes' in reply.lower()``: a reply is never unparsed (``constrained: true``
+limits it to yes / no). The per-question verdict is the metric ``official_judge``; ``summary``
+gives the accuracies as the benchmark prints them (``print_qa_metrics.py``): per type,
+task-averaged (the mean of the per-type accuracies), overall, and abstention accuracy apart
+(abstention items also count in their type). An empty answer is wrong and not judged, as with
+the harness judge.
 """
 
 from __future__ import annotations

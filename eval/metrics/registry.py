@@ -136,7 +136,7 @@ METRICS: tuple[Metric, ...] = (
         True,
         "accuracy",
         "scores",
-        "the benchmark's own judge prompts and verdict rule (judge=longmemeval)",
+        "the benchmark's own judge prompts and verdict rule (dataset=longmemeval)",
     ),
 )
 _BY_NAME = {m.name: m for m in METRICS if not m.prefix}

@@ -1,4 +1,4 @@
-"""dataset=longmemeval judge=longmemeval end to end with scripted doubles: the official judge's
+"""dataset=longmemeval end to end with scripted doubles: the official judge's
 accuracies in metrics.json, evidence recall, and no wall-clock date in any prompt of the run."""
 
 from __future__ import annotations
@@ -52,7 +52,6 @@ def test_longmemeval_run_official_judge_evidence_and_no_wall_clock(make_cfg, tmp
         "memory=full_context",
         "dataset=longmemeval",
         f"dataset.loader.path={FIX / 'longmemeval_s_cleaned.json'}",
-        "judge=longmemeval",
         f"llm.backend.script={SCRIPT}",
         "eval.closed_book.enabled=true",
     )

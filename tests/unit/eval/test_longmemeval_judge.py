@@ -1,4 +1,4 @@
-"""LongMemEval's judge protocol (judge=longmemeval): prompt choice, verdict rule and accuracies as
+"""LongMemEval's judge protocol (conf/judge/official/longmemeval.yaml): prompt choice, verdict rule and accuracies as
 the official print_qa_metrics.py computes them, on hand-checked examples."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from paths import ROOT
 @pytest.fixture(scope="module")
 def proto():
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=["judge=longmemeval"])
+        cfg = compose(config_name="config", overrides=["dataset=longmemeval"])
     return OmegaConf.to_container(cfg.judge.official, resolve=True)
 
 
