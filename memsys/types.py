@@ -81,6 +81,9 @@ class Question:
     gold_option: int | None = None  # 0-based index into options
     categories: dict[str, str] = field(default_factory=dict)
     evidence: tuple[Evidence, ...] = ()
+    # The date the data says the question is asked (LongMemEval's question_date), as the dataset
+    # writes it; the answer prompt shows it as the current date (eval.answer.now_line). None: no date.
+    asked_at: str | None = None
 
     @property
     def evidence_position(self) -> int | None:

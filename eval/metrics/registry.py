@@ -131,6 +131,13 @@ METRICS: tuple[Metric, ...] = (
     Metric("context_tokens", False, "cost", "retrieval", "tokens of the retrieved context"),
     Metric("judge_lenient", True, "accuracy", "judging", "the judge with the lenient prompt"),
     Metric("judge2", True, "accuracy", "judging", "a second judge model"),
+    Metric(
+        "official_judge",
+        True,
+        "accuracy",
+        "scores",
+        "the benchmark's own judge prompts and verdict rule (dataset=longmemeval)",
+    ),
 )
 _BY_NAME = {m.name: m for m in METRICS if not m.prefix}
 _PREFIXES = [m for m in METRICS if m.prefix]

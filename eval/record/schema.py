@@ -87,6 +87,12 @@ class Sample(_Record):
     judge_error: str | None = Field(None, description="why the judge call failed")
     judge_lenient_status: str | None = Field(None, description="the lenient judge's status")
     judge2_status: str | None = Field(None, description="the second judge's status")
+    official_judge_reply: str | None = Field(
+        None, description="the benchmark's own judge's raw reply (judge.official)"
+    )
+    official_judge_status: str | None = Field(
+        None, description="parsed | judge_failed | answer_empty (judge.official)"
+    )
     closed_book: JSON | None = Field(None, description="the same question answered with no memory")
     degraded: dict[str, int] | None = Field(
         None, description="LLM outputs the memory was built without, by kind (counted)"
@@ -117,6 +123,11 @@ class Metrics(_Record):
     judge2_config: str | None = Field(None, description="the second judge's config name")
     judge_reliability: JSON | None = Field(None, description="the judge audit: canaries, kappa")
     snapshots: JSON | None = Field(None, description="memories loaded, built and saved")
+    official_judge: JSON | None = Field(
+        None,
+        description="the benchmark's own judge (judge.official, eval/judge/official.py): protocol, "
+        "model, per-category, task-averaged, overall and abstention accuracy",
+    )
     data: JSON = Field(description="dataset name, revision, files, checksum, subset")
     time: JSON = Field(description="wall and backend seconds")
     calls: JSON = Field(

@@ -45,11 +45,25 @@ def is_multiple_choice(question: Question, mode: str) -> bool:
     return chosen
 
 
+def with_now(template: str, question: Question, cfg: Any) -> str:
+    """``template`` with ``eval.answer.now_line`` (the data's date of the question) on its own line
+    just before the line holding ``{question}``; unchanged when the question has no date. The date
+    comes from the data only, never from the clock."""
+    now_line = cfg.get("now_line") if hasattr(cfg, "get") else None
+    if question.asked_at is None or not now_line:
+        return template
+    lines = template.split("\n")
+    at = next((i for i, line in enumerate(lines) if "{question}" in line), len(lines))
+    escaped = str(now_line).format(now=question.asked_at).replace("{", "{{").replace("}", "}}")
+    return "\n".join([*lines[:at], escaped, *lines[at:]])
+
+
 def answer_request(question: Question, items: Sequence[RetrievedItem], cfg: Any) -> ChatRequest:
-    """The prompt sees only the question (and options) and the retrieved items."""
+    """The prompt sees only the question (and options), its date when the data gives one, and the
+    retrieved items."""
     context = format_context(items)
     if is_multiple_choice(question, cfg.mode):
-        prompt = cfg.mc_prompt.format(
+        prompt = with_now(cfg.mc_prompt, question, cfg).format(
             question=question.text,
             options=format_options(question.options, question.id),
             context=context,
@@ -60,7 +74,7 @@ def answer_request(question: Question, items: Sequence[RetrievedItem], cfg: Any)
             return ChatRequest.user(prompt, max_tokens=int(cfg.get("mc_max_tokens", 32)))
         letters = tuple(option_letters(len(question.options), question.id))
         return ChatRequest.user(prompt, max_tokens=2, choices=letters)
-    prompt = cfg.prompt.format(question=question.text, context=context)
+    prompt = with_now(cfg.prompt, question, cfg).format(question=question.text, context=context)
     return ChatRequest.user(prompt, max_tokens=int(cfg.max_tokens))
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from hydra.utils import instantiate
 from memharness.data_prep.base import Dataset, DatasetError, check_integrity, subset
 from memharness.eval.judge import audit as judge_audit
+from memharness.eval.judge import official as official_judge
 from memharness.eval.judge.judges import Judges, build_judges
 from memharness.eval.metrics import aggregate
 from memharness.eval.metrics.lexical import parse_judge
@@ -288,6 +289,7 @@ def evaluate_episode(
     answer_all(pending, cfg, services)
     if cfg.eval.judge.enabled:
         judge_all(pending, cfg, services, judges)
+        official_judge.judge_all(pending, cfg, services, judges)  # judge.official, if any
     return pending, stats
 
 
@@ -444,6 +446,7 @@ def run(
         **(judges.describe() if cfg.eval.judge.enabled else {"judge": None}),
         "judge_reliability": reliability,
         "snapshots": snapshots.summary(),
+        "official_judge": official_judge.summary(samples, cfg, judges),
     }
     metrics = write_outputs(
         out_dir,

@@ -118,6 +118,9 @@ class AnswerSettings(TypedDict):
     mc_prompt: Annotated[str, Placeholders("context", "question", "options")]
     mc_constrained: NotRequired[bool]
     mc_max_tokens: NotRequired[Positive]
+    now_line: NotRequired[
+        Annotated[str, Placeholders("now")] | None
+    ]  # the data's date of a question
 
 
 class JudgeSettings(TypedDict):
@@ -171,6 +174,20 @@ class EvalSettings(TypedDict):
     judge_audit: NotRequired[JudgeAuditSettings]
 
 
+class OfficialJudgeSettings(TypedDict):
+    """``judge.official``: a benchmark's own judge protocol (eval/judge/official.py)."""
+
+    name: Annotated[str, NonEmpty()]
+    category: Annotated[str, NonEmpty()]  # the question category that picks the prompt
+    abstention_id_contains: str | None  # question ids containing this get the abstention prompt
+    max_tokens: Positive
+    constrained: bool
+    prompts: Annotated[
+        dict[str, Annotated[str, Placeholders("question", "reference", "prediction")]], NonEmpty()
+    ]
+    abstention_prompt: Annotated[str, Placeholders("question", "reference", "prediction")] | None
+
+
 class JudgeModelSettings(TypedDict):
     """A judge= / judge2= section (conf/judge/): an llm/ config plus its name; judge2=none has no backend."""
 
@@ -179,6 +196,7 @@ class JudgeModelSettings(TypedDict):
     max_in_flight: NotRequired[Positive]
     retry: NotRequired[RetryPolicy]
     prices: NotRequired[dict[str, PriceSettings] | None]
+    official: NotRequired[OfficialJudgeSettings]  # a benchmark's own judge (judge=longmemeval)
 
 
 # judge2=<name> sets a plain value instead of choosing a file of conf/judge/: say how to choose one
