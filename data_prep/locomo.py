@@ -13,7 +13,7 @@ Categories: the raw number (``locomo_category``) picks the official scoring rule
 the other one in circulation). Category 5 (adversarial) has no answer: ``adversarial_answer`` is
 the distractor (what the *other* speaker would answer) and the right reply is that the
 conversation does not say. By default the item is asked as the official GPT script asks it, two
-options (not mentioned / the distractor, in a seeded order), and reported apart from the means
+options (not mentioned / the distractor, in an order fixed by the question id), and reported apart from the means
 (``categories["apart"]``).
 
 Evidence ``D<session>:<turn>`` points at one unit; a pointer to no turn is kept (counted as
@@ -172,6 +172,12 @@ def _gold(raw: dict[str, Any], where: str) -> str:
     return str(answer)  # integer answers (2022, 2) read as text, as the official code does
 
 
+def not_mentioned_first(question_id: str) -> bool:
+    """Whether "not mentioned" is option A of a category-5 question: a hash of its id, so the order
+    is fixed per question and about half of the questions get each order."""
+    return int(content_id("locomo-cat5-order", question_id), 16) % 2 == 0
+
+
 def build_question(
     raw: dict[str, Any],
     i: int,
@@ -199,8 +205,9 @@ def build_question(
         return Question(
             qid, text, (cfg["not_mentioned"],), position, None, None, categories, evidence
         )
-    # Two options in a seeded order, as the official script asks it (it draws the order unseeded).
-    first = int(content_id(cfg["seed"], qid), 16) % 2 == 0
+    # Two options in an order fixed by the question id, as the official script asks it (it draws the
+    # order unseeded).
+    first = not_mentioned_first(qid)
     options = (cfg["not_mentioned"], distractor) if first else (distractor, cfg["not_mentioned"])
     return Question(qid, text, (), position, options, 0 if first else 1, categories, evidence)
 
@@ -352,7 +359,6 @@ def load(
     turn_format: str = '{date_time}: {speaker} said, "{text}"{image}',
     caption_format: str = " and shared {caption}",
     errata: hub.LocalPath = None,
-    seed: int = 0,
     integrity: hub.Integrity = "warn",
 ) -> Dataset:
     """Load ``locomo10.json`` from ``path``, the data-dir cache, or the pinned upstream URL."""
@@ -373,7 +379,6 @@ def load(
         "image_captions": image_captions,
         "turn_format": turn_format,
         "caption_format": caption_format,
-        "seed": seed,
     }
     counts: Counter[str] = Counter()
     episodes = [build_episode(r, k, cfg, counts) for k, r in enumerate(records)]
