@@ -32,6 +32,7 @@ from collections import Counter
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlparse
 
 from memharness.data_prep import hub
 from memharness.data_prep.base import Dataset, DatasetError
@@ -297,23 +298,23 @@ def check_pin(file: Path, sha: str, pinned: str | None, on_mismatch: str) -> boo
     return False
 
 
-def offline_reason() -> str | None:
-    """Why the upstream URL cannot be fetched now (None: try it)."""
+def offline_reason(url: str) -> str | None:
+    """Why ``url`` cannot be fetched now (None: try it). The Hub loaders' offline switches apply."""
     for var in ("MEMHARNESS_OFFLINE", "HF_HUB_OFFLINE"):
         if os.environ.get(var, "").strip().lower() in {"1", "true", "yes", "on"}:
             return f"{var} is set"
+    parsed = urlparse(url)
+    host, port = parsed.hostname or "", parsed.port or (80 if parsed.scheme == "http" else 443)
     try:
-        with socket.create_connection(
-            ("raw.githubusercontent.com", 443), timeout=hub.HUB_TIMEOUT_S
-        ):
+        with socket.create_connection((host, port), timeout=hub.HUB_TIMEOUT_S):
             return None
     except OSError as err:
-        return f"raw.githubusercontent.com:443 is unreachable ({err.__class__.__name__})"
+        return f"{host}:{port} is unreachable ({err.__class__.__name__})"
 
 
 def download(url: str, target: Path, pinned: str | None) -> Path:
     """Fetch the upstream file into the cache; a file that does not match the pin is refused."""
-    with urllib.request.urlopen(url, timeout=60) as resp:  # noqa: S310 (a fixed https URL)
+    with urllib.request.urlopen(url, timeout=60) as resp:  # noqa: S310 (the configured URL)
         data = resp.read()
     sha = hashlib.sha256(data).hexdigest()
     if pinned and sha != pinned:
@@ -330,7 +331,7 @@ def resolve(path: str | None, data_dir: str | None, url: str, pinned: str | None
     if local is None and (cache / FILENAME).is_file():
         local = cache / FILENAME
     if local is None:
-        reason = offline_reason()
+        reason = offline_reason(url)
         if reason:
             raise DatasetError(
                 f"dataset 'locomo' is not available ({reason}): put {FILENAME} "

@@ -200,3 +200,29 @@ def test_category_labels_registry_and_stats_know_locomo():
     out = stats.dataset_stats(ds)
     assert out["Conversations"] == 2 and out["Total queries"] == 12
     assert out["categories"]["locomo_category"] == {"1": 3, "2": 1, "3": 1, "4": 4, "5": 3}
+
+
+@pytest.fixture
+def local_http():
+    """The fixture folder served on 127.0.0.1 (a stand-in for the upstream URL)."""
+    import functools
+    import http.server
+    import threading
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(FIX))
+    handler.log_message = lambda *a: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/locomo10.json"
+    server.shutdown()
+
+
+def test_download_is_checked_against_the_pin_before_it_is_kept(tmp_path, monkeypatch, local_http):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("MEMHARNESS_OFFLINE", raising=False)
+    with pytest.raises(DatasetError, match="downloaded sha256 .* is not the pinned"):
+        locomo.load(data_dir=str(tmp_path), url=local_http)
+    assert not (tmp_path / "locomo" / "locomo10.json").exists()
+    ds = locomo.load(data_dir=str(tmp_path), url=local_http, sha256=sha256_file(FILE))
+    kept = tmp_path / "locomo" / "locomo10.json"
+    assert kept.read_bytes() == FILE.read_bytes() and ds.metadata["matches_pin"] is True
