@@ -28,6 +28,7 @@ KINDS = {
     "quality": ("Documents", "Chunks per document", "Tokens per document", "episode"),
     "multihop": ("Articles", "Chunks per article", "Tokens per article", "source"),
     "novelqa": ("Books", "Chunks per book", "Tokens per book", "episode"),
+    "locomo": ("Conversations", "Turns per conversation", "Tokens per conversation", "episode"),
 }
 
 

@@ -8,6 +8,22 @@ from typing import Any
 
 from memharness.eval.metrics.lexical import summarize
 
+# A question category: questions that carry it (e.g. LoCoMo's adversarial category) are summarised
+# under metrics.json "metrics_apart" by its value and left out of the run's means ("metrics").
+APART_KEY = "apart"
+
+
+def split_apart(
+    samples: Sequence[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """(samples of the run's means, {apart value: samples reported apart})."""
+    main: list[dict[str, Any]] = []
+    apart: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for s in samples:
+        value = s["categories"].get(APART_KEY)
+        (apart[str(value)] if value else main).append(s)
+    return main, dict(sorted(apart.items()))
+
 
 def metric_values(samples: Sequence[dict[str, Any]], metric: str) -> list[float]:
     """Values of ``metric`` over the samples that have it (failed / unparsed ones do not)."""

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from memharness.eval.metrics import lexical
+from memharness.eval.metrics import lexical, locomo
+from memharness.memsys.types import Question
 
 Kind = Literal["accuracy", "overlap", "retrieval", "cost"]
 Section = Literal["scores", "memory", "retrieval", "judging"]
@@ -35,6 +36,9 @@ class Metric:
     selectable: bool = False  # may be listed in eval.metrics (the headline metrics of a run)
     headline: bool = False  # shown by default in the browser, paired tests and score plots
     prefix: bool = False  # name is a prefix: evidence_recall_at_<k>
+    # (prediction, question) -> value, or None when the metric does not apply to the question (a
+    # benchmark's official score that depends on the question's category)
+    score_question: Callable[[str, Question], float | None] | None = None
 
 
 METRICS: tuple[Metric, ...] = (
@@ -101,6 +105,24 @@ METRICS: tuple[Metric, ...] = (
         score=lexical.token_f1,
         selectable=True,
         headline=True,
+    ),
+    Metric(
+        "locomo_f1",
+        True,
+        "overlap",
+        "scores",
+        "LoCoMo's official F1 (Porter-stemmed tokens; category 1 split on commas), categories 1-4",
+        score_question=locomo.locomo_f1,
+        selectable=True,
+    ),
+    Metric(
+        "locomo_adversarial",
+        True,
+        "accuracy",
+        "scores",
+        "LoCoMo's official category-5 rule: the answer says 'not mentioned' / 'no information available'",
+        score_question=locomo.locomo_adversarial,
+        selectable=True,
     ),
     Metric(
         "closed_book_accuracy",
@@ -180,12 +202,20 @@ def in_section(name: str, section: Section) -> bool:
     return entry is not None and entry.section == section
 
 
-def answer_scores(prediction: str, references: list[str]) -> dict[str, float]:
-    """Every metric with a ``score`` function, each the max over the references."""
+def answer_scores(
+    prediction: str, references: list[str], question: Question | None = None
+) -> dict[str, float]:
+    """Every metric with a ``score`` function, each the max over the references; with ``question``,
+    also every ``score_question`` metric that applies to it."""
     if not references:
         raise lexical.MetricError("a sample has no reference answer")
-    return {
+    out = {
         m.name: max(m.score(prediction, ref) for ref in references)
         for m in METRICS
         if m.score is not None
     }
+    for m in METRICS:
+        value = m.score_question(prediction, question) if m.score_question and question else None
+        if value is not None:
+            out[m.name] = value
+    return out

@@ -41,6 +41,10 @@ CATEGORY_LABELS: dict[str, dict[str, tuple[str, ...]]] = {
         "novelqa": ("sh", "mh", "dtl")
     },  # NovelQA "Complexity": single-hop, multi-hop, detail
     "aspect": {"novelqa": ("times", "meaning", "span", "setting", "relation", "character", "plot")},
+    "category": {
+        "locomo": ("multi-hop", "temporal", "open-domain", "single-hop", "adversarial")
+    },  # data_prep/locomo.py CATEGORY_MAPS["official"]
+    "locomo_category": {"locomo": ("1", "2", "3", "4", "5")},
     "evidence_position": {},  # msc_e: filled from conf/eval position_buckets
 }
 MEMORY_STATS_KEYS = (

@@ -117,6 +117,11 @@ class Metrics(_Record):
         description="per metric: mean, ci_low, ci_high, n (registry in eval/metrics)"
     )
     breakdowns: JSON = Field(description="metrics by question category and position bucket")
+    metrics_apart: dict[str, JSON] | None = Field(
+        None,
+        description="questions reported apart, by their 'apart' category (LoCoMo's adversarial "
+        "category): n and per metric mean, ci_low, ci_high, n; never in metrics",
+    )
     judge: str | None = Field(description="the judge's model id (null: no judge)")
     judge_config: str | None = Field(None, description="the judge's config name")
     judge2: str | None = Field(None, description="the second judge's model id, when configured")

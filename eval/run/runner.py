@@ -328,7 +328,9 @@ def record_answer(q: Question, record: dict, prompt: str, comp: Any, cfg: DictCo
     else:
         prediction_text = record["prediction"]
     failures.flag_empty_answer(record)
-    record["metrics"].update(answer_scores(prediction_text, list(q.answers) or [reference_text(q)]))
+    record["metrics"].update(
+        answer_scores(prediction_text, list(q.answers) or [reference_text(q)], q)
+    )
     record["metrics"]["context_tokens"] = record["context_tokens"]
 
 
@@ -364,14 +366,24 @@ def summarize_run(samples: list[dict], cfg: DictConfig) -> dict[str, Any]:
     )  # evidence, judge_lenient, judge2
     boot = cfg.eval.bootstrap
     args = (int(boot.resamples), float(boot.confidence), int(cfg.seed))
+    main, apart = aggregate.split_apart(samples)  # e.g. LoCoMo category 5: never in the means
+
+    def means(group: list[dict]) -> dict[str, Any]:
+        return {
+            **aggregate.summarize_all(group, metrics, *args),
+            **closed_book.summarize(group, metrics, *args),
+        }
+
     return {
         "counts": aggregate.failure_counts(samples),
-        "metrics": {
-            **aggregate.summarize_all(samples, metrics, *args),
-            **closed_book.summarize(samples, metrics, *args),
-        },
+        "metrics": means(main),
         "breakdowns": aggregate.breakdowns(
             samples, metrics, list(cfg.eval.position_buckets), *args
+        ),
+        **(
+            {"metrics_apart": {k: {"n": len(g), **means(g)} for k, g in apart.items()}}
+            if apart
+            else {}
         ),
     }
 

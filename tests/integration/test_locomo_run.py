@@ -1,0 +1,104 @@
+"""dataset=locomo end to end: offline with the scripted LLM (what metrics.json holds, and that no
+wall-clock date reaches any prompt), and once through run.py with the real embedded models (slow)."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+
+import pytest
+from memharness.eval.run.runner import run
+from memharness.memsys.testing import doubles
+from paths import FIXTURES
+
+FILE = FIXTURES / "locomo" / "locomo10.json"
+ERRATA = FIXTURES / "locomo" / "errata.json"
+# Dates as the data and the prompts may write them: "14 March, 2023", "2023-03-14", "March 2023"
+MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+DATE = re.compile(
+    rf"\b\d{{1,2}} (?:{MONTHS}),? \d{{4}}\b|\b\d{{4}}-\d\d-\d\d\b|\b(?:{MONTHS}) \d{{4}}\b"
+)
+YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+
+
+def assert_locomo_metrics(metrics: dict) -> None:
+    """What a LoCoMo run's metrics.json must show (issue 25)."""
+    main, apart = metrics["metrics"], metrics["metrics_apart"]["adversarial"]
+    assert {"locomo_f1", "judge", "exact_match", "evidence_recall"} <= set(main)
+    assert "locomo_adversarial" not in main  # category 5 never enters the means
+    assert apart["n"] == 3 and "locomo_adversarial" in apart and "locomo_f1" not in apart
+    assert main["locomo_f1"]["n"] == 9  # categories 1-4 only
+    by_category = metrics["breakdowns"]["category"]
+    assert set(by_category) == {"adversarial", "multi-hop", "open-domain", "single-hop", "temporal"}
+    assert "locomo_adversarial" in by_category["adversarial"]
+    assert "locomo_f1" in by_category["multi-hop"] and by_category["multi-hop"]["n"] == 3
+    data = metrics["data"]
+    assert data["metadata"]["sha256"] == data["files"][str(FILE)]
+    assert data["metadata"]["matches_pin"] is False  # the fixture is not the upstream file
+    assert isinstance(data["metadata"]["errata"]["applied"], bool)
+
+
+@pytest.mark.parametrize(
+    "memory", ["memory=memorystream memory.scoring=generative_agents", "memory=memtree"]
+)
+def test_no_wall_clock_date_reaches_any_prompt(make_cfg, tmp_path, monkeypatch, memory):
+    prompts: list[str] = []
+    chat = doubles.ScriptedChat.chat
+
+    def capture(self, request):
+        prompts.extend(text for _, text in request.messages)
+        return chat(self, request)
+
+    monkeypatch.setattr(doubles.ScriptedChat, "chat", capture)
+    cfg = make_cfg(
+        *memory.split(),
+        "dataset=locomo",
+        f"dataset.loader.path={FILE}",
+        f"dataset.loader.errata={ERRATA}",
+        "llm=scripted",
+        "embedder=hashing",
+        "cache.enabled=false",
+        "eval.closed_book.enabled=true",
+        fake=False,
+    )
+    metrics = run(cfg, tmp_path / "run")
+    assert_locomo_metrics(metrics)
+    assert metrics["data"]["metadata"]["errata"]["applied"] is True
+    samples = [json.loads(s) for s in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    assert len(samples) == 12 and len(prompts) > 24  # build, answer, judge, audit, closed book
+    data_text = FILE.read_text() + ERRATA.read_text()
+    today = datetime.now()
+    wall = {today.strftime(f) for f in ("%Y-%m-%d", "%d %B, %Y", "%d %B %Y", "%B %Y")}
+    wall |= {f"{today.day} {today:%B}, {today.year}", f"{today.day} {today:%B} {today.year}"}
+    for prompt in prompts:
+        assert not any(w in prompt for w in wall), prompt
+        # every date and year in a prompt is one the data holds (the fixture is dated 2023)
+        for found in DATE.findall(prompt) + YEAR.findall(prompt):
+            iso = re.fullmatch(r"(\d{4})-(\d\d)-(\d\d)", found)
+            assert found in data_text or (iso and iso[1] in data_text), (found, prompt)
+    # the answer prompts carry the session dates with the turns, as the official RAG code does
+    answers = [s["prompt"] for s in samples if s.get("prompt")]
+    assert any("on 14 March, 2023: Ines said" in p for p in answers)
+
+
+@pytest.mark.slow
+def test_run_py_on_the_fixture_with_the_embedded_default(tmp_path):
+    """The issue's command on the fixture with the embedded default model (12 questions)."""
+    from test_cli import run_py
+
+    proc = run_py(
+        tmp_path,
+        "memory=memorystream",
+        "dataset=locomo",
+        f"dataset.loader.path={FILE}",
+        "eval.judge.calibration_max=2",
+        timeout=3600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = tmp_path / "run"
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["counts"]["questions"] == 12
+    assert_locomo_metrics(metrics)
+    assert metrics["data"]["metadata"]["errata"] == {"applied": False}
+    assert metrics["judge"] == metrics["llm"]  # the harness judge beside the official metric
