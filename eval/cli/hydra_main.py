@@ -34,7 +34,9 @@ def hydra_main(cfg: DictConfig) -> float | None:
 
     hc = HydraConfig.get()
     out_dir = Path(hc.runtime.output_dir)
-    if cfg.get("sweep_only") and hc.mode != RunMode.MULTIRUN:
+    # an experiment that declares sweeper params is a sweep even when its file forgot sweep_only
+    sweeps = bool((hc.sweeper.get("params") or {}) if "sweeper" in hc else {})
+    if (cfg.get("sweep_only") or sweeps) and hc.mode != RunMode.MULTIRUN:
         chosen = hc.runtime.choices.get("experiment")
         return refuse(
             f"experiment={chosen} is a sweep; run it with -m (python run.py -m experiment={chosen})"

@@ -140,8 +140,10 @@ def test_multirun_writes_one_folder_per_memory_and_a_table(tmp_path):
     )
 
 
-def test_sweep_only_experiment_without_m_is_refused(tmp_path):
-    proc = run_py(tmp_path, "experiment=memtree_thresholds")
+@pytest.mark.parametrize("experiment", ["memtree_thresholds", "cam_grid"])
+def test_sweep_experiment_without_m_is_refused(tmp_path, experiment):
+    """memtree_thresholds says sweep_only; cam_grid only declares sweeper params: both are sweeps."""
+    proc = run_py(tmp_path, f"experiment={experiment}")
     assert (
         proc.returncode == 2 and "run it with -m" in proc.stderr and "Traceback" not in proc.stderr
     )
