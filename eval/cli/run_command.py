@@ -74,7 +74,12 @@ def run_command(
     if sweep_dir is not None:
         run_io.redact_files(sweep_dir)
     if problems:
-        return _fail(failures.EXIT_USER_ERROR, "\n".join(problems), out_dir)
+        if sweep_dir is not None:  # a sweep point: the summary lists it as refused, with the reason
+            try:
+                run_io.mark_incomplete(out_dir, f"refused: {problems[0]}", refused=problems)
+            except ConfigError:
+                pass  # unwritable: the error line below still says why
+        return refuse("\n".join(problems))
     if cfg.get("dry_run", False):
         return _dry_run(cfg, out_dir, overrides)
     try:

@@ -184,3 +184,19 @@ def test_relaunched_sweep_skips_settings_already_done(tmp_path):
     assert (
         third.returncode == 0 and len(list((tmp_path / "runs").rglob("metrics.json"))) == 3
     )  # only limit=3 ran
+
+
+@pytest.mark.slow  # a two-point sweep in a child process
+def test_a_refused_sweep_point_is_listed_in_the_summary_with_its_reason(tmp_path):
+    proc = run_py(
+        tmp_path,
+        "llm=scripted",
+        "embedder=hashing",
+        "dataset.limit=1",
+        "memory.top_k=2,0",
+        multirun=True,
+    )
+    assert proc.returncode == 2 and "memory.top_k=0: expected an integer" in proc.stderr
+    summary = (tmp_path / "runs" / "summary.md").read_text()
+    assert "Incomplete runs, not tabulated (1)" in summary
+    assert "memory.top_k=0`: refused: memory.top_k=0: expected an integer" in summary
