@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -77,10 +78,21 @@ def write_metrics(out_dir: Path, metrics: dict[str, Any]) -> Path:
     return write_text(out_dir, "metrics.json", text)
 
 
+STALE = ("memory", "metrics.json", "samples.jsonl", "memory_stats.json")  # what a run writes
+
+
 def begin_run(out_dir: Path) -> None:
-    """Create the run folder and mark it incomplete until ``end_run``."""
+    """Create the run folder and mark it incomplete until ``end_run``. The outputs of an earlier run
+    in the same folder are removed first, so none of them (a memory view of an episode this run
+    does not have) can pass for this run's."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
+        for name in STALE:
+            old = out_dir / name
+            if old.is_dir():
+                shutil.rmtree(old)
+            else:
+                old.unlink(missing_ok=True)
     except OSError as err:
         raise output_error(err, folder=out_dir) from None
     mark_incomplete(out_dir, "running (or stopped without a reason: killed, out of memory)")

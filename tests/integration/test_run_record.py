@@ -54,3 +54,14 @@ def test_writers_refuse_a_record_the_schema_does_not_declare(tmp_path):
         records.write(tmp_path, records.metrics("m"), [bad])
     with pytest.raises(schema.RunFormatError, match="metrics.json: .*seed: Input should be"):
         records.write(tmp_path, records.metrics("m", seed="0"), [])
+
+
+def test_a_reused_run_folder_keeps_nothing_of_the_earlier_run(make_cfg, tmp_path):
+    out = tmp_path / "run"
+    run(make_cfg("memory=memtree", "dataset.limit=4"), out)
+    before = sorted(p.name for p in (out / "memory").iterdir())
+    assert len(before) >= 2
+    (out / "memory" / "planted-old-episode").mkdir()
+    run(make_cfg("memory=memtree", "dataset.limit=1"), out)
+    after = sorted(p.name for p in (out / "memory").iterdir())
+    assert len(after) == 1 and after[0] in before  # only this run's episode has a view
