@@ -29,6 +29,12 @@ KINDS = {
     "multihop": ("Articles", "Chunks per article", "Tokens per article", "source"),
     "novelqa": ("Books", "Chunks per book", "Tokens per book", "episode"),
     "locomo": ("Conversations", "Turns per conversation", "Tokens per conversation", "episode"),
+    "longmemeval": (
+        "Haystacks (questions)",
+        "Turns per haystack",
+        "Tokens per haystack",
+        "episode",
+    ),
 }
 
 

@@ -62,3 +62,15 @@ def test_cli_reports_available_and_unavailable(tmp_path, capsys, monkeypatch):
     import os
 
     assert "HF_HUB_OFFLINE" not in os.environ
+
+
+def test_longmemeval_counts_haystacks_and_their_turns():
+    from memharness.data_prep import longmemeval
+
+    path = FIX / "longmemeval" / "longmemeval_s_cleaned.json"
+    records = json.loads(path.read_text())
+    haystacks = {json.dumps(r["haystack_sessions"], sort_keys=True): r for r in records}
+    turns = [sum(len(s) for s in r["haystack_sessions"]) for r in haystacks.values()]
+    s = stats.dataset_stats(longmemeval.load(str(path)))
+    assert s["Haystacks (questions)"] == len(haystacks) and s["Total queries"] == len(records)
+    assert s["Turns per haystack"]["mean"] == pytest.approx(sum(turns) / len(turns))
