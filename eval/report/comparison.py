@@ -51,7 +51,7 @@ def write_tables(
     runs = tables.identify(runs)
     tables.assign_groups(runs)
     metrics = tables.present_metrics(runs, metrics)
-    wide = tables.wide_frame(runs, metrics)
+    wide = add_apart_columns(tables.wide_frame(runs, metrics), runs)
     best = tables.best_cells(wide, metrics)
     order = {r["folder"]: r for r in runs}
     ordered = [order[f] for f in wide["folder"]]
@@ -78,6 +78,29 @@ def write_tables(
     for key, frame in (("csv", wide), ("long_csv", long), ("paired_csv", paired)):
         fileio.atomic_write(paths[key], lambda f, frame=frame: frame.to_csv(f, index=False))
     return paths
+
+
+def apart_cells(run: dict[str, Any]) -> dict[str, float]:
+    """``apart:<group>:<metric>`` means (and ``apart:<group>:n``) of the questions a dataset keeps
+    out of every mean (metrics.json ``metrics_apart``: LoCoMo's category 5)."""
+    cells: dict[str, float] = {}
+    for group, values in sorted((run.get("metrics_apart") or {}).items()):
+        cells[f"apart:{group}:n"] = values.get("n")
+        for name, summary in values.items():
+            if isinstance(summary, dict) and (
+                name == "judge" or registry.in_section(name, "scores")
+            ):
+                cells[f"apart:{group}:{name}"] = summary.get("mean")
+    return cells
+
+
+def add_apart_columns(wide: Any, runs: list[dict[str, Any]]) -> Any:
+    """The wide frame with every run's ``apart_cells`` as columns (none when no run has any)."""
+    cells = {r["folder"]: apart_cells(r) for r in runs}
+    names = {c for row in cells.values() for c in row}
+    for column in sorted(names, key=lambda c: (c.rsplit(":", 1)[0], not c.endswith(":n"), c)):
+        wide[column] = wide["folder"].map(lambda f, c=column: cells.get(f, {}).get(c))
+    return wide
 
 
 def build_sections(
@@ -151,6 +174,15 @@ def build_sections(
             "by the judge (want 0); κ: Cohen's kappa of strict vs lenient prompt and of judge vs "
             "judge2 ('-' when undefined: both gave one constant verdict). A judge with high false "
             "accepts makes every accuracy above optimistic.",
+            rates=True,
+        ),
+        fmt.column_section(
+            "Kept apart from every mean",
+            wide,
+            [c for c in wide.columns if str(c).startswith("apart:")],
+            "apart:<group>:<metric>: questions the dataset reports separately and never folds "
+            "into the means above (LoCoMo's category 5, adversarial: asked whether the "
+            "conversation mentions something it does not); n is how many.",
             rates=True,
         ),
         fmt.paired_section(paired, baseline),

@@ -294,3 +294,33 @@ def test_figures_widen_until_no_labels_overlap(tmp_path):
     assert [p.suffix for p in paths] == [".png", ".pdf"] and all(
         p.stat().st_size > 0 for p in paths
     )
+
+
+def test_questions_kept_apart_get_their_own_section_never_the_scores():
+    import pandas as pd
+    from memharness.eval.report import comparison
+
+    run = {
+        "folder": "f1",
+        "metrics_apart": {
+            "adversarial": {
+                "n": 3,
+                "locomo_adversarial": {"mean": 0.5, "n": 3},
+                "context_tokens": {"mean": 200.0, "n": 3},  # not a score: left out
+            }
+        },
+    }
+    assert comparison.apart_cells(run) == {
+        "apart:adversarial:n": 3,
+        "apart:adversarial:locomo_adversarial": 0.5,
+    }
+    wide = comparison.add_apart_columns(
+        pd.DataFrame({"folder": ["f0", "f1"]}), [{"folder": "f0"}, run]
+    )
+    assert list(wide.columns) == [
+        "folder",
+        "apart:adversarial:n",
+        "apart:adversarial:locomo_adversarial",
+    ]
+    assert wide["apart:adversarial:locomo_adversarial"].tolist()[1] == 0.5
+    assert pd.isna(wide["apart:adversarial:n"].tolist()[0])
