@@ -134,6 +134,7 @@ def stage_warnings(metrics: dict[str, Any]) -> list[str]:
                 ("retries", "LLM retries"),
                 ("embed_failures", "embedding calls failed"),
                 ("embed_retries", "embedding retries"),
+                ("embed_invalid", "embedding replies refused (NaN/inf, wrong dimension or count)"),
                 ("deadline_skipped", "calls skipped after the deadline"),
                 ("budget_skipped", "calls skipped once the budget was spent"),
             )
@@ -157,4 +158,7 @@ def stage_warnings(metrics: dict[str, Any]) -> list[str]:
     ):
         if counts.get(key):
             lines.append(f"{counts[key]} {label}")
+    nulled = (metrics.get("outcome") or {}).get("nonfinite_nulled")
+    if nulled:
+        lines.append(f"{nulled} NaN or infinite numbers written as null in the run folder")
     return lines

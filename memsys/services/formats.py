@@ -4,8 +4,9 @@ one markdown cell escaper, shared by the hierarchy viewer, the run browser and e
 from __future__ import annotations
 
 import html
-import json
 from typing import Any
+
+from memharness.memsys.services.files import json_text
 
 _LATEX = {
     "\\": r"\textbackslash{}",
@@ -54,7 +55,7 @@ def markdown_cell(text: Any) -> str:
 def html_page(title: str, style: str, body: str, data: Any, script: str) -> str:
     """A self-contained page: inline CSS, the body, the data as a JSON block (``#data``) and the
     script that renders it. ``title`` is escaped; ``body`` is trusted markup."""
-    blob = json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
+    blob = json_text(data, title, ensure_ascii=False).replace("</", "<\\/")
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"<style>{style}</style></head><body>{body}"
