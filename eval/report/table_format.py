@@ -139,7 +139,7 @@ def paired_section(paired: pd.DataFrame, baseline: str) -> Section | None:
             r["dataset"],
             r["set"],
             r["metric"],
-            str(int(r["n_pairs"])),
+            f"{int(r['n_pairs'])}/{int(r['questions'])}",
             f"{r['mean']:.3f}",
             f"{r['baseline_mean']:.3f}",
             f"{r['diff']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]",
@@ -164,7 +164,8 @@ def paired_section(paired: pd.DataFrame, baseline: str) -> Section | None:
         (i, 7) for i, (_, r) in enumerate(paired.iterrows()) if r["ci_low"] > 0 or r["ci_high"] < 0
     }
     note = (
-        f"Each row minus `{baseline}` over the questions both answered (paired bootstrap CI of the mean "
+        f"Each row minus `{baseline}` over the questions both answered (pairs: those questions / the "
+        "questions of the two runs; paired bootstrap CI of the mean "
         "difference; exact McNemar test for 0/1 metrics, sign-flip permutation test otherwise). Bold: the CI "
         "excludes 0. No correction for multiple comparisons."
     )
