@@ -318,6 +318,7 @@ def wide_frame(runs: list[dict[str, Any]], metrics: Sequence[str]) -> pd.DataFra
                 )
             ),
             "judge_unparsed": c.get("judge_unparsed", 0),
+            "judge_failed": c.get("judge_failed", 0),
         }
         for m in metrics:
             s = r["metrics"].get(m) or {}
