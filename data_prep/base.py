@@ -153,7 +153,10 @@ def subset(
 
 
 def check_integrity(dataset: Dataset) -> dict[str, list[str]]:
-    """Report duplicate ids, empty texts and evidence pointing at unknown sources."""
+    """Report duplicate ids, empty texts and evidence pointing at unknown sources; refuse (a
+    one-line ``DatasetError``) a question id used twice: runs are compared question by question,
+    by id, so a repeated id would silently merge two questions."""
+    refuse_unusable(dataset)
     problems: dict[str, list[str]] = {
         "duplicate_ids": [],
         "empty_texts": [],
@@ -173,6 +176,41 @@ def check_integrity(dataset: Dataset) -> dict[str, list[str]]:
                 f"{q.id}->{e.source_id}" for e in q.evidence if e.source_id not in sources
             )
     return problems
+
+
+def refuse_unusable(dataset: Dataset) -> None:
+    """A one-line ``DatasetError`` naming the dataset and its files when nothing could be scored
+    from it: no question at all, an episode with questions but an empty memory, or a question id
+    used twice."""
+    files = ", ".join(sorted(dataset.files)) or "its files"
+    if not dataset.num_questions:
+        raise DatasetError(f"dataset {dataset.name}: no question to ask in {files}")
+    empty = [ep.id for ep in dataset.episodes if ep.questions and not ep.units]
+    if empty:
+        raise DatasetError(
+            f"dataset {dataset.name}: {len(empty)} episode(s) with questions but no text to "
+            f"remember (e.g. {empty[0]!r}) in {files}"
+        )
+    refuse_duplicate_questions(dataset)
+
+
+def refuse_duplicate_questions(dataset: Dataset) -> None:
+    """A ``DatasetError`` naming the dataset, its files and the repeated question ids, if any."""
+    where: dict[str, list[str]] = defaultdict(list)
+    for ep in dataset.episodes:
+        for q in ep.questions:
+            where[q.id].append(ep.id)
+    repeated = {qid: eps for qid, eps in where.items() if len(eps) > 1}
+    if repeated:
+        examples = ", ".join(
+            f"{qid!r} x{len(eps)} (episode {eps[0]})" for qid, eps in list(repeated.items())[:3]
+        )
+        files = ", ".join(sorted(dataset.files)) or "its files"
+        raise DatasetError(
+            f"dataset {dataset.name}: {len(repeated)} question id(s) used more than once: "
+            f"{examples}; every question needs its own id (a repeated question, or the same "
+            f"id given twice, in {files})"
+        )
 
 
 def iter_questions(dataset: Dataset) -> Iterable[tuple[Episode, Question]]:

@@ -51,7 +51,7 @@ def build_units(
     index: dict[str, tuple[str, int]] = {}
     for i, art in enumerate(corpus):
         loc, art = f"{where}[{i}]", _iso_dates(art)
-        for key in ("title", "source", "published_at", "body"):
+        for key in ("title", "source", "published_at", "body", "category"):
             hub.need(art, key, str, loc)
         source_id = art.get("url") or art["title"]
         chunks = chunk_text(article_text(art), tok, chunk_size)
@@ -64,7 +64,7 @@ def build_units(
             cut=True,
             timestamp=art["published_at"],
             title=art["title"],
-            category=art.get("category"),
+            category=art["category"],
         )
     return units, index
 
@@ -126,11 +126,18 @@ def build_dataset(
     include_null: bool = False,
 ) -> Dataset:
     """The single MultiHop-RAG episode from parsed corpus and query lists."""
-    for obj, loc in ((corpus, where[0]), (queries, where[1])):
+    for obj, loc, what in ((corpus, where[0], "articles"), (queries, where[1], "queries")):
         if not isinstance(obj, list):
             raise DatasetError(f"{loc}: expected a JSON list, got {type(obj).__name__}")
+        if not obj:
+            raise DatasetError(f"{loc}: no {what} (an empty list)")
     units, index = build_units(corpus, where[0], chunk_size)
     questions, skipped = build_questions(queries, where[1], index, len(units), include_null)
+    if not questions:
+        raise DatasetError(
+            f"{where[1]}: all {skipped} queries are null_query, left out by "
+            "dataset.loader.include_null=false; set it to true to ask them"
+        )
     episode = Episode(
         id="multihop-rag", units=units, questions=questions, metadata={"articles": len(corpus)}
     )

@@ -131,7 +131,7 @@ def news_episode(news: dict[str, Any], file: Path, chunk_size: int) -> Episode:
     first_position: dict[str, int] = {}
     facts: dict[str, str] = {}
     for i, art in enumerate(_field(news, "articles", file, list, "news")):
-        for key in ("title", "source", "published_at", "body"):
+        for key in ("title", "source", "published_at", "body", "category"):
             _field(art, key, file, str, f"news.articles[{i}]")
         header = f"{art['title']}\n{art['source']}, {art['published_at']}\n"
         first_position[art["title"]] = len(units)

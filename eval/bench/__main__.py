@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import importlib
-import json
 import pkgutil
 import sys
 import time
 from pathlib import Path
 
 from memharness.eval import bench
+from memharness.memsys.services.files import json_text
 
 
 def main(names: list[str]) -> None:
@@ -24,7 +24,7 @@ def main(names: list[str]) -> None:
         print(f"   ({time.perf_counter() - start:.1f} s)", flush=True)
     out = Path("results/bench")
     out.mkdir(parents=True, exist_ok=True)
-    (out / "figures.json").write_text(json.dumps(figures, indent=1, default=str))
+    (out / "figures.json").write_text(json_text(figures, indent=1, default=str))
     print(f"figures: {out / 'figures.json'}")
 
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from memharness.eval.metrics.lexical import parse_judge
 from memharness.eval.run.answer import judge_request
+from memharness.memsys.services.files import json_text
 from memharness.memsys.services.types import ConfigError
 from memharness.memsys.types import Question
 
@@ -272,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(render(report, items))
     if args.json:
-        args.json.write_text(json.dumps(report, indent=1, default=str))
+        args.json.write_text(json_text(report, indent=1, default=str))
     return 0
 
 

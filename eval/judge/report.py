@@ -68,9 +68,10 @@ def run_row(run: dict[str, Any]) -> dict[str, Any]:
 
 def verdicts(folder: str | Path) -> dict[str, tuple[str, int]]:
     """question id -> (prediction, judge verdict) for the questions the judge scored."""
+    samples = tables.read_samples(Path(folder))
     return {
-        str(s["question_id"]): (s.get("prediction", ""), int(s["metrics"]["judge"]))
-        for s in tables.read_samples(Path(folder))
+        key: (s.get("prediction", ""), int(s["metrics"]["judge"]))
+        for key, s in zip(tables.question_keys(samples), samples, strict=True)
         if s.get("metrics", {}).get("judge") is not None
     }
 

@@ -92,6 +92,7 @@ def failure_counts(samples: Sequence[dict[str, Any]]) -> dict[str, int]:
         "answer_failed": 0,
         "deadline_exceeded": 0,
         "budget_exceeded": 0,
+        "judge_parsed": 0,  # answers the judge gave a verdict on
         "judge_failed": 0,
         "judge_unparsed": 0,
         "mc_unparsed": 0,
@@ -109,8 +110,8 @@ def failure_counts(samples: Sequence[dict[str, Any]]) -> dict[str, int]:
         counts["partial"] += bool(
             s.get("partial")
         )  # answered without some of this question's own LLM outputs
-        if s.get("judge_status") in ("judge_failed", "judge_unparsed"):
-            counts[s["judge_status"]] += 1
+        if s.get("judge_status") in ("parsed", "judge_failed", "judge_unparsed"):
+            counts["judge_" + s["judge_status"].removeprefix("judge_")] += 1
         if s.get("mc_status") == "mc_unparsed":
             counts["mc_unparsed"] += 1
         if s.get("prompt_tokens_cut"):

@@ -5,6 +5,10 @@ kill never leaves a half-written ``metrics.json`` or ``samples.jsonl`` that look
 ``INCOMPLETE.json`` sits in the folder from the start of a run until every file is written; a run
 that stops early (an error, an authentication failure, the deadline) keeps it, with the reason.
 ``python -m memharness.eval.report.comparison`` lists such folders as incomplete.
+
+No file of a run folder holds NaN (invalid JSON, which blanks the results browser): the writers
+turn a NaN or infinite number into ``null``, and ``metrics.json`` counts them in
+``outcome.nonfinite_nulled`` (samples.jsonl, memory_stats.json and metrics.json together).
 """
 
 from __future__ import annotations
@@ -52,28 +56,41 @@ def write_text(out_dir: Path, name: str, text: str) -> Path:
 
 def write_json(out_dir: Path, name: str, obj: Any, **dump_args: Any) -> Path:
     """Secret *values* are masked (field names are not: a package called tiktoken is no token)."""
-    return write_text(out_dir, name, json.dumps(obj, **dump_args))
+    return write_text(out_dir, name, fileio.json_text(obj, out_dir / name, **dump_args))
 
 
 def write_jsonl(out_dir: Path, name: str, records: Iterable[dict[str, Any]]) -> Path:
     secrets = secret_values()
-    lines = (redact_text(json.dumps(r, ensure_ascii=False), secrets) for r in records)
+    where = out_dir / name
+    lines = (redact_text(fileio.json_text(r, where, ensure_ascii=False), secrets) for r in records)
     try:
         return fileio.write_lines(out_dir / name, lines)
     except OSError as err:
         raise output_error(err, folder=out_dir) from None
 
 
+def null_nonfinite(records: list[Any]) -> int:
+    """Replace, in place, every NaN / infinite number in ``records`` by None; how many there were."""
+    clean, count = fileio.finite_json(records)
+    records[:] = clean
+    return count
+
+
 def write_samples(out_dir: Path, samples: list[dict[str, Any]]) -> Path:
     """``samples.jsonl``, each line checked against ``schema.Sample`` first."""
     for i, sample in enumerate(samples):
-        schema.validated(schema.Sample, json.loads(json.dumps(sample)), f"sample {i}")
+        schema.validated(schema.Sample, json.loads(fileio.json_text(sample)), f"sample {i}")
     return write_jsonl(out_dir, "samples.jsonl", samples)
 
 
 def write_metrics(out_dir: Path, metrics: dict[str, Any]) -> Path:
-    """``metrics.json``, checked against ``schema.Metrics`` first (as it will read back)."""
-    text = json.dumps(metrics, indent=1, default=str)
+    """``metrics.json``, checked against ``schema.Metrics`` first (as it will read back); its own
+    NaN / infinite numbers are added to ``outcome.nonfinite_nulled`` as they become null."""
+    clean, count = fileio.finite_json(metrics)
+    if count and isinstance(clean.get("outcome"), dict):
+        outcome = clean["outcome"]
+        outcome["nonfinite_nulled"] = int(outcome.get("nonfinite_nulled") or 0) + count
+    text = fileio.json_text(clean, out_dir / "metrics.json", indent=1, default=str)
     schema.validated(schema.Metrics, json.loads(text), out_dir / "metrics.json")
     return write_text(out_dir, "metrics.json", text)
 

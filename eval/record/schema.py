@@ -138,14 +138,18 @@ class Metrics(_Record):
     calls: JSON = Field(
         description="the spend ledger: what was sent to a backend, per stage and total "
         "(memsys/services/meter.py StageCounts; prompt_cuts, prompt_tokens_cut: calls whose "
-        "prompt the backend cut to fit its context)"
+        "prompt the backend cut to fit its context; embed_invalid: embedding replies refused "
+        "for NaN/inf values, a wrong dimension or count)"
     )
     intrinsic: JSON = Field(
         description="the method's cost, cached or not, per stage and total (IntrinsicCounts; "
         "prompt_cuts, prompt_tokens_cut: replies used whose prompt was cut, cached ones included)"
     )
     env: JSON = Field(description="package versions, git SHA, platform")
-    outcome: JSON = Field(description="exit code, failed fraction, problems")
+    outcome: JSON = Field(
+        description="exit code, failed fraction, problems; nonfinite_nulled: NaN or infinite "
+        "numbers written as null (samples.jsonl, memory_stats.json, metrics.json)"
+    )
 
 
 def check_format(doc: JSON, where: str | Path) -> None:

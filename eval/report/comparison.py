@@ -127,7 +127,9 @@ def build_sections(
             best,
             "Means with bootstrap 95% CIs over the questions that have "
             "the metric; best per set in bold. Models: the LLM that built and answered, the "
-            "embedder, the judge." + (f" {separation}" if separation else ""),
+            "embedder, the judge. judge '(k no verdict)': k answers whose judge reply did not "
+            "parse or whose judge call failed; the mean leaves them out and the run counts them "
+            "as failed." + (f" {separation}" if separation else ""),
             models=True,
             extra=["failed", "judge_unparsed"],
         ),

@@ -23,6 +23,7 @@ import numpy as np
 import yaml
 from memharness.eval.metrics import registry
 from memharness.eval.record.read import read_metrics
+from memharness.memsys.services.files import json_text
 
 TRAVERSALS = ("collapsed", "collapsed_expand", "top_down")
 METRICS = registry.names(section="scores", headline=True)
@@ -147,7 +148,7 @@ def write(rows: list[dict[str, Any]], out: Path, name: str) -> dict[str, Path]:
     ]
     paths = {"md": out / f"{name}.md", "json": out / f"{name}.json"}
     paths["md"].write_text("\n".join(md) + "\n")
-    paths["json"].write_text(json.dumps(rows, indent=1))
+    paths["json"].write_text(json_text(rows, indent=1))
     return paths
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import yaml
 from memharness.eval.record.read import read_metrics
+from memharness.memsys.services.files import json_text
 
 DEFAULTS = {"base_threshold": 0.4, "rate": 0.5, "traversal": "collapsed", "insert_order_seed": None}
 ACCURACY_KEYS = ("judge", "mc_accuracy", "accuracy", "exact_match", "f1")
@@ -237,7 +238,7 @@ def order_table(runs: dict[tuple, dict], out: Path) -> list[Path]:
         for k, s in summary.items()
     ]
     (out / "order_spread.md").write_text("\n".join(lines) + "\n")
-    (out / "order_spread.json").write_text(json.dumps(summary, indent=2))
+    (out / "order_spread.json").write_text(json_text(summary, indent=2))
     return [out / "order_spread.md", out / "order_spread.json"]
 
 

@@ -3,8 +3,9 @@
 Every system answers the same questions, so a difference between two runs is measured question by
 question: the mean paired difference with its paired-bootstrap CI, and a paired test (exact
 McNemar for 0/1 metrics such as judge verdicts, a sign-flip permutation test for continuous ones).
-Only questions where both runs have the metric count (failures are excluded from both, and the
-number of pairs is shown). Rows are compared only with a baseline in their comparable group (same
+Only questions where both runs have the metric count (failures are excluded from both): each
+comparison reports the pairs it used and the questions of the two runs (``n_pairs`` of
+``questions``), so a lost question shows. Rows are compared only with a baseline in their comparable group (same
 dataset, question set and judge).
 """
 
@@ -68,6 +69,7 @@ def compare(
     return {
         "metric": metric,
         "n_pairs": boot["n"],
+        "questions": len(run["per_question"].keys() | base["per_question"].keys()),
         "mean": sum(a) / len(a),
         "baseline_mean": sum(b) / len(b),
         "diff": boot["diff"],
@@ -115,6 +117,7 @@ def paired_frame(
         "baseline",
         "metric",
         "n_pairs",
+        "questions",
         "mean",
         "baseline_mean",
         "diff",

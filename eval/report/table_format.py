@@ -55,15 +55,23 @@ def number(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+def no_verdict(row: pd.Series) -> int:
+    """Answers of the run the judge gave no verdict on (reply unparsed or call failed)."""
+    return sum(int(_float(row.get(k)) or 0) for k in ("judge_unparsed", "judge_failed"))
+
+
 def metric_cell(row: pd.Series, metric: str) -> str:
-    """'mean [low, high]' (or '-' when the run lacks the metric)."""
+    """'mean [low, high]' (or '-' when the run lacks the metric); the judge's cell says how many
+    answers got no verdict, since its mean is over the others only."""
+    missing = no_verdict(row) if metric == "judge" else 0
+    mark = f" ({missing} no verdict)" if missing else ""
     mean = row.get(f"{metric}.mean")
     if mean is None or pd.isna(mean):
-        return "-"
+        return "-" + mark
     low, high = float(row[f"{metric}.ci_low"]), float(row[f"{metric}.ci_high"])
     if abs(float(mean)) >= 1000:  # token counts
         return f"{float(mean):,.0f} [{low:,.0f}, {high:,.0f}]"
-    return f"{float(mean):.3f} [{low:.3f}, {high:.3f}]"
+    return f"{float(mean):.3f} [{low:.3f}, {high:.3f}]" + mark
 
 
 def _ident(wide: pd.DataFrame, models: bool = False) -> list[str]:
@@ -93,7 +101,12 @@ def metric_section(
     extra: Sequence[str] = (),
 ) -> Section | None:
     """Rows x metrics with CIs; cells in ``best`` bold."""
-    metrics = [m for m in metrics if f"{m}.mean" in wide and wide[f"{m}.mean"].notna().any()]
+    metrics = [
+        m
+        for m in metrics
+        if (f"{m}.mean" in wide and wide[f"{m}.mean"].notna().any())
+        or (m == "judge" and any(no_verdict(r) for _, r in wide.iterrows()))
+    ]
     if not metrics:
         return None
     ident = _ident(wide, models) + list(extra)
@@ -139,7 +152,7 @@ def paired_section(paired: pd.DataFrame, baseline: str) -> Section | None:
             r["dataset"],
             r["set"],
             r["metric"],
-            str(int(r["n_pairs"])),
+            f"{int(r['n_pairs'])}/{int(r['questions'])}",
             f"{r['mean']:.3f}",
             f"{r['baseline_mean']:.3f}",
             f"{r['diff']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]",
@@ -164,7 +177,8 @@ def paired_section(paired: pd.DataFrame, baseline: str) -> Section | None:
         (i, 7) for i, (_, r) in enumerate(paired.iterrows()) if r["ci_low"] > 0 or r["ci_high"] < 0
     }
     note = (
-        f"Each row minus `{baseline}` over the questions both answered (paired bootstrap CI of the mean "
+        f"Each row minus `{baseline}` over the questions both answered (pairs: those questions / the "
+        "questions of the two runs; paired bootstrap CI of the mean "
         "difference; exact McNemar test for 0/1 metrics, sign-flip permutation test otherwise). Bold: the CI "
         "excludes 0. No correction for multiple comparisons."
     )

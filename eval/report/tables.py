@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from fnmatch import fnmatch
 from pathlib import Path
@@ -123,12 +124,23 @@ def attach(run: dict[str, Any]) -> dict[str, Any]:
     )
     samples = read_samples(folder)
     run["per_question"] = {
-        str(s.get("question_id", i)): s.get("metrics", {}) for i, s in enumerate(samples)
+        key: s.get("metrics", {}) for key, s in zip(question_keys(samples), samples, strict=True)
     }
-    run["qset"] = (
-        (run.get("data") or {}).get("question_ids_sha256") or question_checksum(run["per_question"])
-    )[:8]
+    ids = [str(s.get("question_id", i)) for i, s in enumerate(samples)]
+    run["qset"] = ((run.get("data") or {}).get("question_ids_sha256") or question_checksum(ids))[:8]
     return run
+
+
+def question_keys(samples: Sequence[dict[str, Any]]) -> list[str]:
+    """One key per sample for pairing runs: its question id, with ``#2``, ``#3``... on a repeated
+    id (folders written before loaders refused repeated ids), so pairing keeps every question."""
+    seen: Counter[str] = Counter()
+    keys = []
+    for i, s in enumerate(samples):
+        qid = str(s.get("question_id", i))
+        seen[qid] += 1
+        keys.append(qid if seen[qid] == 1 else f"{qid}#{seen[qid]}")
+    return keys
 
 
 def _override_setting(run: dict[str, Any]) -> str:
@@ -306,6 +318,7 @@ def wide_frame(runs: list[dict[str, Any]], metrics: Sequence[str]) -> pd.DataFra
                 )
             ),
             "judge_unparsed": c.get("judge_unparsed", 0),
+            "judge_failed": c.get("judge_failed", 0),
         }
         for m in metrics:
             s = r["metrics"].get(m) or {}

@@ -37,6 +37,7 @@ from memharness.eval.run.answer import (
 from memharness.eval.run.snapshots import Snapshots
 from memharness.eval.run.validate import validate_config
 from memharness.memsys.base import MemorySystem
+from memharness.memsys.services import files as fileio
 from memharness.memsys.services.factory import Services, build_services
 from memharness.memsys.services.meter import current_scope
 from memharness.memsys.services.progress import Progress
@@ -523,7 +524,10 @@ def write_outputs(
 ) -> dict[str, Any]:
     """Write samples.jsonl, memory_stats.json and metrics.json; ``sections`` (the judges, the judge
     reliability audit) go into metrics.json as they are."""
+    # NaN / inf become null before anything is summarised or written (null = not computable)
+    nulled = run_io.null_nonfinite(samples)
     run_io.write_samples(out_dir, samples)
+    memory_stats, stats_nulled = fileio.finite_json(memory_stats)
     run_io.write_json(out_dir, "memory_stats.json", memory_stats, indent=1, default=float)
     calls = services.meter.to_json()
     metrics = {
@@ -553,5 +557,6 @@ def write_outputs(
         "env": environment(),
     }
     metrics["outcome"] = failures.outcome(metrics, cfg, services)
+    metrics["outcome"]["nonfinite_nulled"] = nulled + stats_nulled
     run_io.write_metrics(out_dir, metrics)
     return metrics

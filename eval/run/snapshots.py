@@ -23,7 +23,9 @@ Layout: ``<snapshots.path>/<memory>/<dataset>/<episode>/<address[:20]>/`` holdin
 save (hierarchy.json + embeddings.npy, or state.json + arrays.npz for a flat memory) and
 ``snapshot.json`` (the address's inputs, the build's intrinsic cost, who built it). A snapshot is
 written into a temporary folder and renamed into place, so concurrent jobs never see half of one.
-Snapshot folders are trusted like code: only load snapshots this harness wrote.
+Snapshot folders are trusted like code: only load snapshots this harness wrote. A snapshot whose
+vectors hold NaN or inf is not loaded (counted ``unreadable``): it is removed and the memory is built
+and saved again.
 """
 
 from __future__ import annotations
@@ -216,6 +218,7 @@ class Snapshots:
             return None
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            _check_finite(folder)
             memory = self._restore(folder, episode)
         except (OSError, ValueError, KeyError, TypeError) as err:
             log.warning(
@@ -225,6 +228,8 @@ class Snapshots:
                 err,
             )
             self.counts["unreadable"] += 1
+            if isinstance(err, NonFiniteSnapshot):  # never right: make room for the rebuilt one
+                _discard(folder)
             return None
         self.services.meter.add_intrinsic("build", meta.get("build_intrinsic", {}))
         self.counts["loaded"] += 1
@@ -330,6 +335,33 @@ def _plain(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return value.tolist()
     return str(value)
+
+
+class NonFiniteSnapshot(ValueError):
+    """A snapshot's vector table holds NaN or inf."""
+
+
+def _discard(folder: Path) -> None:
+    """Move a broken snapshot aside (atomically, so a job reading it sees it whole or not at all),
+    then delete it; the run that rebuilds the memory saves it anew."""
+    trash = folder.parent / f".broken-{folder.name}-{uuid.uuid4().hex[:8]}"
+    try:
+        os.rename(folder, trash)
+    except OSError:
+        return  # another job moved it first
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def _check_finite(folder: Path) -> None:
+    """A ``ValueError`` if a saved vector table holds NaN or inf (written before replies were
+    checked): the snapshot then counts as unreadable and the memory is built again."""
+    for path in (folder / "embeddings.npy", folder / "arrays.npz"):
+        if not path.is_file():
+            continue
+        arrays = fileio.load_npz(path) if path.suffix == ".npz" else {"": fileio.load_npy(path)}
+        for name, array in arrays.items():
+            if np.issubdtype(array.dtype, np.floating) and not np.isfinite(array).all():
+                raise NonFiniteSnapshot(f"{path.name}{':' + name if name else ''} holds NaN or inf")
 
 
 def _write_atomically(folder: Path, write: Any) -> None:

@@ -7,6 +7,12 @@ as ``embed_failures`` and raised to the step that needed it (which records its o
 is spent, no call is made. A backend that declares ``max_concurrency`` (an in-process model) gets
 at most that many requests at once from all threads; an HTTP backend gets at most one per thread
 that embeds (each episode embeds what it needs before it goes on).
+
+A reply that is not a valid answer (a NaN or infinite value, another dimension than the embedder's,
+more or fewer vectors than texts) is refused: counted as ``embed_invalid``, retried like a transient
+error and never cached. The dimension is the backend's ``dimensions`` when it declares one, else
+that of the first valid vectors this embedder sees (from the cache or a reply). A cached vector that
+fails the same checks (written by an older version) is counted the same way and embedded again.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from memharness.memsys.services.cache import CallCache
 from memharness.memsys.services.deadline import Deadline
 from memharness.memsys.services.meter import Meter, current_stage
 from memharness.memsys.services.retry import Retrier, RetryPolicy
+from memharness.memsys.services.types import BackendError
 
 
 class EmbedBackend(Protocol):
@@ -67,7 +74,9 @@ class Embedder:
             retries_counter="embed_retries",
             failures_counter="embed_failures",
         )
-        self._dim: int | None = None
+        declared = getattr(backend, "dimensions", None)
+        self._dim: int | None = declared if isinstance(declared, int) and declared > 0 else None
+        self._dim_lock = threading.Lock()
 
     @property
     def model_id(self) -> str:
@@ -82,6 +91,7 @@ class Embedder:
         self.meter.record_embed(len(texts), stage)  # intrinsic: asked for, whether cached or not
         keys = [_key(self.model_id, t) for t in texts]
         found = self.cache.get_embeddings(list(set(keys))) if self.cache is not None else {}
+        found = self._valid_cached(found, stage)
         missing = list(dict.fromkeys(k for k in keys if k not in found))
         self.meter.add(stage, embed_cache_hits=len(keys) - sum(1 for k in keys if k not in found))
         if missing:
@@ -94,9 +104,7 @@ class Embedder:
             if self.cache is not None:
                 self.cache.put_embeddings(self.model_id, new)
             found.update(new)
-        out = np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
-        self._dim = out.shape[1]
-        return out
+        return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
 
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
@@ -104,10 +112,67 @@ class Embedder:
     def _embed_batch(self, texts: list[str], stage: str) -> np.ndarray:
         """One backend request through the shared retry loop; counted per stage."""
         vectors, _, elapsed = self._retrier.send(
-            lambda: np.asarray(self.backend.embed(texts), dtype=np.float32), stage, self._slots
+            lambda: self._checked(self.backend.embed(texts), len(texts), stage), stage, self._slots
         )
         self.meter.add(stage, embed_calls=1, embed_texts=len(texts), backend_s=elapsed)
         return vectors
+
+    def _checked(self, reply: object, n: int, stage: str) -> np.ndarray:
+        """The reply as an (n, dim) float32 array, or a retryable ``BackendError`` saying what is
+        wrong with it (counted as ``embed_invalid``)."""
+        try:
+            vectors = np.asarray(reply, dtype=np.float32)
+        except (TypeError, ValueError):  # ragged rows, non-numbers
+            vectors = None
+        problem = vector_problem(vectors, n, self._pin(vectors))
+        if problem is None:
+            return vectors
+        self.meter.add(stage, embed_invalid=1)
+        raise BackendError(
+            f"invalid embedding reply from {self.model_id}: {problem}", retryable=True
+        )
+
+    def _pin(self, vectors: np.ndarray | None) -> int | None:
+        """The embedder's dimension; the first well-shaped finite vectors fix it if nothing has."""
+        with self._dim_lock:
+            if (
+                self._dim is None
+                and vectors is not None
+                and vectors.ndim == 2
+                and vectors.shape[1] > 0
+                and np.isfinite(vectors).all()
+            ):
+                self._dim = int(vectors.shape[1])
+            return self._dim
+
+    def _valid_cached(self, found: dict[str, np.ndarray], stage: str) -> dict[str, np.ndarray]:
+        """Cached vectors that pass the reply checks; the others are counted and embedded again."""
+        if not found:
+            return found
+        dim = self._dim
+        for vector in found.values():
+            if dim is not None:
+                break
+            dim = self._pin(vector.reshape(1, -1))
+        good = {k: v for k, v in found.items() if vector_problem(v.reshape(1, -1), 1, dim) is None}
+        if len(good) < len(found):
+            self.meter.add(stage, embed_invalid=len(found) - len(good))
+        return good
+
+
+def vector_problem(vectors: np.ndarray | None, n: int, dim: int | None) -> str | None:
+    """What makes ``vectors`` no answer for ``n`` texts of dimension ``dim`` (None: nothing)."""
+    if vectors is None or vectors.ndim != 2:
+        shape = "rows of different lengths" if vectors is None else f"shape {vectors.shape}"
+        return f"expected {n} vectors, got {shape}"
+    if vectors.shape[0] != n:
+        return f"expected {n} vectors, got {vectors.shape[0]}"
+    if vectors.shape[1] == 0 or (dim is not None and vectors.shape[1] != dim):
+        return f"vectors of dimension {vectors.shape[1]}, expected {dim}"
+    bad = int((~np.isfinite(vectors)).any(axis=1).sum())
+    if bad:
+        return f"{bad} of {n} vectors hold NaN or infinite values"
+    return None
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:

@@ -5,6 +5,11 @@ threads writing one path never share it), is flushed to disk, then renamed over 
 (``os.replace`` is atomic on POSIX). If anything fails (disk full, read-only folder) the temporary
 file is removed and the ``OSError`` names the target path.
 
+JSON is always valid JSON: ``json_text`` (used by ``write_json`` and by the run folder's writers)
+writes a NaN or infinite number as ``null`` and says how many it replaced (``finite_json``), and
+refuses (``allow_nan=False``) anything that still is not finite. A browser's ``JSON.parse`` rejects
+the ``NaN`` Python would otherwise write, which blanks every page that reads the file.
+
 ``load_npy`` / ``load_npz`` read NumPy files one at a time: CPython 3.11's AST parser, which
 ``np.load`` uses for the array header, can fail with "AST constructor recursion depth mismatch"
 when two threads parse at once.
@@ -13,6 +18,8 @@ when two threads parse at once.
 from __future__ import annotations
 
 import json
+import logging
+import math
 import os
 import secrets
 import threading
@@ -23,6 +30,37 @@ from typing import Any, TextIO
 import numpy as np
 
 _NUMPY_READ = threading.Lock()
+log = logging.getLogger(__name__)
+
+
+def finite_json(obj: Any) -> tuple[Any, int]:
+    """``obj`` with every NaN / infinite float (NumPy's too) replaced by None, and how many were."""
+    count = 0
+
+    def clean(value: Any) -> Any:
+        nonlocal count
+        if isinstance(value, float | np.floating):
+            if math.isfinite(value):
+                return value
+            count += 1
+            return None
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [clean(v) for v in value]
+        if isinstance(value, np.ndarray):
+            return clean(value.tolist())
+        return value
+
+    return clean(obj), count
+
+
+def json_text(obj: Any, where: str | Path = "", **dump_args: Any) -> str:
+    """``json.dumps`` that never writes NaN: non-finite numbers become null, with a warning."""
+    clean, count = finite_json(obj)
+    if count:
+        log.warning("%s: %d NaN or infinite number(s) written as null", where or "JSON", count)
+    return json.dumps(clean, allow_nan=False, **dump_args)
 
 
 def atomic_write(path: str | Path, write: Callable[[Any], None], mode: str = "w") -> Path:
@@ -53,7 +91,8 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
 
 
 def write_json(path: str | Path, obj: Any, **dump_args: Any) -> Path:
-    return write_text(path, json.dumps(obj, **dump_args))
+    """Atomically write ``obj`` as JSON (never NaN: see ``json_text``)."""
+    return write_text(path, json_text(obj, path, **dump_args))
 
 
 def write_lines(path: str | Path, lines: Iterable[str]) -> Path:

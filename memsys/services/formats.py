@@ -4,8 +4,9 @@ one markdown cell escaper, shared by the hierarchy viewer, the run browser and e
 from __future__ import annotations
 
 import html
-import json
 from typing import Any
+
+from memharness.memsys.services.files import json_text
 
 _LATEX = {
     "\\": r"\textbackslash{}",
@@ -57,7 +58,7 @@ def html_page(title: str, style: str, body: str, data: Any, script: str) -> str:
     # <, > and & only occur inside JSON strings, where \uXXXX means the same character: no text
     # (</script>, <!--<script, ...) can then end or change the script element that holds it.
     blob = (
-        json.dumps(data, ensure_ascii=False)
+        json_text(data, title, ensure_ascii=False)
         .replace("<", "\\u003c")
         .replace(">", "\\u003e")
         .replace("&", "\\u0026")

@@ -57,6 +57,7 @@ class StageCounts:
     embed_failures: int = (
         0  # embedding requests that failed for good (the step that needed them failed)
     )
+    embed_invalid: int = 0  # embedding replies refused: NaN/inf, wrong dimension or count (retried)
     deadline_skipped: int = (
         0  # calls refused because the run's deadline had passed (also in failures)
     )

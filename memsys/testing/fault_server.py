@@ -8,7 +8,9 @@ N attempts (``--transient N``). That makes the number of failed samples of a run
 computable from ``/stats``.
 
 Embedding requests can be faulted too (``embed_rate_500``, keyed by the batch's texts, recovering
-after ``embed_transient`` attempts); ``empty_rate`` answers some prompts with empty content;
+after ``embed_transient`` attempts), or answered 200 with a broken reply (``embed_rate_bad`` of the
+kind ``embed_bad``: ``nan`` / ``inf`` in one vector, ``dim`` vectors of half the dimension,
+``count`` one vector too few, ``error`` an error body); ``empty_rate`` answers some prompts with empty content;
 ``reject_posts=401`` answers every POST with that status while ``/models`` still answers 200; and
 ``echo_auth`` makes error bodies quote the request's Authorization header (a misbehaving server,
 to test that no key reaches a file).
@@ -19,6 +21,7 @@ Run: ``python -m memharness.memsys.testing.fault_server --port 8765 --rate-429 0
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import re
@@ -31,6 +34,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 FAULTS = ("429", "500", "hang", "malformed")
+EMBED_BAD = ("nan", "inf", "dim", "count", "error")
 
 
 @dataclass
@@ -47,6 +51,8 @@ class FaultConfig:
     embed_dim: int = 16
     embed_rate_500: float = 0.0  # fraction of embedding batches answered 500
     embed_transient: int = 0  # 0 = a faulted batch fails forever; N = only its first N attempts
+    embed_rate_bad: float = 0.0  # fraction of embedding batches answered 200 with a broken reply
+    embed_bad: str = "nan"  # how: one of EMBED_BAD
     empty_rate: float = 0.0  # fraction of (unfaulted) chat prompts answered with empty content
     reject_posts: int = 0  # an HTTP status (401, 403) for every POST; /models still answers 200
     echo_auth: bool = False  # error bodies quote the request's Authorization header
@@ -54,6 +60,8 @@ class FaultConfig:
     def __post_init__(self) -> None:
         if sum(self.rates()) > 1.0:
             raise ValueError(f"fault rates sum to {sum(self.rates())} > 1")
+        if self.embed_bad not in EMBED_BAD or self.embed_rate_500 + self.embed_rate_bad > 1.0:
+            raise ValueError(f"embed_bad in {EMBED_BAD}; embedding fault rates sum to at most 1")
 
     def rates(self) -> tuple[float, ...]:
         return (self.rate_429, self.rate_500, self.rate_hang, self.rate_malformed)
@@ -119,6 +127,7 @@ class _State:
                     "embed_texts",
                     "embed_ok",
                     "injected_embed",
+                    "injected_embed_bad",
                     "empty_answers",
                     "rejected",
                 ),
@@ -288,26 +297,32 @@ class _Handler(BaseHTTPRequestHandler):
             self.state.counts["embed_texts"] += len(texts)
             self.state.per_batch[key] += 1
             attempt = self.state.per_batch[key]
-        faulted = (
-            self.cfg.embed_rate_500
-            and _unit(self.cfg.seed, "embed-fault", key) < self.cfg.embed_rate_500
-        )
-        if faulted and (self.cfg.embed_transient == 0 or attempt <= self.cfg.embed_transient):
+        u = _unit(self.cfg.seed, "embed-fault", key)
+        live = self.cfg.embed_transient == 0 or attempt <= self.cfg.embed_transient
+        if live and u < self.cfg.embed_rate_500:
             with self.state.lock:
                 self.state.counts["injected_embed"] += 1
             self._send(
                 500, {"error": {"message": "embedding server error (injected)" + self._echo()}}
             )
             return
+        bad = live and u < self.cfg.embed_rate_500 + self.cfg.embed_rate_bad
         with self.state.lock:
-            self.state.counts["embed_ok"] += 1
-        data = []
-        for i, text in enumerate(texts):
-            vec = [
-                _unit(self.cfg.seed, "embed", str(text), str(d)) - 0.5
-                for d in range(self.cfg.embed_dim)
-            ]
-            data.append({"object": "embedding", "index": i, "embedding": vec})
+            self.state.counts["injected_embed_bad" if bad else "embed_ok"] += 1
+        if bad and self.cfg.embed_bad == "error":  # a 200 whose body is an error, not embeddings
+            self._send(200, {"error": {"message": "embedding model overloaded (injected)"}})
+            return
+        vectors = [
+            [_unit(self.cfg.seed, "embed", str(t), str(d)) - 0.5 for d in range(self.cfg.embed_dim)]
+            for t in texts
+        ]
+        if bad and self.cfg.embed_bad in ("nan", "inf"):
+            vectors[-1][0] = float(self.cfg.embed_bad)  # json.dumps writes NaN / Infinity
+        elif bad and self.cfg.embed_bad == "dim":
+            vectors = [v[: max(1, self.cfg.embed_dim // 2)] for v in vectors]
+        elif bad:  # count
+            vectors = vectors[:-1]
+        data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
         self._send(
             200,
             {
@@ -363,52 +378,23 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
-    for name in ("rate-429", "rate-500", "rate-hang", "rate-malformed"):
+    # One flag per FaultConfig field (rate_429 -> --rate-429); booleans take 0/1.
+    for f in dataclasses.fields(FaultConfig):
+        kind = type(f.default)
+        flags = [f"--{f.name.replace('_', '-')}"]
+        if f.name == "retry_after_s":
+            flags.append("--retry-after")  # the flag's older name
         parser.add_argument(
-            f"--{name}", type=float, default=0.0, help="fraction of prompts given this fault"
+            *flags,
+            dest=f.name,
+            default=f.default,
+            type=(lambda v: v.lower() in ("1", "true")) if kind is bool else kind,
+            choices=EMBED_BAD if f.name == "embed_bad" else None,
         )
-    parser.add_argument("--latency-ms", type=float, default=0.0, help="added to every chat request")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--transient", type=int, default=0, help="faulted prompts fail only their first N attempts"
-    )
-    parser.add_argument(
-        "--retry-after", type=float, default=0.0, help="Retry-After seconds sent with 429s"
-    )
-    parser.add_argument("--hang-s", type=float, default=30.0)
-    parser.add_argument(
-        "--embed-rate-500", type=float, default=0.0, help="fraction of embedding batches faulted"
-    )
-    parser.add_argument(
-        "--embed-transient", type=int, default=0, help="faulted batches fail only N attempts"
-    )
-    parser.add_argument(
-        "--empty-rate", type=float, default=0.0, help="fraction of prompts answered empty"
-    )
-    parser.add_argument(
-        "--reject-posts", type=int, default=0, help="answer every POST with this status"
-    )
-    parser.add_argument(
-        "--echo-auth", type=int, default=0, help="1: error bodies quote the Authorization header"
-    )
-    args = parser.parse_args(argv)
-    config = FaultConfig(
-        rate_429=args.rate_429,
-        rate_500=args.rate_500,
-        rate_hang=args.rate_hang,
-        rate_malformed=args.rate_malformed,
-        latency_ms=args.latency_ms,
-        seed=args.seed,
-        transient=args.transient,
-        retry_after_s=args.retry_after,
-        hang_s=args.hang_s,
-        embed_rate_500=args.embed_rate_500,
-        embed_transient=args.embed_transient,
-        empty_rate=args.empty_rate,
-        reject_posts=args.reject_posts,
-        echo_auth=bool(args.echo_auth),
-    )
-    server = FaultServer(config, host=args.host, port=args.port)
+    args = vars(parser.parse_args(argv))
+    host, port = args.pop("host"), args.pop("port")
+    config = FaultConfig(**args)
+    server = FaultServer(config, host=host, port=port)
     print(f"fault server on {server.url}", flush=True)
     try:
         server.httpd.serve_forever()

@@ -138,7 +138,8 @@ def test_empty_answers_are_wrong_counted_and_never_judged(make_cfg, tmp_path):
 
 
 def test_exit_codes_and_the_incomplete_marker(make_cfg, tmp_path):
-    ok = run(make_cfg("memory=full_context", "dataset.limit=2"), tmp_path / "ok")
+    judged = 'llm.backend.script=[["You are grading answers","1"]]'  # a judge that gives verdicts
+    ok = run(make_cfg("memory=full_context", "dataset.limit=2", judged), tmp_path / "ok")
     assert ok["outcome"]["exit_code"] == 0 and not (tmp_path / "ok" / run_io.MARKER).exists()
     failed = run(
         make_cfg(
@@ -165,6 +166,7 @@ def test_exit_codes_and_the_incomplete_marker(make_cfg, tmp_path):
             "llm.backend.fail_on=Which ankle",
             "eval.max_failed_fraction=0.1",
             "cache.enabled=false",
+            judged,
         ),
         tmp_path / "one",
     )

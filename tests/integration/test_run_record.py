@@ -65,3 +65,54 @@ def test_a_reused_run_folder_keeps_nothing_of_the_earlier_run(make_cfg, tmp_path
     run(make_cfg("memory=memtree", "dataset.limit=1"), out)
     after = sorted(p.name for p in (out / "memory").iterdir())
     assert len(after) == 1 and after[0] in before  # only this run's episode has a view
+
+
+def _strict(text: str) -> object:
+    """Parse as a browser's JSON.parse would: NaN / Infinity are not JSON."""
+
+    def refuse(constant: str) -> None:
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_run_with_nan_scores_writes_valid_json_and_counts_the_nulls(
+    make_cfg, tmp_path, monkeypatch
+):
+    """A NaN score (here a metric that returns one) is written as null and counted; every file of
+    the run folder stays valid JSON."""
+    from memharness.eval.run import runner
+
+    real = runner.answer_scores
+    monkeypatch.setattr(
+        runner, "answer_scores", lambda *a: {**real(*a), "f1": float("nan"), "em": float("inf")}
+    )
+    out = tmp_path / "r"
+    metrics = run(make_cfg("memory=full_context", "dataset.limit=3"), out)
+    lines = (out / "samples.jsonl").read_text().splitlines()
+    samples = [_strict(line) for line in lines]
+    doc = _strict((out / "metrics.json").read_text())
+    _strict((out / "memory_stats.json").read_text())
+    assert len(samples) == 3 and all(s["metrics"]["f1"] is None for s in samples)
+    assert all(s["metrics"]["em"] is None for s in samples)
+    assert doc["outcome"]["nonfinite_nulled"] == metrics["outcome"]["nonfinite_nulled"] == 6
+    assert doc["outcome"]["exit_code"] == 0
+
+
+def test_the_json_writers_never_write_nan(tmp_path):
+    from memharness.eval.record import folder
+    from memharness.memsys.services import files
+    from memharness.memsys.services.formats import html_page
+
+    doc = {"a": float("nan"), "b": [1.5, float("-inf")], "c": {"d": 2}}
+    _strict(files.write_json(tmp_path / "x.json", doc).read_text())
+    assert json.loads((tmp_path / "x.json").read_text()) == {
+        "a": None,
+        "b": [1.5, None],
+        "c": {"d": 2},
+    }
+    page = html_page("t", "", "", doc, "")
+    _strict(page.split("id='data'>")[1].split("</script>")[0])
+    metrics = records.metrics("m", time={"total_s": float("nan")})
+    folder.write_metrics(tmp_path, metrics)
+    assert _strict((tmp_path / "metrics.json").read_text())["outcome"]["nonfinite_nulled"] == 1

@@ -87,3 +87,25 @@ def test_budget_stops_the_run_cleanly_and_marks_it_incomplete(make_cfg, tmp_path
         s["status"] in ("scored", "budget_exceeded", "build_failed") or s.get("degraded")
         for s in samples
     )
+
+
+def test_a_snapshot_with_nan_vectors_is_not_loaded_but_rebuilt(make_cfg, tmp_path):
+    """Vectors saved before embedding replies were checked may hold NaN: such a snapshot is counted
+    unreadable and the memory is built again (and saved clean)."""
+    import numpy as np
+
+    base = ("memory=memorystream", "dataset.limit=2", "cache.enabled=false")
+    first = run(make_cfg(*base), tmp_path / "a")
+    saved = list((tmp_path / "snapshots").rglob("arrays.npz"))
+    assert saved and first["snapshots"]["built_saved"] == first["data"]["episodes"]
+    for path in saved:
+        with np.load(path) as data:
+            arrays = {k: data[k] for k in data.files}
+        arrays["vectors"][0, 0] = np.nan
+        np.savez(path, **arrays)
+    again = run(make_cfg(*base), tmp_path / "b")
+    assert again["snapshots"].get("loaded", 0) == 0
+    assert again["snapshots"]["unreadable"] == len(saved)
+    assert _build_calls(again) > 0
+    third = run(make_cfg(*base), tmp_path / "c")
+    assert third["snapshots"]["loaded"] == third["data"]["episodes"]

@@ -2,8 +2,11 @@
 
 Every transport or protocol problem becomes a ``BackendError``: 429, 408, 409 and 5xx,
 timeouts, connection errors and malformed bodies are retryable (429 carries the
-server's Retry-After); other 4xx are not. The API key is read from the environment
-variable named in the config and only ever lives in the HTTP client's headers.
+server's Retry-After); other 4xx are not. The same rules hold for every endpoint: a 200 whose
+body is an error or lacks the answer (``choices`` of a chat reply, ``data`` of an embeddings
+reply) is retryable on ``/chat/completions`` and ``/embeddings`` alike.
+The API key is read from the environment variable named in the config and only ever lives in the
+HTTP client's headers.
 """
 
 from __future__ import annotations
@@ -259,11 +262,8 @@ class OpenAIBackend:
         try:
             text = data["choices"][0]["message"]["content"] or ""
         except (KeyError, IndexError, TypeError):
-            raise BackendError(
-                f"response from {self._http.base_url}/chat/completions without "
-                f"choices[0].message.content: {str(data)[:200]}",
-                retryable=True,
-                status=200,
+            raise unusable_reply(
+                f"{self._http.base_url}/chat/completions", data, "choices[0].message.content"
             ) from None
         if request.choices and self.structured == "json_schema":
             text = _unwrap_choice(text)
@@ -277,6 +277,13 @@ class OpenAIBackend:
 
     def close(self) -> None:
         self._http.close()
+
+
+def unusable_reply(where: str, data: Any, wanted: str) -> BackendError:
+    """A 200 that is no answer (an error body, or without ``wanted``): retried like a 5xx."""
+    error = data.get("error") if isinstance(data, dict) else None
+    detail = f"an error body: {error}" if error else f"without {wanted}: {data}"
+    return BackendError(f"response from {where} is {detail}"[:300], retryable=True, status=200)
 
 
 def _settings_hash(*settings: Any) -> str:
@@ -358,16 +365,9 @@ class OpenAIEmbedBackend:
         try:
             rows = sorted(data["data"], key=lambda d: d["index"])
             vectors = np.asarray([r["embedding"] for r in rows], dtype=np.float32)
-        except (KeyError, TypeError, ValueError) as err:
-            raise BackendError(
-                f"malformed embeddings response from {where}: {err}", retryable=False
-            ) from None
-        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
-            raise BackendError(
-                f"asked {where} for {len(texts)} embeddings, got shape {vectors.shape}",
-                retryable=False,
-            )
-        return vectors
+        except (KeyError, TypeError, ValueError):
+            raise unusable_reply(where, data, "data[].embedding of equal lengths") from None
+        return vectors  # the Embedder checks the count, the dimension and the values (any backend)
 
     def close(self) -> None:
         self._http.close()

@@ -324,3 +324,29 @@ def test_questions_kept_apart_get_their_own_section_never_the_scores():
     ]
     assert wide["apart:adversarial:locomo_adversarial"].tolist()[1] == 0.5
     assert pd.isna(wide["apart:adversarial:n"].tolist()[0])
+
+
+def test_paired_comparison_keeps_repeated_ids_and_reports_pairs_of_questions(tmp_path):
+    """A folder written before loaders refused repeated ids: each occurrence is its own pair, and
+    the table says how many pairs of how many questions were used."""
+    runs = tmp_path / "runs"
+    ids = ["q0", "q1", "q1", "q2", "q3"]  # q1 twice
+    for memory, verdicts in (("full_context", [1, 0, 1, 0, 1]), ("memtree", [1, 1, 1, None, 0])):
+        samples = [
+            records.sample(q, metrics={"judge": None if v is None else float(v)})
+            for q, v in zip(ids, verdicts, strict=True)
+        ]
+        scored = [float(v) for v in verdicts if v is not None]
+        doc = records.metrics(
+            memory,
+            judge="judge-a",
+            counts={"questions": 5, "scored": 5},
+            metrics={"judge": summarize(scored, 200, 0.95, 0)},
+        )
+        records.write(runs / f"{memory}-sample" / "s1", doc, samples)
+    out = build_report([runs], tmp_path / "t", "x", baseline="full_context", resamples=200)
+    paired = pd.read_csv(out["paired_csv"]).set_index("metric")
+    # 4 pairs (q3 failed in memtree) of 5 questions; the repeated q1 pairs occurrence by occurrence
+    assert (paired.loc["judge", "n_pairs"], paired.loc["judge", "questions"]) == (4, 5)
+    assert paired.loc["judge", "diff"] == pytest.approx((0 + 1 + 0 - 1) / 4)
+    assert "| 4/5 |" in out["md"].read_text()
