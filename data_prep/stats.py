@@ -28,6 +28,8 @@ KINDS = {
     "quality": ("Documents", "Chunks per document", "Tokens per document", "episode"),
     "multihop": ("Articles", "Chunks per article", "Tokens per article", "source"),
     "novelqa": ("Books", "Chunks per book", "Tokens per book", "episode"),
+    # per_question protocol: tokens per episode = the structural-memory paper's "Avg. # Tokens"
+    "hotpotqa": ("Questions", "Passages per question", "Tokens per question", "episode"),
 }
 
 

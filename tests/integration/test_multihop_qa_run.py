@@ -1,0 +1,67 @@
+"""`run.py memory=full_context dataset=<name>` on each multi-hop QA fixture with the scripted LLM.
+
+The script answers some questions right (by a phrase of the question) and leaves the rest to the
+default reply, so EM / F1 are known fractions; full context holds every passage, so evidence
+recall is 1 for every question with supporting facts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from paths import ROOT
+
+FIX = ROOT / "tests" / "fixtures"
+# name -> (fixture, [[question phrase, scripted reply]], expected EM, expected F1, categories)
+CASES = {
+    "hotpotqa": (
+        FIX / "hotpotqa" / "hotpot_dev_distractor_v1.json",
+        [["Which publisher printed", "Marlow Press"], ["Lake Brenn and Lake Ostra", "yes"]],
+        2 / 3,
+        2 / 3,
+        {"type": {"bridge", "comparison"}, "level": {"easy", "medium", "hard"}},
+    ),
+}
+
+
+def _script(pairs: list[list[str]]) -> str:
+    rows = [["| Predicted: ", "1"], *pairs]  # judge prompts first, as conf/llm/scripted.yaml
+    return "[" + ",".join(f'["{p}","{r}"]' for p, r in rows) + "]"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_full_context_run_scores_em_f1_and_evidence_recall(name, tmp_path):
+    path, pairs, em, f1, categories = CASES[name]
+    env = {
+        **os.environ,
+        "MEMHARNESS_CACHE": str(tmp_path / "cache.sqlite"),
+        "MEMHARNESS_DATA": str(tmp_path / "data"),
+        "HF_HUB_OFFLINE": "1",
+    }
+    cmd = [
+        sys.executable,
+        "run.py",
+        f"hydra.run.dir={tmp_path / 'run'}",
+        "progress=false",
+        "memory=full_context",
+        f"dataset={name}",
+        f"dataset.loader.path={path}",
+        "llm=scripted",
+        "embedder=hashing",
+        f"llm.backend.script={_script(pairs)}",
+    ]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    samples = [json.loads(x) for x in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    assert metrics["data"]["name"] == name and metrics["counts"]["questions"] == len(samples)
+    assert metrics["metrics"]["exact_match"]["mean"] == pytest.approx(em)
+    assert metrics["metrics"]["f1"]["mean"] == pytest.approx(f1)
+    assert metrics["metrics"]["evidence_recall"]["n"] == len(samples)
+    assert metrics["metrics"]["evidence_recall"]["mean"] == pytest.approx(1.0)
+    for key, values in categories.items():
+        assert {s["categories"][key] for s in samples} == values

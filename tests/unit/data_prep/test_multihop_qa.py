@@ -1,0 +1,125 @@
+"""HotpotQA, 2WikiMultihopQA and MuSiQue loaders: schemas, protocols, evidence, categories, answers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from memharness.data_prep import hotpotqa
+from memharness.data_prep.base import DatasetError, subset
+from memharness.eval.run.evidence import covered_units, matches
+from paths import TESTS
+
+FIX = TESTS / "fixtures"
+HOTPOT = FIX / "hotpotqa" / "hotpot_dev_distractor_v1.json"
+
+
+def _units_of(ep, evidence):
+    return [u for u in ep.units if matches(evidence, u)]
+
+
+def _broken(tmp_path, src, name, edit):
+    """A copy of fixture ``src`` with ``edit`` applied to its parsed records."""
+    rows = json.loads(src.read_text())
+    edit(rows)
+    out = tmp_path / name
+    out.write_text(json.dumps(rows))
+    return out
+
+
+def test_hotpotqa_per_question_episodes_hold_their_own_paragraphs():
+    ds = hotpotqa.load(str(HOTPOT))
+    raw = json.loads(HOTPOT.read_text())
+    assert [len(e.units) for e in ds.episodes] == [len(r["context"]) for r in raw]
+    ep = ds.episodes[0]
+    assert [u.source_id for u in ep.units] == [c[0] for c in raw[0]["context"]]
+    assert ep.units[0].text.startswith("Ida Varga\nIda Varga (born 3 May 1901")
+    assert "translator. Her first novel" in ep.units[0].text  # sentences rejoined once
+    q = ep.questions[0]
+    assert q.id == raw[0]["_id"] and q.position == len(ep.units) and q.answers == ("Marlow Press",)
+    assert q.categories == {"type": "bridge", "level": "medium"}
+    assert ds.metadata["integrity"] == {} and ds.metadata["protocol"] == "per_question"
+
+
+def test_hotpotqa_supporting_facts_point_at_their_paragraph_or_sentence():
+    ep = hotpotqa.load(str(HOTPOT)).episodes[0]
+    found = {u.source_id for e in ep.questions[0].evidence for u in _units_of(ep, e)}
+    assert found == {"Ida Varga", "The Salt Road (novel)"}
+    assert all(len(_units_of(ep, e)) == 1 for e in ep.questions[0].evidence)
+    sent = hotpotqa.load(str(HOTPOT), granularity="sentence").episodes[0]
+    hits = [_units_of(sent, e) for e in sent.questions[0].evidence]
+    assert [h[0].text for h in hits] == [
+        "Ida Varga\nIda Varga (born 3 May 1901 in Tessel) was a novelist and translator.",
+        'Ida Varga\nHer first novel was "The Salt Road", written in 1926.',
+        "The Salt Road (novel)\nIt was printed by Marlow Press in a run of 2,000 copies.",
+    ]
+    # a retrieval of only the distractor misses all of it
+    tessel = [u for u in sent.units if u.source_id == "Tessel"]
+    assert not any(matches(e, u) for e in sent.questions[0].evidence for u in tessel)
+    assert covered_units([], {u.id: u for u in sent.units}) == []
+
+
+def test_hotpotqa_shared_corpus_deduplicates_paragraphs_and_keeps_evidence():
+    ds = hotpotqa.load(str(HOTPOT), protocol="shared_corpus")
+    assert len(ds.episodes) == 1
+    ep = ds.episodes[0]
+    raw = json.loads(HOTPOT.read_text())
+    distinct = {(t, "".join(s)) for r in raw for t, s in r["context"]}
+    assert len(ep.units) == len(distinct) < sum(len(r["context"]) for r in raw)
+    assert all(q.position == len(ep.units) for q in ep.questions)
+    last = ep.questions[2]  # its two paragraphs were already in the corpus from question 1
+    assert {u.position for e in last.evidence for u in _units_of(ep, e)} == {2, 3}
+    assert ds.metadata["integrity"] == {}
+
+
+def test_hotpotqa_sample_size_and_stratified_limit():
+    ds = hotpotqa.load(str(HOTPOT), sample_size=2, sample_seed=1)
+    again = hotpotqa.load(str(HOTPOT), sample_size=2, sample_seed=1)
+    assert ds.num_questions == 2 and ds.checksum() == again.checksum()
+    full = hotpotqa.load(str(HOTPOT))
+    two = subset(full, 2, seed=0, stratify_by="type")
+    assert {q.categories["type"] for e in two.episodes for q in e.questions} == {
+        "bridge",
+        "comparison",
+    }
+
+
+def test_hotpotqa_schema_errors_name_file_record_and_field(tmp_path):
+    bad = _broken(tmp_path, HOTPOT, "a.json", lambda r: r[1].pop("answer"))
+    with pytest.raises(
+        DatasetError, match=r"a\.json\[1\] \(_id 5a7f0000aa11bb22cc33dd02\).*'answer'"
+    ):
+        hotpotqa.load(str(bad))
+    bad = _broken(tmp_path, HOTPOT, "b.json", lambda r: r[0].update(type="multi"))
+    with pytest.raises(DatasetError, match=r"b\.json\[0\].*'type' is 'multi'"):
+        hotpotqa.load(str(bad))
+    bad = _broken(
+        tmp_path, HOTPOT, "c.json", lambda r: r[2]["supporting_facts"].append(["Marlow Press"])
+    )
+    with pytest.raises(DatasetError, match=r"c\.json\[2\].*supporting_facts\[2\]"):
+        hotpotqa.load(str(bad))
+    bad = _broken(tmp_path, HOTPOT, "d.json", lambda r: r[0]["context"][1].__setitem__(1, "x"))
+    with pytest.raises(DatasetError, match=r"d\.json\[0\].*context\[1\]\[1\]"):
+        hotpotqa.load(str(bad))
+
+
+def test_hotpotqa_unknown_title_and_bad_sentence_index_are_counted(tmp_path):
+    def edit(rows):
+        rows[0]["supporting_facts"].append(["Nowhere", 0])
+        rows[1]["supporting_facts"][0][1] = 7
+
+    bad = _broken(tmp_path, HOTPOT, "e.json", edit)
+    ds = hotpotqa.load(str(bad))
+    assert ds.metadata["supporting_title_not_in_context"] == 1
+    assert ds.metadata["supporting_sentence_out_of_range"] == 1
+    assert ds.metadata["integrity"] == {"dangling_evidence": 1}
+    with pytest.raises(DatasetError, match="dangling_evidence"):
+        hotpotqa.load(str(bad), integrity="raise")
+
+
+def test_hotpotqa_offline_error_names_the_file_and_where_to_put_it(tmp_path):
+    with pytest.raises(DatasetError, match=r"hotpot_dev_distractor_v1\.json not found.*curtis"):
+        hotpotqa.load(data_dir=str(tmp_path))
+    (tmp_path / "hotpotqa").mkdir()
+    (tmp_path / "hotpotqa" / hotpotqa.FILE).write_text(HOTPOT.read_text())
+    assert hotpotqa.load(data_dir=str(tmp_path)).num_questions == 3
