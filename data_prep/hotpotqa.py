@@ -41,11 +41,11 @@ def parse_context(raw: Any, where: str) -> list[tuple[str, list[str]]]:
     return out
 
 
-def parse_supporting(raw: Any, where: str) -> list[tuple[str, int | None]]:
+def parse_supporting(raw: Any, where: str) -> list[tuple[str | int, int | None]]:
     """``supporting_facts``: [[title, sentence index], ...]."""
     if not isinstance(raw, list):
         raise DatasetError(f"{where}: field 'supporting_facts' should be a list")
-    out: list[tuple[str, int | None]] = []
+    out: list[tuple[str | int, int | None]] = []
     for j, pair in enumerate(raw):
         ok = isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
         if not ok or not isinstance(pair[1], int) or isinstance(pair[1], bool):

@@ -40,7 +40,8 @@ class Record:
     answers: tuple[str, ...]
     categories: dict[str, str]
     passages: list[tuple[str, list[str]]]  # (title, sentences); MuSiQue: one "sentence" per passage
-    supporting: list[tuple[str, int | None]]  # (title, sentence index); None = the whole passage
+    # (title, or index into passages where titles repeat; sentence index, None = the whole passage)
+    supporting: list[tuple[str | int, int | None]]
     sentence_split: bool = True  # False: the data has no sentence boundaries (MuSiQue)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -97,16 +98,21 @@ class _Stream:
 
 
 def _evidence(
-    rec: Record, spans: dict[str, tuple[list[str], list[int]]], counts: dict[str, int]
+    rec: Record, spans: list[tuple[list[str], list[int]]], counts: dict[str, int]
 ) -> tuple[Evidence, ...]:
     """Supporting facts pointed at their units; out-of-range sentences and unknown titles counted."""
+    by_title: dict[str, int] = {}
+    for i, (title, _) in enumerate(rec.passages):
+        by_title.setdefault(title, i)
     out = []
-    for title, sent in rec.supporting:
-        if title not in spans:
+    for ref, sent in rec.supporting:
+        index = ref if isinstance(ref, int) else by_title.get(ref)
+        if index is None or not 0 <= index < len(spans):
             counts["supporting_title_not_in_context"] += 1
-            out.append(Evidence(source_id=title))  # reported as dangling by the integrity check
+            out.append(Evidence(source_id=str(ref)))  # reported as dangling by the integrity check
             continue
-        sentences, positions = spans[title]
+        title = rec.passages[index][0]
+        sentences, positions = spans[index]
         first, last = positions[0], positions[-1] + 1
         if sent is None or not 0 <= sent < len(sentences):
             if sent is not None:
@@ -142,17 +148,14 @@ def build_dataset(
     counts = {"supporting_title_not_in_context": 0, "supporting_sentence_out_of_range": 0}
     episodes: list[Episode] = []
     shared = _Stream(f"{name}-corpus", granularity, with_title)
-    pending: list[tuple[Record, dict[str, tuple[list[str], list[int]]]]] = []
+    pending: list[tuple[Record, list[tuple[list[str], list[int]]]]] = []
     for rec in records:
         stream = (
             shared
             if protocol == "shared_corpus"
             else _Stream(f"{name}-{rec.id}", granularity, with_title)
         )
-        spans: dict[str, tuple[list[str], list[int]]] = {}
-        for title, sentences in rec.passages:
-            positions = stream.add(title, sentences)
-            spans.setdefault(title, (sentences, positions))
+        spans = [(sentences, stream.add(title, sentences)) for title, sentences in rec.passages]
         if protocol == "shared_corpus":
             pending.append((rec, spans))
             continue

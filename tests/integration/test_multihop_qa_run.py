@@ -24,6 +24,13 @@ CASES = {
         2 / 3,
         {"type": {"bridge", "comparison"}, "level": {"easy", "medium", "hard"}},
     ),
+    "musique": (  # an alias is scored as a reference: the reply names it
+        FIX / "musique" / "musique_ans_v1.0_dev.jsonl",
+        [["lead singer of the performer", "Sela Marie Wren"], ["spouse of Sela Wren", "Nordmark"]],
+        2 / 3,
+        2 / 3,
+        {"hops": {"2hop", "3hop", "4hop"}, "shape": {"2hop", "3hop1", "4hop3"}},
+    ),
 }
 
 

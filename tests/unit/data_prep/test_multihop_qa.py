@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from memharness.data_prep import hotpotqa
+from memharness.data_prep import hotpotqa, musique
 from memharness.data_prep.base import DatasetError, subset
 from memharness.eval.run.evidence import covered_units, matches
 from paths import TESTS
@@ -123,3 +123,71 @@ def test_hotpotqa_offline_error_names_the_file_and_where_to_put_it(tmp_path):
     (tmp_path / "hotpotqa").mkdir()
     (tmp_path / "hotpotqa" / hotpotqa.FILE).write_text(HOTPOT.read_text())
     assert hotpotqa.load(data_dir=str(tmp_path)).num_questions == 3
+
+
+MUSIQUE = FIX / "musique" / "musique_ans_v1.0_dev.jsonl"
+
+
+def _broken_jsonl(tmp_path, src, name, edit):
+    rows = [json.loads(line) for line in src.read_text().splitlines()]
+    edit(rows)
+    out = tmp_path / name
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return out
+
+
+def test_musique_hops_from_id_answers_with_aliases_and_paragraph_evidence():
+    ds = musique.load(str(MUSIQUE))
+    qs = [e.questions[0] for e in ds.episodes]
+    assert [q.categories for q in qs] == [
+        {"hops": "2hop", "shape": "2hop"},
+        {"hops": "3hop", "shape": "3hop1"},
+        {"hops": "4hop", "shape": "4hop3"},
+    ]
+    assert qs[0].answers == ("Sela Wren", "Sela Marie Wren") and qs[2].answers == ("1312",)
+    raw = [json.loads(line) for line in MUSIQUE.read_text().splitlines()]
+    for ep, rec in zip(ds.episodes, raw, strict=True):
+        gold = {p["idx"] for p in rec["paragraphs"] if p["is_supporting"]}
+        hit = {u.position for e in ep.questions[0].evidence for u in _units_of(ep, e)}
+        assert hit == gold  # by paragraph index, not title
+    # the first question has two "Wren & Alder" paragraphs; only the supporting one (idx 3) counts
+    first = ds.episodes[0]
+    assert [u.source_id for u in first.units].count("Wren & Alder") == 2
+    assert {u.position for u in first.units if u.source_id == "Wren & Alder"} == {1, 3}
+
+
+def test_musique_shared_corpus_and_sentence_granularity_refused():
+    ep = musique.load(str(MUSIQUE), protocol="shared_corpus").episodes[0]
+    assert len(ep.units) == 11 and len(ep.questions) == 3  # 14 paragraphs, 3 repeated verbatim
+    for q in ep.questions:
+        assert all(len(_units_of(ep, e)) == 1 for e in q.evidence)
+    with pytest.raises(DatasetError, match="granularity=sentence.*no sentence boundaries"):
+        musique.load(str(MUSIQUE), granularity="sentence")
+
+
+def test_musique_unanswerable_excluded_and_counted(tmp_path):
+    bad = _broken_jsonl(tmp_path, MUSIQUE, "m.jsonl", lambda r: r[1].update(answerable=False))
+    ds = musique.load(str(bad))
+    assert ds.num_questions == 2 and ds.metadata["excluded_unanswerable"] == 1
+    assert musique.load(str(bad), include_unanswerable=True).num_questions == 3
+
+
+def test_musique_schema_errors_name_file_line_and_field(tmp_path):
+    bad = _broken_jsonl(tmp_path, MUSIQUE, "a.jsonl", lambda r: r[1].pop("answer_aliases"))
+    with pytest.raises(DatasetError, match=r"a\.jsonl:2 \(id 3hop1__.*'answer_aliases'"):
+        musique.load(str(bad))
+    bad = _broken_jsonl(tmp_path, MUSIQUE, "b.jsonl", lambda r: r[0].update(id="5hop__1_2"))
+    with pytest.raises(DatasetError, match=r"b\.jsonl:1.*field 'id' should start with 2hop__"):
+        musique.load(str(bad))
+    bad = _broken_jsonl(
+        tmp_path, MUSIQUE, "c.jsonl", lambda r: r[2]["paragraphs"][1].pop("is_supporting")
+    )
+    with pytest.raises(DatasetError, match=r"c\.jsonl:3.*paragraphs\[1\].*'is_supporting'"):
+        musique.load(str(bad))
+    bad = _broken_jsonl(
+        tmp_path, MUSIQUE, "d.jsonl", lambda r: r[0]["question_decomposition"][0].pop("answer")
+    )
+    with pytest.raises(DatasetError, match=r"d\.jsonl:1.*question_decomposition\[0\].*'answer'"):
+        musique.load(str(bad))
+    with pytest.raises(DatasetError, match=r"musique_ans_v1\.0_dev\.jsonl not found.*musique"):
+        musique.load(data_dir=str(tmp_path))
