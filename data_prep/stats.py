@@ -30,6 +30,7 @@ KINDS = {
     "novelqa": ("Books", "Chunks per book", "Tokens per book", "episode"),
     # per_question protocol: tokens per episode = the structural-memory paper's "Avg. # Tokens"
     "hotpotqa": ("Questions", "Passages per question", "Tokens per question", "episode"),
+    "twowiki": ("Questions", "Passages per question", "Tokens per question", "episode"),
     "musique": ("Questions", "Passages per question", "Tokens per question", "episode"),
 }
 

@@ -31,6 +31,13 @@ CASES = {
         2 / 3,
         {"hops": {"2hop", "3hop", "4hop"}, "shape": {"2hop", "3hop1", "4hop3"}},
     ),
+    "twowiki": (  # id_aliases.json beside dev.json: "M. Doran" is a reference of two questions
+        FIX / "twowiki" / "dev.json",
+        [["mother of the director", "M. Doran"], ["came out first", "Glass Orchard"]],
+        2 / 4,
+        2 / 4,
+        {"type": {"comparison", "inference", "compositional", "bridge_comparison"}},
+    ),
 }
 
 

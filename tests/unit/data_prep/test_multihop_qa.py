@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from memharness.data_prep import hotpotqa, musique
+from memharness.data_prep import hotpotqa, musique, twowiki
 from memharness.data_prep.base import DatasetError, subset
 from memharness.eval.run.evidence import covered_units, matches
 from paths import TESTS
@@ -191,3 +191,56 @@ def test_musique_schema_errors_name_file_line_and_field(tmp_path):
         musique.load(str(bad))
     with pytest.raises(DatasetError, match=r"musique_ans_v1\.0_dev\.jsonl not found.*musique"):
         musique.load(data_dir=str(tmp_path))
+
+
+TWOWIKI = FIX / "twowiki" / "dev.json"
+
+
+def test_twowiki_four_types_sentence_evidence_and_alias_answers(tmp_path):
+    ds = twowiki.load(str(TWOWIKI))
+    qs = [e.questions[0] for e in ds.episodes]
+    assert [q.categories for q in qs] == [
+        {"type": t} for t in ("compositional", "comparison", "inference", "bridge_comparison")
+    ]
+    assert qs[0].answers == ("Mira Doran", "Mira Anna Doran", "M. Doran")  # answer_id Q90000004
+    assert qs[1].answers == ("The Glass Orchard",)  # answer_id null: the answer alone
+    assert ds.metadata["questions_with_aliases"] == 2
+    assert any(p.endswith("id_aliases.json") for p in ds.files)
+    # 2Wiki sentences carry no leading space: rejoined with one
+    assert (
+        ds.episodes[0].units[0].text.endswith("Pavel Doran. It was shot in the hills above Vessa.")
+    )
+    sent = twowiki.load(str(TWOWIKI), granularity="sentence").episodes[3]
+    hits = [_units_of(sent, e) for e in sent.questions[0].evidence]
+    assert [h[0].text.split("\n")[1] for h in hits] == [
+        "The Glass Orchard is a 1958 drama film directed by Pavel Doran.",
+        "It was directed by Hanne Sol.",
+        "Pavel Doran (1921-1990) was a film director.",
+        "Hanne Sol (born 1930) is a director.",
+    ]
+    # without the alias file (or with use_aliases=false) only the answer is a reference
+    (tmp_path / "dev.json").write_text(TWOWIKI.read_text())
+    assert twowiki.load(str(tmp_path)).episodes[0].questions[0].answers == ("Mira Doran",)
+    off = twowiki.load(str(TWOWIKI), use_aliases=False)
+    assert off.episodes[0].questions[0].answers == ("Mira Doran",)
+
+
+def test_twowiki_shared_corpus_and_schema_errors(tmp_path):
+    ep = twowiki.load(str(TWOWIKI), protocol="shared_corpus").episodes[0]
+    assert len(ep.units) == 9 and len(ep.questions) == 4  # 13 paragraphs, 4 repeated verbatim
+    # "Night Ferry" comes with two different texts: both kept, each question's evidence on its own
+    ferry = [u.position for u in ep.units if u.source_id == "Night Ferry"]
+    assert len(ferry) == 2
+    hits = [{u.position for u in _units_of(ep, e)} for q in ep.questions[1::2] for e in q.evidence]
+    assert hits[0] == {ferry[0]} and hits[3] == {ferry[1]}
+    bad = _broken(tmp_path, TWOWIKI, "a.json", lambda r: r[3].update(type="bridge-comparison"))
+    with pytest.raises(DatasetError, match=r"a\.json\[3\] \(_id a1b2c3d7.*'type' is 'bridge-comp"):
+        twowiki.load(str(bad))
+    bad = _broken(tmp_path, TWOWIKI, "b.json", lambda r: r[1]["evidences"].append(["x", "y"]))
+    with pytest.raises(DatasetError, match=r"b\.json\[1\].*evidences\[2\]"):
+        twowiki.load(str(bad))
+    bad = _broken(tmp_path, TWOWIKI, "c.json", lambda r: r[0].pop("supporting_facts"))
+    with pytest.raises(DatasetError, match=r"c\.json\[0\].*'supporting_facts'"):
+        twowiki.load(str(bad))
+    with pytest.raises(DatasetError, match=r"dev\.json not found.*2wikimultihop.*twowiki"):
+        twowiki.load(data_dir=str(tmp_path / "none"))
