@@ -8,6 +8,9 @@ are built by ``multihop_qa`` under the configured protocol.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from memharness.data_prep import hub
@@ -24,6 +27,7 @@ from memharness.data_prep.multihop_qa import (
 
 FILE = "hotpot_dev_distractor_v1.json"
 URL = "http://curtis.ml.cmu.edu/datasets/hotpot/hotpot_dev_distractor_v1.json"
+HUB_ID, HUB_CONFIG, HUB_SPLIT = "hotpotqa/hotpot_qa", "distractor", "validation"
 TYPES = ("bridge", "comparison")
 LEVELS = ("easy", "medium", "hard")
 
@@ -76,9 +80,36 @@ def parse_record(raw: Any, where: str) -> Record:
     )
 
 
+def from_hub_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A ``hotpotqa/hotpot_qa`` row (columns of parallel lists) back in the upstream record shape."""
+    facts, context = row["supporting_facts"], row["context"]
+    return {
+        "_id": row["id"],
+        "answer": row["answer"],
+        "question": row["question"],
+        "supporting_facts": [list(p) for p in zip(facts["title"], facts["sent_id"], strict=True)],
+        "context": [
+            [t, list(s)] for t, s in zip(context["title"], context["sentences"], strict=True)
+        ],
+        "type": row["type"],
+        "level": row["level"],
+    }
+
+
+def _download(revision: str | None) -> Callable[[Path], str]:
+    def fetch(cache: Path) -> str:
+        rows, _, sha = hub.hub_rows(HUB_ID, HUB_CONFIG, HUB_SPLIT, cache, revision)
+        records = [from_hub_row(r) for r in rows]
+        (cache / FILE).write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
+        return f"{HUB_ID}@{sha}"
+
+    return fetch
+
+
 def load(
     path: hub.LocalPath = None,
     data_dir: str | None = None,
+    revision: str | None = None,
     protocol: Protocol = "per_question",
     granularity: Granularity = "passage",
     with_title: bool = True,
@@ -86,8 +117,9 @@ def load(
     sample_seed: int = 0,
     integrity: hub.Integrity = "warn",
 ) -> Dataset:
-    """Load HotpotQA from ``hotpot_dev_distractor_v1.json`` (a file or its folder) or the cache."""
-    file, rev = load_source("hotpotqa", FILE, URL, path, data_dir)
+    """Load HotpotQA from ``hotpot_dev_distractor_v1.json`` (a file or its folder), the cache, or
+    the Hub's ``hotpotqa/hotpot_qa`` distractor validation split (converted back to that file)."""
+    file, rev = load_source("hotpotqa", FILE, URL, path, data_dir, _download(revision))
     rows = hub.read_json(file)
     if not isinstance(rows, list):
         raise DatasetError(f"{file}: expected a JSON list of records, got {type(rows).__name__}")

@@ -19,6 +19,7 @@ recall counts a fact as found when that exact unit was retrieved.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -213,21 +214,29 @@ def load_source(
     url: str,
     path: str | None,
     data_dir: str | None,
+    hub_fetch: Callable[[Path], str] | None = None,
 ) -> tuple[Path, str]:
-    """The upstream file from ``path`` (a file, or a folder holding ``filename``) or the cache.
+    """The upstream file from ``path`` (a file, or a folder holding ``filename``), the cache, or
+    ``hub_fetch`` (which writes ``filename`` into the cache in the upstream schema and returns the
+    ``repo@commit`` it read) when the Hub can be used.
 
-    These sets are not on the Hub in their upstream schema, so with neither the loader fails with
-    one line naming the file, where to get it and where to put it."""
+    With none of them the loader fails with one line naming the file, where to get it and where to
+    put it."""
     cache = hub.cache_dir(data_dir, name)
     local = hub.local_path(path)
     rev = "local"
-    if local is None:
-        if not (cache / filename).is_file():
-            raise DatasetError(
-                f"dataset {name!r}: {filename} not found; download it from {url} and place it in "
-                f"{cache} or pass `dataset.loader.path=<file or folder>`"
-            )
+    if local is None and (cache / filename).is_file():
         local, rev = cache, hub.cached_revision(cache) or "cache"
+    if local is None:
+        reason = hub.hub_offline_reason() if hub_fetch else "no Hub copy in this schema"
+        if reason:
+            raise DatasetError(
+                f"dataset {name!r}: {filename} not found and the Hub cannot be used ({reason}); "
+                f"download it from {url} and place it in {cache} or pass "
+                "`dataset.loader.path=<file or folder>`"
+            )
+        assert hub_fetch is not None
+        rev, local = hub_fetch(cache), cache
     if local.is_dir():
         local = local / filename
         if not local.is_file():

@@ -117,12 +117,53 @@ def test_hotpotqa_unknown_title_and_bad_sentence_index_are_counted(tmp_path):
         hotpotqa.load(str(bad), integrity="raise")
 
 
-def test_hotpotqa_offline_error_names_the_file_and_where_to_put_it(tmp_path):
-    with pytest.raises(DatasetError, match=r"hotpot_dev_distractor_v1\.json not found.*curtis"):
+def test_hotpotqa_offline_error_names_the_file_and_where_to_put_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(
+        DatasetError,
+        match=r"hotpot_dev_distractor_v1\.json not found.*HF_HUB_OFFLINE is set.*curtis.*"
+        + str(tmp_path / "hotpotqa"),
+    ):
         hotpotqa.load(data_dir=str(tmp_path))
     (tmp_path / "hotpotqa").mkdir()
     (tmp_path / "hotpotqa" / hotpotqa.FILE).write_text(HOTPOT.read_text())
     assert hotpotqa.load(data_dir=str(tmp_path)).num_questions == 3
+
+
+def test_hotpotqa_hub_rows_are_converted_back_to_the_upstream_file(tmp_path, monkeypatch):
+    """The Hub branch with the network replaced by rows in hotpotqa/hotpot_qa's column layout."""
+    from memharness.data_prep import hub
+
+    def hub_shape(r):
+        return {
+            "id": r["_id"],
+            **{k: r[k] for k in ("question", "answer", "type", "level")},
+            "supporting_facts": {
+                "title": [t for t, _ in r["supporting_facts"]],
+                "sent_id": [i for _, i in r["supporting_facts"]],
+            },
+            "context": {
+                "title": [t for t, _ in r["context"]],
+                "sentences": [s for _, s in r["context"]],
+            },
+        }
+
+    def fake_rows(hub_id, config, split, cache, revision):
+        assert (hub_id, config, split) == ("hotpotqa/hotpot_qa", "distractor", "validation")
+        cache.mkdir(parents=True, exist_ok=True)
+        (cache / "REVISION").write_text(f"{hub_id}@feedbeef\n")
+        return [hub_shape(r) for r in json.loads(HOTPOT.read_text())], {}, "feedbeef"
+
+    monkeypatch.setattr(hub, "hub_offline_reason", lambda: None)
+    monkeypatch.setattr(hub, "hub_rows", fake_rows)
+    online = hotpotqa.load(data_dir=str(tmp_path))
+    assert online.revision == "hotpotqa/hotpot_qa@feedbeef"
+    assert online.checksum() == hotpotqa.load(str(HOTPOT)).checksum()
+    assert json.loads((tmp_path / "hotpotqa" / hotpotqa.FILE).read_text()) == json.loads(
+        HOTPOT.read_text()
+    )
+    monkeypatch.setattr(hub, "hub_rows", None)  # the second load reads the cache
+    assert hotpotqa.load(data_dir=str(tmp_path)).revision == online.revision
 
 
 MUSIQUE = FIX / "musique" / "musique_ans_v1.0_dev.jsonl"
