@@ -23,6 +23,10 @@ from memharness.memsys.services.tokens import get_tokenizer
 CONF = Path(__file__).resolve().parent.parent / "conf" / "dataset"
 # name -> (what an episode is, what a unit is, which text the token count is over)
 KINDS = {
+    # per_question protocol: tokens per episode = the structural-memory paper's "Avg. # Tokens"
+    "hotpotqa": ("Questions", "Passages per question", "Tokens per question", "episode"),
+    "twowiki": ("Questions", "Passages per question", "Tokens per question", "episode"),
+    "musique": ("Questions", "Passages per question", "Tokens per question", "episode"),
     "msc": ("Conversation sessions", "Rounds per session", "Tokens per round", "unit"),
     "msc_e": ("Conversation sessions", "Rounds per session", "Tokens per round", "unit"),
     "quality": ("Documents", "Chunks per document", "Tokens per document", "episode"),
