@@ -33,6 +33,7 @@ from typing import Any
 
 from memharness.eval.metrics.lexical import parse_judge
 from memharness.eval.run.answer import judge_request
+from memharness.memsys.services import files as fileio
 from memharness.memsys.services.types import ConfigError
 from memharness.memsys.types import Question
 
@@ -269,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(render(report, items))
     if args.json:
-        args.json.write_text(json.dumps(report, indent=1, default=str))
+        fileio.write_text(args.json, json.dumps(report, indent=1, default=str))
     return 0
 
 

@@ -42,9 +42,9 @@ def output_error(
 
 
 def write_text(out_dir: Path, name: str, text: str) -> Path:
-    """Atomically write ``out_dir/name`` with secrets redacted."""
+    """Atomically write ``out_dir/name`` (``fileio`` masks secrets in every text it writes)."""
     try:
-        return fileio.write_text(out_dir / name, redact_text(text))
+        return fileio.write_text(out_dir / name, text)
     except OSError as err:
         raise output_error(err, folder=out_dir) from None
 
@@ -55,8 +55,7 @@ def write_json(out_dir: Path, name: str, obj: Any, **dump_args: Any) -> Path:
 
 
 def write_jsonl(out_dir: Path, name: str, records: Iterable[dict[str, Any]]) -> Path:
-    secrets = secret_values()
-    lines = (redact_text(json.dumps(r, ensure_ascii=False), secrets) for r in records)
+    lines = (json.dumps(r, ensure_ascii=False) for r in records)
     try:
         return fileio.write_lines(out_dir / name, lines)
     except OSError as err:

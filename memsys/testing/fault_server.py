@@ -11,7 +11,8 @@ Embedding requests can be faulted too (``embed_rate_500``, keyed by the batch's 
 after ``embed_transient`` attempts); ``empty_rate`` answers some prompts with empty content;
 ``reject_posts=401`` answers every POST with that status while ``/models`` still answers 200; and
 ``echo_auth`` makes error bodies quote the request's Authorization header (a misbehaving server,
-to test that no key reaches a file).
+to test that no key reaches a file); ``echo_auth_ok`` does the same in successful chat replies, so
+the key enters memories, views, snapshots and the call cache.
 
 Run: ``python -m memharness.memsys.testing.fault_server --port 8765 --rate-429 0.1 --seed 0``.
 """
@@ -50,6 +51,7 @@ class FaultConfig:
     empty_rate: float = 0.0  # fraction of (unfaulted) chat prompts answered with empty content
     reject_posts: int = 0  # an HTTP status (401, 403) for every POST; /models still answers 200
     echo_auth: bool = False  # error bodies quote the request's Authorization header
+    echo_auth_ok: bool = False  # successful chat replies quote it too (a leak into memory)
 
     def __post_init__(self) -> None:
         if sum(self.rates()) > 1.0:
@@ -230,6 +232,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._inject(fault)
             return
         text = answer_text(self.cfg, key, body)
+        if self.cfg.echo_auth_ok and not _choices_of(body):
+            text += f" (received {self.headers.get('Authorization')})"
         if self.cfg.empty_rate and _unit(self.cfg.seed, "empty", key) < self.cfg.empty_rate:
             text = ""
             with self.state.lock:
@@ -391,6 +395,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--echo-auth", type=int, default=0, help="1: error bodies quote the Authorization header"
     )
+    parser.add_argument(
+        "--echo-auth-ok", type=int, default=0, help="1: successful chat replies quote it too"
+    )
     args = parser.parse_args(argv)
     config = FaultConfig(
         rate_429=args.rate_429,
@@ -407,6 +414,7 @@ def main(argv: list[str] | None = None) -> None:
         empty_rate=args.empty_rate,
         reject_posts=args.reject_posts,
         echo_auth=bool(args.echo_auth),
+        echo_auth_ok=bool(args.echo_auth_ok),
     )
     server = FaultServer(config, host=args.host, port=args.port)
     print(f"fault server on {server.url}", flush=True)
