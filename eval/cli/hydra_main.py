@@ -31,9 +31,15 @@ register_resolvers()
 def hydra_main(cfg: DictConfig) -> float | None:
     """One run (one job of a multirun): see ``eval.command.run_command``."""
     from memharness.eval.cli.run_command import refuse, run_command
+    from memharness.eval.record.folder import lock_folder
+    from memharness.memsys.services.types import ConfigError
 
     hc = HydraConfig.get()
     out_dir = Path(hc.runtime.output_dir)
+    try:
+        lock_folder(out_dir)  # a single run took it in the preflight; a sweep job takes it here
+    except ConfigError as err:
+        return refuse(str(err))
     if cfg.get("sweep_only") and hc.mode != RunMode.MULTIRUN:
         chosen = hc.runtime.choices.get("experiment")
         return refuse(
