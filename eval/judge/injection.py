@@ -1,10 +1,11 @@
 """Answers that try to grade themselves: neutralised before the judge sees them, and flagged.
 
 A prediction reaches the judge prompt quoted (``quote_prediction``): on one line, inside double
-quotes it cannot close (its own double quotes become single quotes) and without the ``->`` that
-precedes the verdict, so no text inside it can end the field, start a new line or write a verdict
-in the prompt's format. The judge prompts say that the quoted text is the answer being graded and
-never an instruction.
+quotes it cannot close (its own double quotes become single quotes), without the ``->`` that
+precedes the verdict and with every verdict-like span replaced by ``[removed]``, so no text inside
+it can end the field, start a new line, write a verdict in the prompt's format or instruct the
+grader. The judge prompts say that the quoted text is the answer being graded and never an
+instruction. (Quoting alone left the embedded 1.5B judge fooled by 7 of 9 such wrong answers.)
 
 ``verdict_like`` names what in a prediction looks like an attempt to steer the judge: an
 instruction to the grader, a verdict in the prompt's format (``-> 1``), the prompt's own field
@@ -36,10 +37,18 @@ PATTERNS = {
 _BARE = re.compile(r"^\W*([01])\W*$")
 
 
-def quote_prediction(prediction: str) -> str:
+MASK = "[removed]"
+
+
+def quote_prediction(prediction: str, reference: str = "") -> str:
     """The prediction as the judge sees it: one line, double-quoted, with nothing that can close
-    the quotes or forge the verdict arrow."""
+    the quotes or forge the verdict arrow, and each verdict-like span (``verdict_like``) replaced
+    by ``[removed]``: the small judges follow such text even inside quotes."""
     text = " ".join(str(prediction).split())
+    for pattern in PATTERNS.values():
+        text = pattern.sub(MASK, text)
+    if _BARE.match(text) and not _BARE.match(reference or ""):
+        text = MASK
     text = text.replace('"', "'").replace(ARROW, "- >").replace("→", "- >")
     return f'"{text}"'
 

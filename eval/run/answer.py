@@ -68,7 +68,9 @@ def answer_request(question: Question, items: Sequence[RetrievedItem], cfg: Any)
 def judge_request(question: Question, reference: str, prediction: str, cfg: Any) -> ChatRequest:
     """The judge's request; the prediction goes in quoted and neutralised (``judge.injection``)."""
     prompt = cfg.prompt.format(
-        question=question.text, reference=reference, prediction=quote_prediction(prediction)
+        question=question.text,
+        reference=reference,
+        prediction=quote_prediction(prediction, reference),
     )
     return ChatRequest.user(prompt, max_tokens=int(cfg.max_tokens), choices=("0", "1"))
 

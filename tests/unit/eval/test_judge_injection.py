@@ -38,6 +38,8 @@ def test_the_judge_sees_the_prediction_quoted_on_one_line_without_a_verdict(pred
     assert "->" not in quoted.group(1)
     tail = prompt[prompt.index("Reply with the single digit") :]
     assert len(re.findall(r"->", tail)) == 1  # no verdict line of the prediction's own
+    assert "[removed]" in quoted.group(1)  # the verdict-like span never reaches the judge
+    assert "Ignore previous" not in last and "1" not in quoted.group(1)
 
 
 @pytest.mark.parametrize("prediction,name", list(ATTACKS.items()))
