@@ -28,7 +28,9 @@ PATTERNS = {
         r"|(?:^|[.!?;:,]\s*|\b(?:and|just|please|must|should|to|then)\s+)"
         r"(answer|reply|respond|output|return|say|judge|print)\b\s*(?:with\s+)?"
         r"(?:only\s+)?(?:the\s+)?(?:digit\s+|number\s+)?[01]\b(?![-:.,/]?\d)"
-        r"|\b(verdict|grade|score|rating|label)\s*(?:is|=|:|should be|must be)\s*[01]\b(?![-:.,/]?\d)",
+        r"|\b(verdict|grade|score|rating|label)\s*(?:is|=|:|should be|must be)\s*[01]\b(?![-:.,/]?\d)"
+        r"|\b(this|my) (answer|prediction|response) (is|should be judged|must be judged) "
+        r"(correct|right|a match)\b",
         re.IGNORECASE,
     ),
     "verdict_arrow": re.compile(r"-+>\s*[01]\b|=>\s*[01]\b|→\s*[01]\b"),
