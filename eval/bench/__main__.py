@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from memharness.eval import bench
+from memharness.memsys.services import files as fileio
 from memharness.memsys.services.files import json_text
 
 
@@ -24,7 +25,7 @@ def main(names: list[str]) -> None:
         print(f"   ({time.perf_counter() - start:.1f} s)", flush=True)
     out = Path("results/bench")
     out.mkdir(parents=True, exist_ok=True)
-    (out / "figures.json").write_text(json_text(figures, indent=1, default=str))
+    fileio.write_text(out / "figures.json", json_text(figures, indent=1, default=str))
     print(f"figures: {out / 'figures.json'}")
 
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from memharness.eval.bench import print_figures
 from memharness.eval.bench.backends import REPO, _ServerProcess
+from memharness.memsys.services import files as fileio
 
 LATENCY_S, IN_FLIGHT, EPISODES, REPEAT = 0.2, 32, 32, 4
 FIXTURE = REPO / "tests" / "fixtures" / "msc" / "msc_self_instruct.jsonl"
@@ -60,7 +61,7 @@ def msc_file(folder: Path, episodes: int = EPISODES) -> Path:
         out.append(json.dumps(row))
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "msc_self_instruct.jsonl"
-    path.write_text("\n".join(out) + "\n")
+    fileio.write_text(path, "\n".join(out) + "\n")
     return path
 
 

@@ -31,9 +31,15 @@ register_resolvers()
 def hydra_main(cfg: DictConfig) -> float | None:
     """One run (one job of a multirun): see ``eval.command.run_command``."""
     from memharness.eval.cli.run_command import refuse, run_command
+    from memharness.eval.record.folder import lock_folder
+    from memharness.memsys.services.types import ConfigError
 
     hc = HydraConfig.get()
     out_dir = Path(hc.runtime.output_dir)
+    try:
+        lock_folder(out_dir)  # a single run took it in the preflight; a sweep job takes it here
+    except ConfigError as err:
+        return refuse(str(err))
     # an experiment that declares sweeper params is a sweep even when its file forgot sweep_only
     sweeps = bool((hc.sweeper.get("params") or {}) if "sweeper" in hc else {})
     if (cfg.get("sweep_only") or sweeps) and hc.mode != RunMode.MULTIRUN:
@@ -50,9 +56,12 @@ def hydra_main(cfg: DictConfig) -> float | None:
 
 def main() -> None:
     """The ``memharness`` command: exit status 0 ok, 2 a user mistake, 3 aborted, 4 too many failures."""
-    from memharness.eval.cli.run_command import exit_status, guard_argv
+    from memharness.eval.cli import hydra_errors
+    from memharness.eval.cli.run_command import exit_status, guard_argv, print_error
+    from memharness.eval.run.failures import EXIT_USER_ERROR
 
     guard_argv(sys.argv[1:])
+    hydra_errors.install(sys.argv[1:], print_error, EXIT_USER_ERROR)
     hydra_main()
     sys.exit(exit_status())
 

@@ -17,6 +17,7 @@ from typing import Any
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from memharness.eval.cli.run_command import key_env_overrides, print_error
+from memharness.eval.record import folder as run_io
 from memharness.eval.run import failures
 from memharness.memsys.services.secrets import install_log_redaction, register_secret_value
 from memharness.memsys.services.types import ConfigError
@@ -42,6 +43,8 @@ class Preflight(Callback):
                 problems = str(err).splitlines()
         if not problems:
             problems = writable_problems(str(config.hydra.run.dir), "hydra.run.dir")
+        if not problems:
+            problems = _lock_problems(str(config.hydra.run.dir), "hydra.run.dir")
         _stop_on(problems)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -49,7 +52,18 @@ class Preflight(Callback):
         if not problems:
             HydraConfig.instance().set_config(config)
             problems = writable_problems(str(config.hydra.sweep.dir), "hydra.sweep.dir")
+        if not problems:
+            problems = _lock_problems(str(config.hydra.sweep.dir), "hydra.sweep.dir")
         _stop_on(problems)
+
+
+def _lock_problems(folder: str, setting: str) -> list[str]:
+    """Take the folder for this process before Hydra writes into it; a problem line if another run has it."""
+    try:
+        run_io.lock_folder(Path(folder), setting)
+    except ConfigError as err:
+        return [str(err)]
+    return []
 
 
 def _key_problems(config: DictConfig) -> list[str]:

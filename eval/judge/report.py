@@ -26,6 +26,7 @@ from memharness.eval.record.read import ReportError, find_runs, load_run
 from memharness.eval.report import tables
 from memharness.eval.report.paired import label
 from memharness.eval.report.table_format import Section, to_markdown
+from memharness.memsys.services import files as fileio
 
 
 def run_row(run: dict[str, Any]) -> dict[str, Any]:
@@ -166,9 +167,10 @@ def build(
         if s is not None
     ]
     paths = {"md": out / f"{name}.md", "csv": out / f"{name}.csv", "json": out / f"{name}.json"}
-    paths["md"].write_text(to_markdown(sections, f"Judge reliability: {name}") + "\n")
+    fileio.write_text(paths["md"], to_markdown(sections, f"Judge reliability: {name}") + "\n")
     per_run.to_csv(paths["csv"], index=False)
-    paths["json"].write_text(
+    fileio.write_text(
+        paths["json"],
         json.dumps(
             {
                 "runs": per_run.to_dict(orient="records"),
@@ -176,7 +178,7 @@ def build(
             },
             indent=1,
             default=str,
-        )
+        ),
     )
     return paths
 

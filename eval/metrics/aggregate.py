@@ -100,6 +100,7 @@ def failure_counts(samples: Sequence[dict[str, Any]]) -> dict[str, int]:
         "answer_empty": 0,
         "degraded": 0,
         "partial": 0,
+        "judge_injection": 0,
     }
     for s in samples:
         counts["scored" if s["status"] == "scored" else s["status"]] += 1
@@ -110,6 +111,7 @@ def failure_counts(samples: Sequence[dict[str, Any]]) -> dict[str, int]:
         counts["partial"] += bool(
             s.get("partial")
         )  # answered without some of this question's own LLM outputs
+        counts["judge_injection"] += bool(s.get("judge_injection"))  # flagged, still judged
         if s.get("judge_status") in ("parsed", "judge_failed", "judge_unparsed"):
             counts["judge_" + s["judge_status"].removeprefix("judge_")] += 1
         if s.get("mc_status") == "mc_unparsed":

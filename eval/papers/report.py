@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +28,7 @@ from memharness.eval.papers.match import STATUS_TEXT, Resolved, resolve_table
 from memharness.eval.papers.names import conf_dir
 from memharness.eval.papers.runs import PaperReportError, Run, load_runs
 from memharness.eval.papers.store import FOLDER, Paper, PublishedError, Table, load_all
+from memharness.memsys.services import files as fileio
 from memharness.memsys.services.formats import latex_escape, markdown_cell
 
 WHOLE_UNITS = ("count", "calls", "chunks", "depth")
@@ -318,21 +320,20 @@ def build_report(
         grid = resolve_table(runs, table)
         stem = out / f"{paper.key}_{table.id.replace('.', '_')}"
         md = markdown(paper, table, grid)
-        stem.with_suffix(".md").write_text(md, encoding="utf-8")
-        stem.with_suffix(".tex").write_text(latex(paper, table, grid), encoding="utf-8")
+        fileio.write_text(stem.with_suffix(".md"), md)
+        fileio.write_text(stem.with_suffix(".tex"), latex(paper, table, grid))
         files = {"md": stem.with_suffix(".md"), "tex": stem.with_suffix(".tex")}
         if plot:
             files["png"] = paper_plot.write_plot(paper, table, grid, stem.with_suffix(".png"))
         written["tables"][f"{paper.key}:{table.id}"] = files
         written["markdown"].append(md)
         rows += records(paper, table, grid)
-    with open(out / f"{name}.csv", "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    (out / f"{name}.json").write_text(
-        json.dumps(rows, indent=1, ensure_ascii=False), encoding="utf-8"
-    )
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    fileio.write_text(out / f"{name}.csv", buf.getvalue())
+    fileio.write_text((out / f"{name}.json"), json.dumps(rows, indent=1, ensure_ascii=False))
     written["csv"], written["json"] = out / f"{name}.csv", out / f"{name}.json"
     return written
 

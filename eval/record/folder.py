@@ -9,10 +9,15 @@ that stops early (an error, an authentication failure, the deadline) keeps it, w
 No file of a run folder holds NaN (invalid JSON, which blanks the results browser): the writers
 turn a NaN or infinite number into ``null``, and ``metrics.json`` counts them in
 ``outcome.nonfinite_nulled`` (samples.jsonl, memory_stats.json and metrics.json together).
+
+A run holds its folder exclusively (``lock_folder``: an ``fcntl`` lock on ``LOCK`` inside it, taken
+before Hydra writes ``.hydra/`` and released when the process ends, even when it is killed), so a
+second run into the same ``hydra.run.dir`` is refused in one line instead of mixing its files in.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -27,7 +32,9 @@ from memharness.memsys.services.secrets import redact_text, secret_values
 from memharness.memsys.services.types import ConfigError
 
 MARKER = "INCOMPLETE.json"
+LOCK = ".memharness.lock"
 RUN_DIR_SETTING = "hydra.run.dir"
+_held: dict[str, int] = {}  # resolved folder -> descriptor of its lock file, for the whole process
 
 
 class OutputError(ConfigError):
@@ -47,9 +54,9 @@ def output_error(
 
 
 def write_text(out_dir: Path, name: str, text: str) -> Path:
-    """Atomically write ``out_dir/name`` with secrets redacted."""
+    """Atomically write ``out_dir/name`` (``fileio`` masks secrets in every text it writes)."""
     try:
-        return fileio.write_text(out_dir / name, redact_text(text))
+        return fileio.write_text(out_dir / name, text)
     except OSError as err:
         raise output_error(err, folder=out_dir) from None
 
@@ -160,3 +167,29 @@ def redact_files(folder: Path, pattern: str = "*.yaml") -> None:
                 fileio.write_text(path, clean)
         except OSError:
             continue
+
+
+def lock_folder(folder: Path, setting: str = RUN_DIR_SETTING) -> None:
+    """Take ``folder`` for this process (a no-op if it already holds it); a ``ConfigError`` naming
+    the setting and the holder's pid if another live process holds it."""
+    folder = Path(folder)
+    key = str(folder.resolve())
+    if key in _held:
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as err:
+        raise output_error(err, setting, folder) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise ConfigError(
+            f"{setting}={str(folder)!r} is in use by another run (pid {holder}); wait for it to "
+            f"finish or choose another folder with {setting}=<path>"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    _held[key] = fd

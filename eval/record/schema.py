@@ -85,6 +85,11 @@ class Sample(_Record):
         None, description="parsed | judge_unparsed | judge_failed | answer_empty"
     )
     judge_error: str | None = Field(None, description="why the judge call failed")
+    judge_injection: list[str] | None = Field(
+        None,
+        description="verdict-like text in the prediction (instruction, verdict_arrow, field_label, "
+        "bare_verdict); the judge saw it quoted; counted in counts.judge_injection",
+    )
     judge_lenient_status: str | None = Field(None, description="the lenient judge's status")
     judge2_status: str | None = Field(None, description="the second judge's status")
     official_judge_reply: str | None = Field(
@@ -112,7 +117,10 @@ class Metrics(_Record):
     overrides: list[str] = Field(description="command-line overrides (secrets masked)")
     llm: str = Field(description="model id that built and answered")
     embedder: str = Field(description="embedding model id")
-    counts: JSON = Field(description="questions, scored, and each failure status")
+    counts: JSON = Field(
+        description="questions, scored, each failure status, and judge_injection (answers "
+        "flagged as verdict-like)"
+    )
     metrics: dict[str, JSON] = Field(
         description="per metric: mean, ci_low, ci_high, n (registry in eval/metrics)"
     )

@@ -19,6 +19,7 @@ from typing import Any
 
 from memharness.eval.metrics import registry
 from memharness.eval.record.read import ReportError, find_runs, iter_samples, load_run, setting
+from memharness.memsys.services import files as fileio
 from memharness.memsys.services.formats import html_page
 
 HEADLINE = registry.names(headline=True)
@@ -151,7 +152,7 @@ def render(data: dict[str, Any], title: str = "memharness runs") -> str:
 
 def write_browser(paths: Sequence[str | Path], out: Path, max_chars: int = 1500) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render(browser_data(paths, max_chars)), encoding="utf-8")
+    fileio.write_text(out, render(browser_data(paths, max_chars)))
     return out
 
 

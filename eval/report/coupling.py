@@ -23,6 +23,7 @@ import numpy as np
 import yaml
 from memharness.eval.metrics import registry
 from memharness.eval.record.read import read_metrics
+from memharness.memsys.services import files as fileio
 from memharness.memsys.services.files import json_text
 
 TRAVERSALS = ("collapsed", "collapsed_expand", "top_down")
@@ -147,8 +148,8 @@ def write(rows: list[dict[str, Any]], out: Path, name: str) -> dict[str, Path]:
         "and < 0 where it is low; a small coherence gap makes top-down pruning unsafe (theory App. C).",
     ]
     paths = {"md": out / f"{name}.md", "json": out / f"{name}.json"}
-    paths["md"].write_text("\n".join(md) + "\n")
-    paths["json"].write_text(json_text(rows, indent=1))
+    fileio.write_text(paths["md"], "\n".join(md) + "\n")
+    fileio.write_text(paths["json"], json_text(rows, indent=1))
     return paths
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import yaml
 from memharness.eval.record.read import read_metrics
+from memharness.memsys.services import files as fileio
 from memharness.memsys.services.files import json_text
 
 DEFAULTS = {"base_threshold": 0.4, "rate": 0.5, "traversal": "collapsed", "insert_order_seed": None}
@@ -237,8 +238,8 @@ def order_table(runs: dict[tuple, dict], out: Path) -> list[Path]:
         f"| {k} | {s['mean']:.4g} | {s['std']:.3g} | {s['min']:.4g} | {s['max']:.4g} |"
         for k, s in summary.items()
     ]
-    (out / "order_spread.md").write_text("\n".join(lines) + "\n")
-    (out / "order_spread.json").write_text(json_text(summary, indent=2))
+    fileio.write_text((out / "order_spread.md"), "\n".join(lines) + "\n")
+    fileio.write_text((out / "order_spread.json"), json_text(summary, indent=2))
     return [out / "order_spread.md", out / "order_spread.json"]
 
 

@@ -21,6 +21,7 @@ import numpy as np
 import yaml
 from memharness.eval.record.read import read_metrics
 from memharness.eval.report.memtree_figures import accuracy, find_runs
+from memharness.memsys.services import files as fileio
 
 
 def load_point(folder: Path) -> dict[str, Any] | None:
@@ -121,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "online_batches.md").write_text(table(points))
+    fileio.write_text((out / "online_batches.md"), table(points))
     plot(points, out / "online_batches.png")
     print(f"{len(points)} settings -> {out / 'online_batches.md'}, {out / 'online_batches.png'}")
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from memharness.eval.judge.injection import quote_prediction
 from memharness.eval.metrics.lexical import parse_choice
 from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.types import OPTION_LETTERS, Question, RetrievedItem, option_letters
@@ -79,7 +80,12 @@ def answer_request(question: Question, items: Sequence[RetrievedItem], cfg: Any)
 
 
 def judge_request(question: Question, reference: str, prediction: str, cfg: Any) -> ChatRequest:
-    prompt = cfg.prompt.format(question=question.text, reference=reference, prediction=prediction)
+    """The judge's request; the prediction goes in quoted and neutralised (``judge.injection``)."""
+    prompt = cfg.prompt.format(
+        question=question.text,
+        reference=reference,
+        prediction=quote_prediction(prediction, reference),
+    )
     return ChatRequest.user(prompt, max_tokens=int(cfg.max_tokens), choices=("0", "1"))
 
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from memharness.memsys.services import files as fileio
 from memharness.memsys.services.factory import _instantiate_backend
 from memharness.memsys.services.files import json_text
 from memharness.memsys.services.tokens import get_tokenizer
@@ -167,7 +168,7 @@ def dry_run(cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None) 
         memory=cfg.memory.name, dataset=cfg.dataset.name, overrides=list(overrides or [])
     )
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "estimate.json").write_text(json_text(estimate, indent=1) + "\n", encoding="utf-8")
+    fileio.write_text((out_dir / "estimate.json"), json_text(estimate, indent=1) + "\n")
     return estimate
 
 

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from memharness.memsys.services import files as fileio
 from memharness.memsys.services.types import ConfigError
 
 log = logging.getLogger("memharness")
@@ -63,9 +64,7 @@ def log_csv(path: Path, row: dict[str, Any]) -> None:
     writer = csv.DictWriter(buf, fieldnames=header, restval="")
     writer.writeheader()
     writer.writerows([*rows, row])
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(buf.getvalue(), encoding="utf-8")
-    os.replace(tmp, path)
+    fileio.write_text(path, buf.getvalue())
 
 
 def log_mlflow(

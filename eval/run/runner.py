@@ -18,6 +18,7 @@ from typing import Any
 from hydra.utils import instantiate
 from memharness.data_prep.base import Dataset, DatasetError, check_integrity, subset
 from memharness.eval.judge import audit as judge_audit
+from memharness.eval.judge import injection
 from memharness.eval.judge import official as official_judge
 from memharness.eval.judge.judges import Judges, build_judges
 from memharness.eval.metrics import aggregate
@@ -345,6 +346,7 @@ def judge_all(
         (q, r) for q, _, r in pending if r["status"] == "scored" and r.get("mode") == "generative"
     ]
     todo = failures.skip_empty_answers(todo)  # an empty answer is wrong; it is never judged
+    injection.flag_all(((reference_text(q), r) for q, r in todo), log)
     requests = [
         judge_request(q, reference_text(q), r["prediction"], cfg.eval.judge) for q, r in todo
     ]

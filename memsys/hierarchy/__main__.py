@@ -13,6 +13,7 @@ from pathlib import Path
 
 from memharness.memsys.hierarchy.memory import load_memory
 from memharness.memsys.hierarchy.view import render_html
+from memharness.memsys.services import files as fileio
 from memharness.memsys.services.tokens import get_tokenizer
 
 
@@ -35,8 +36,9 @@ def main(argv: list[str] | None = None, embedder=None) -> None:
         embedder = Embedder(SentenceTransformerBackend())
     memory = load_memory(args.folder, embedder=embedder, tokenizer=get_tokenizer())
     if args.html:
-        Path(args.html).write_text(
-            render_html(memory.store, retrievals=memory.retrievals), encoding="utf-8"
+        fileio.write_text(
+            Path(args.html),
+            render_html(memory.store, retrievals=memory.retrievals),
         )
         print(f"wrote {args.html}")
     for q in args.ask:

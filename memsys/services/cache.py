@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from memharness.memsys.services.secrets import redact_text
 from memharness.memsys.services.types import CacheUnavailable, ConfigError
 
 _SCHEMA = """
@@ -118,7 +119,8 @@ class CallCache:
         )
 
     def put_chat(self, key: str, model: str, value: dict[str, Any]) -> None:
-        self._write("INSERT OR REPLACE INTO chat VALUES (?,?,?)", (key, model, json.dumps(value)))
+        text = redact_text(json.dumps(value))  # the cache is a file the harness writes, too
+        self._write("INSERT OR REPLACE INTO chat VALUES (?,?,?)", (key, model, text))
 
     def get_embeddings(self, keys: list[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}

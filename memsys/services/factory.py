@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 from collections.abc import Callable
@@ -9,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hydra.utils import instantiate
+from hydra.utils import get_class, instantiate
 from memharness.memsys.services.budget import Budget
 from memharness.memsys.services.cache import CallCache, network_filesystem
 from memharness.memsys.services.deadline import Deadline
@@ -81,17 +82,37 @@ def build_cache(cfg: DictConfig, run_dir: Path | None = None) -> CallCache | Non
 
 
 def _instantiate_backend(section: DictConfig, group: str) -> Any:
+    """Build ``<group>.backend``; its errors name ``<group>.backend.*`` (a judge's are not the LLM's)."""
+    prefix = f"{group}.backend"
     try:
-        return instantiate(section.backend)
-    except ConfigError:
-        raise
+        return instantiate(section.backend, **_prefix_kwargs(section.backend, prefix))
+    except ConfigError as err:
+        raise _named(err, group) from None
     except Exception as err:  # Hydra wraps constructor errors; surface ours unwrapped
         cause = err.__cause__ or err
         if isinstance(cause, ConfigError):
-            raise cause from None
+            raise _named(cause, group) from None
         raise ConfigError(
             f"could not build {group}.backend ({section.backend.get('_target_')}): {cause}"
         ) from err
+
+
+def _prefix_kwargs(backend: Any, prefix: str) -> dict[str, str]:
+    """``setting_prefix`` for backends that take it (their run-time errors name the setting too)."""
+    try:
+        target = get_class(str(backend.get("_target_")))
+        accepts = "setting_prefix" in inspect.signature(target).parameters
+    except Exception:  # not a class path: instantiate reports it
+        return {}
+    return {"setting_prefix": prefix} if accepts else {}
+
+
+def _named(err: ConfigError, group: str) -> ConfigError:
+    """A backend built for another section (the judge) than ``llm`` reports that section's keys:
+    backends without ``setting_prefix`` write ``llm.backend.<key>`` in their messages."""
+    if group in ("llm", "embedder") or "llm.backend." not in str(err):
+        return err
+    return ConfigError(str(err).replace("llm.backend.", f"{group}.backend."))
 
 
 def build_budget(cfg: DictConfig, meter: Meter) -> Budget:

@@ -1,4 +1,10 @@
-"""Atomic file writes: a reader (or a crash) never sees a half-written file.
+"""Atomic, redacted file writes: a reader (or a crash) never sees a half-written file, and no
+configured key reaches a file.
+
+Every text write of the harness (run folder, memory views, snapshots, tables, browser, logs) goes
+through ``atomic_write``, which masks secrets (``secrets.redact_text``) in whatever text the caller
+produced, even a key a server echoed back inside a reply. Binary writes (NumPy arrays) are
+written as given.
 
 Each write goes to a hidden temporary file in the same folder (a name unique to the call, so two
 threads writing one path never share it), is flushed to disk, then renamed over the target
@@ -17,6 +23,7 @@ when two threads parse at once.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import math
@@ -28,6 +35,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
+from memharness.memsys.services.secrets import redact_text
 
 _NUMPY_READ = threading.Lock()
 log = logging.getLogger(__name__)
@@ -64,12 +72,17 @@ def json_text(obj: Any, where: str | Path = "", **dump_args: Any) -> str:
 
 
 def atomic_write(path: str | Path, write: Callable[[Any], None], mode: str = "w") -> Path:
-    """Call ``write(file)`` on a temporary file, then move it to ``path``."""
+    """Call ``write(file)`` on a temporary file, then move it to ``path``; text is redacted."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
     try:
         with open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
-            write(f)
+            if "b" in mode:
+                write(f)
+            else:
+                buf = io.StringIO()
+                write(buf)
+                f.write(redact_text(buf.getvalue()))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

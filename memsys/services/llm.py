@@ -28,6 +28,7 @@ from memharness.memsys.services.cache import CallCache
 from memharness.memsys.services.deadline import Deadline
 from memharness.memsys.services.meter import Meter, current_stage
 from memharness.memsys.services.retry import Retrier, RetryPolicy
+from memharness.memsys.services.secrets import redact_text
 from memharness.memsys.services.types import (
     AUTH_STATUS,
     AuthenticationFailed,
@@ -227,6 +228,8 @@ class LLM:
             )
         completion.attempts = attempts
         completion.latency_s = elapsed
+        # a key the server echoed never enters memory, the cache or a later prompt
+        completion.text = redact_text(completion.text)
         self.meter.add(
             stage,
             calls=1,

@@ -13,7 +13,8 @@ kind ``embed_bad``: ``nan`` / ``inf`` in one vector, ``dim`` vectors of half the
 ``count`` one vector too few, ``error`` an error body); ``empty_rate`` answers some prompts with empty content;
 ``reject_posts=401`` answers every POST with that status while ``/models`` still answers 200; and
 ``echo_auth`` makes error bodies quote the request's Authorization header (a misbehaving server,
-to test that no key reaches a file).
+to test that no key reaches a file); ``echo_auth_ok`` does the same in successful chat replies, so
+the key enters memories, views, snapshots and the call cache.
 
 Run: ``python -m memharness.memsys.testing.fault_server --port 8765 --rate-429 0.1 --seed 0``.
 """
@@ -56,6 +57,7 @@ class FaultConfig:
     empty_rate: float = 0.0  # fraction of (unfaulted) chat prompts answered with empty content
     reject_posts: int = 0  # an HTTP status (401, 403) for every POST; /models still answers 200
     echo_auth: bool = False  # error bodies quote the request's Authorization header
+    echo_auth_ok: bool = False  # successful chat replies quote it too (a leak into memory)
 
     def __post_init__(self) -> None:
         if sum(self.rates()) > 1.0:
@@ -239,6 +241,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._inject(fault)
             return
         text = answer_text(self.cfg, key, body)
+        if self.cfg.echo_auth_ok and not _choices_of(body):
+            text += f" (received {self.headers.get('Authorization')})"
         if self.cfg.empty_rate and _unit(self.cfg.seed, "empty", key) < self.cfg.empty_rate:
             text = ""
             with self.state.lock:

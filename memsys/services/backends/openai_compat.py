@@ -188,10 +188,14 @@ class OpenAIBackend:
         pool_size: Annotated[int, Range(1)] = 64,
         model_id: str | None = None,
         extra_body: dict[str, Any] | None = None,
+        *,
+        setting_prefix: str = "llm.backend",
     ) -> None:
+        # setting_prefix: where this backend's settings live (judge.backend for a judge), so every
+        # error names the setting to change; passed by the factory, not a config key
         if structured not in STRUCTURED_MODES:
             raise ConfigError(
-                f"llm.backend.structured={structured!r}; expected one of {STRUCTURED_MODES}"
+                f"{setting_prefix}.structured={structured!r}; expected one of {STRUCTURED_MODES}"
             )
         self.model = model
         # Cache identity: the same model name behind another server, another constraint mode or other
@@ -203,8 +207,8 @@ class OpenAIBackend:
         self.json_mode = json_mode
         self.logit_bias_encoding = logit_bias_encoding
         self.extra_body = dict(extra_body or {})
-        key = read_api_key(api_key_env, "llm.backend.api_key_env")
-        self._http = _HttpClient(base_url, key, timeout_s, pool_size, "llm.backend.base_url")
+        key = read_api_key(api_key_env, f"{setting_prefix}.api_key_env")
+        self._http = _HttpClient(base_url, key, timeout_s, pool_size, f"{setting_prefix}.base_url")
         if check_connection:
             self._http.check_reachable()
 

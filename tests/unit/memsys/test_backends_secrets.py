@@ -37,3 +37,34 @@ def test_log_records_are_redacted(monkeypatch, caplog):
     logger.warning("calling with key %s", "sk-live-abcdefghijklmnop")
     assert "sk-live" not in caplog.text and REDACTED in caplog.text
     assert redact_text("nothing here") == "nothing here"
+
+
+def test_every_file_write_and_the_call_cache_mask_registered_secrets(monkeypatch, tmp_path):
+    """files.py is the one writer (views, snapshots, tables, browser, logs): a key that reached
+    the text being written, e.g. echoed by a server, is masked there and in the call cache."""
+    import csv
+    import io
+    import json
+
+    from memharness.memsys.services import files as fileio
+    from memharness.memsys.services.cache import CallCache
+    from memharness.memsys.services.secrets import register_secret_env
+
+    secret = "echoed-plain-Value-98765"
+    monkeypatch.setenv("MEMHARNESS_UNIT_CREDENTIAL", secret)
+    register_secret_env("MEMHARNESS_UNIT_CREDENTIAL")
+    reply = f"the answer (received Bearer {secret})"
+    fileio.write_json(tmp_path / "hierarchy.json", {"nodes": [{"text": reply}]})
+    fileio.write_text(tmp_path / "view.html", f"<p>{reply}</p>")
+    fileio.write_lines(tmp_path / "rows.jsonl", [json.dumps({"text": reply})])
+
+    def table(f: io.TextIOBase) -> None:
+        csv.writer(f).writerow(["memory", reply])
+
+    fileio.atomic_write(tmp_path / "t.csv", table)
+    cache = CallCache(tmp_path / "calls.sqlite")
+    cache.put_chat("k", "m", {"text": reply})
+    assert cache.get_chat("k")["text"] == "the answer (received Bearer ***)"
+    for path in tmp_path.iterdir():
+        assert secret.encode() not in path.read_bytes(), path
+    assert f"Bearer {REDACTED}" in (tmp_path / "t.csv").read_text()

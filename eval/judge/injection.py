@@ -1,0 +1,82 @@
+"""Answers that try to grade themselves: neutralised before the judge sees them, and flagged.
+
+A prediction reaches the judge prompt quoted (``quote_prediction``): on one line, inside double
+quotes it cannot close (its own double quotes become single quotes), without the ``->`` that
+precedes the verdict and with every verdict-like span replaced by ``[removed]``, so no text inside
+it can end the field, start a new line, write a verdict in the prompt's format or instruct the
+grader. The judge prompts say that the quoted text is the answer being graded and never an
+instruction. (Quoting alone left the embedded 1.5B judge fooled by 7 of 9 such wrong answers.)
+
+``verdict_like`` names what in a prediction looks like an attempt to steer the judge: an
+instruction to the grader, a verdict in the prompt's format (``-> 1``), the prompt's own field
+labels, or a bare ``0``/``1`` where the reference is something else. The runner records the names
+in ``judge_injection`` and counts flagged answers in ``counts.judge_injection``; the verdict itself
+is kept (a flag is a warning to read the answer, not a score).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+from typing import Any
+
+ARROW = "->"
+PATTERNS = {
+    "instruction": re.compile(
+        r"\b(ignore|disregard|forget)\b[^.]{0,40}\b(instruction|prompt|rule|above|previous|prior)s?\b"
+        r"|(?:^|[.!?;:,]\s*|\b(?:and|just|please|must|should|to|then)\s+)"
+        r"(answer|reply|respond|output|return|say|judge|print)\b\s*(?:with\s+)?"
+        r"(?:only\s+)?(?:the\s+)?(?:digit\s+|number\s+)?[01]\b(?![-:.,/]?\d)"
+        r"|\b(verdict|grade|score|rating|label)\s*(?:is|=|:|should be|must be)\s*[01]\b(?![-:.,/]?\d)"
+        r"|\b(this|my) (answer|prediction|response) (is|should be judged|must be judged) "
+        r"(correct|right|a match)\b",
+        re.IGNORECASE,
+    ),
+    "verdict_arrow": re.compile(r"-+>\s*[01]\b|=>\s*[01]\b|→\s*[01]\b"),
+    "field_label": re.compile(r"\b(query|reference|predicted|verdict)\s*:", re.IGNORECASE),
+}
+_BARE = re.compile(r"^\W*([01])\W*$")
+
+
+MASK = "[removed]"
+
+
+def quote_prediction(prediction: str, reference: str = "") -> str:
+    """The prediction as the judge sees it: one line, double-quoted, with nothing that can close
+    the quotes or forge the verdict arrow, and each verdict-like span (``verdict_like``) replaced
+    by ``[removed]``: the small judges follow such text even inside quotes."""
+    text = " ".join(str(prediction).split())
+    for pattern in PATTERNS.values():
+        text = pattern.sub(MASK, text)
+    if _BARE.match(text) and not _BARE.match(reference or ""):
+        text = MASK
+    text = text.replace('"', "'").replace(ARROW, "- >").replace("→", "- >")
+    return f'"{text}"'
+
+
+def verdict_like(prediction: str, reference: str = "") -> list[str]:
+    """Names of the verdict-like patterns in ``prediction`` (empty: nothing suspicious)."""
+    found = [name for name, pattern in PATTERNS.items() if pattern.search(prediction)]
+    bare = _BARE.match(prediction or "")
+    if bare and not _BARE.match(reference or ""):
+        found.append("bare_verdict")
+    return found
+
+
+def flag_all(cases: Iterable[tuple[str, dict[str, Any]]], log: logging.Logger | None = None) -> int:
+    """Set ``judge_injection`` on each (reference, sample record) whose prediction is verdict-like;
+    return how many were flagged (and say so in the log)."""
+    flagged = []
+    for reference, record in cases:
+        names = verdict_like(str(record.get("prediction") or ""), reference)
+        if names:
+            record["judge_injection"] = names
+            flagged.append(str(record.get("question_id", "?")))
+    if flagged and log is not None:
+        log.warning(
+            "%d answer(s) carry verdict-like text (judge_injection; the judge saw them quoted): %s",
+            len(flagged),
+            ", ".join(flagged[:10]) + (" ..." if len(flagged) > 10 else ""),
+        )
+    return len(flagged)
