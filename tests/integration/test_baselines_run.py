@@ -65,6 +65,13 @@ def test_history_summary_run_summarises_each_episode_once(make_cfg, tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("memory", ["oracle", "history_summary"])
 def test_run_py_runs_the_reference_rows_with_the_embedded_model(memory, tmp_path):
+    """The pipeline, not quality: SmolLM2-135M. The summary runs on the dialogues only, with short
+    summaries (the 12 news articles at 512 tokens each took over 15 minutes on a busy 2-core machine)."""
+    small = (
+        ["dataset.loader.parts=[dialogues]", "memory.summary_max_tokens=64"]
+        if memory == "history_summary"
+        else []
+    )
     proc = run_py(
         tmp_path,
         f"memory={memory}",
@@ -72,6 +79,7 @@ def test_run_py_runs_the_reference_rows_with_the_embedded_model(memory, tmp_path
         "dataset.limit=3",
         "llm=local_tiny",
         "eval.judge.calibration_max=0",
+        *small,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = tmp_path / "run"
