@@ -49,6 +49,9 @@ class MemorySystem(ABC):
     # Settings that only shape retrieval, never what is built: a snapshot of the built memory is
     # reused across them (see the module docstring and docs/config.md).
     retrieval_settings: tuple[str, ...] = ()
+    # An oracle reads the question's gold annotations instead of searching memory (the gold-evidence
+    # row): the runner marks its runs ("oracle" in metrics.json) and reports never rank them.
+    oracle: bool = False
 
     def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None) -> None:
         self.llm = llm
@@ -86,6 +89,11 @@ class MemorySystem(ABC):
         """Return the items to show the answerer for ``question``, within ``budget_tokens``."""
         self.ensure_built()
         return self.search(question, budget_tokens)
+
+    def retrieve_question(self, question: Question, budget_tokens: int) -> list[RetrievedItem]:
+        """What the runner calls: ``retrieve`` on the question's text. Only an oracle overrides it
+        (it reads the question's gold evidence, which a memory must never see)."""
+        return self.retrieve(question.text, budget_tokens)
 
     def ensure_built(self) -> None:
         """Offline systems: rebuild if units arrived since the last build (the runner

@@ -173,6 +173,13 @@ def legend(table: Table, grid: list[list[Resolved]], letters: dict[str, str]) ->
     return lines
 
 
+def row_label(row: Any, line: list[Resolved]) -> str:
+    """The row's label; a row reproduced by an oracle run (metrics.json ``oracle``: it reads the
+    gold evidence) says so: it is a reference, not a memory system."""
+    oracle = any(run.metrics.get("oracle") for res in line for run in res.runs)
+    return f"{row.label} (oracle)" if oracle and "oracle" not in row.label.lower() else row.label
+
+
 KEY = (
     "Each cell: published / reproduced [95% CI] / reproduced − published (✓/✗: the paper's bound "
     "or range is met or not) · n (/the paper's n) · run (⚑: its setting differs from the paper's)."
@@ -195,7 +202,9 @@ def markdown(paper: Paper, table: Table, grid: list[list[Resolved]]) -> str:
         for res in line:
             numbers, notes = cell_parts(res, letters)
             cells.append(numbers + (f" · {notes}" if notes else ""))
-        out.append(f"| {row.label} | " + " | ".join(markdown_cell(c) for c in cells) + " |")
+        out.append(
+            f"| {row_label(row, line)} | " + " | ".join(markdown_cell(c) for c in cells) + " |"
+        )
     out += ["", KEY, ""] + [f"- {line}" for line in legend(table, grid, letters)]
     return "\n".join(out) + "\n"
 
@@ -222,7 +231,7 @@ def latex(paper: Paper, table: Table, grid: list[list[Resolved]]) -> str:
                 latex_escape(numbers)
                 + (f"\\textsuperscript{{{latex_escape(notes)}}}" if notes else "")
             )
-        out.append(" & ".join([latex_escape(row.label)] + cells) + " \\\\")
+        out.append(" & ".join([latex_escape(row_label(row, line))] + cells) + " \\\\")
     out += ["\\bottomrule", "\\end{tabular}", "", f"\\par {latex_escape(KEY)}"]
     if table.experiment:
         out.append(f"\\par {latex_escape(experiment_line(table).replace('`', ''))}")

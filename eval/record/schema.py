@@ -112,6 +112,11 @@ class Metrics(_Record):
 
     format: Literal[2] = Field(description="the run-record format; readers refuse any other")
     memory: str = Field(description="memory system config name")
+    oracle: bool | None = Field(
+        None,
+        description="true: the memory is an oracle (it reads the gold evidence); reports label "
+        "its rows and never rank them",
+    )
     dataset: str = Field(description="dataset config name")
     seed: int = Field(description="the run's one seed")
     overrides: list[str] = Field(description="command-line overrides (secrets masked)")

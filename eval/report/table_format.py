@@ -86,9 +86,17 @@ def _ident_cells(row: pd.Series, cols: Sequence[str]) -> list[str]:
     return [
         short_model(row[c])
         if c in ("llm", "embedder", "judge", "judge2")
-        else (row[c] if c != "setting" else (row[c] or "-"))
+        else (memory_label(row) if c == "memory" else row[c] if c != "setting" else (row[c] or "-"))
         for c in cols
     ]
+
+
+def memory_label(row: pd.Series) -> str:
+    """The memory cell: an oracle (it reads the gold evidence) says so, since it is never ranked."""
+    return f"{row['memory']} {ORACLE_MARK}" if row.get("oracle") else str(row["memory"])
+
+
+ORACLE_MARK = "(oracle: gold evidence, not ranked)"
 
 
 def metric_section(

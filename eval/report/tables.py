@@ -307,6 +307,7 @@ def wide_frame(runs: list[dict[str, Any]], metrics: Sequence[str]) -> pd.DataFra
             "seed": r["seed"],
             "qset": r["qset"],
             "set": r["group"],
+            "oracle": bool(r.get("oracle")),  # reads the gold evidence: labelled, never ranked
             "failed": sum(
                 c.get(k, 0)
                 for k in (
@@ -347,6 +348,7 @@ def long_frame(wide: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
         "seed",
         "qset",
         "set",
+        "oracle",
         "folder",
     ]
     rows = []
@@ -388,8 +390,11 @@ def long_frame(wide: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
 
 
 def best_cells(wide: pd.DataFrame, metrics: Sequence[str]) -> set[tuple[int, str]]:
-    """(row, metric) pairs holding the best mean within their comparable group, by the metric's direction."""
+    """(row, metric) pairs holding the best mean within their comparable group, by the metric's direction.
+    Oracle rows (``metrics.json`` ``oracle``: they read the gold evidence) are never ranked."""
     marked: set[tuple[int, str]] = set()
+    if "oracle" in wide:
+        wide = wide[~wide["oracle"].astype(bool)]
     for metric in metrics:
         better = direction(metric)
         col = f"{metric}.mean"

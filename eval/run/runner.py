@@ -15,7 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from hydra.utils import instantiate
+from hydra.utils import get_class, instantiate
 from memharness.data_prep.base import Dataset, DatasetError, check_integrity, subset
 from memharness.eval.judge import audit as judge_audit
 from memharness.eval.judge import injection
@@ -85,6 +85,12 @@ def build_memory(cfg: DictConfig, services: Services) -> MemorySystem:
         tokenizer=services.tokenizer,
         _convert_="all",
     )
+
+
+def is_oracle(cfg: DictConfig) -> bool:
+    """Whether the configured memory is an oracle (``MemorySystem.oracle``): reports never rank it."""
+    target = cfg.memory.get("_target_")
+    return bool(target) and bool(getattr(get_class(str(target)), "oracle", False))
 
 
 def sample_record(episode: Episode, question: Question) -> dict[str, Any]:
@@ -187,7 +193,7 @@ def run_episode(
         else:
             with meter.stage("retrieve"):
                 try:
-                    items = memory.retrieve(payload.text, budget)
+                    items = memory.retrieve_question(payload, budget)
                 except Exception as err:  # recorded and counted, never dropped
                     failures.log_step_failure(log, f"retrieval failed for {payload.id}", err)
                     record.update(status="retrieve_failed", error=f"{type(err).__name__}: {err}")
@@ -535,6 +541,7 @@ def write_outputs(
     metrics = {
         "format": schema.FORMAT,
         "memory": cfg.memory.name,
+        **({"oracle": True} if is_oracle(cfg) else {}),
         "dataset": cfg.dataset.name,
         "seed": int(cfg.seed),
         "overrides": redact(list(overrides or [])),

@@ -36,6 +36,7 @@ def write_run(
     n: int = 4,
     dataset="sample",
     overrides: list[str] | None = None,
+    **extra,
 ) -> Path:
     """A run folder with no config.yaml and no per-question metrics."""
     folder = root / f"{memory}-{dataset}" / stamp
@@ -56,6 +57,7 @@ def write_run(
         metrics={"judge": _summary(judge), "f1": _summary(0.5), "context_tokens": _summary(ctx)},
         time={"build_s": 1.0},
         calls={"total": {"calls": 10}},
+        **extra,
     )
     return records.write(folder, doc, [records.sample(f"q{i}") for i in range(n)])
 
@@ -144,6 +146,22 @@ def test_tables_mark_best_by_direction(tmp_path):
         out["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         and out["pdf"].read_bytes()[:4] == b"%PDF"
     )
+
+
+def test_an_oracle_row_is_labelled_and_never_marked_best(tmp_path):
+    runs = tmp_path / "runs"
+    write_run(runs, "memtree", "2026-01-01_00-00-00", judge=0.8, ctx=900)
+    write_run(runs, "full_context", "2026-01-01_00-00-00", judge=0.6, ctx=400)
+    write_run(runs, "oracle", "2026-01-01_00-00-00", judge=0.95, ctx=100, oracle=True)
+    out = build_report([runs], tmp_path / "tables", "cmp")
+    md = out["md"].read_text()
+    oracle_rows = [line for line in md.splitlines() if line.startswith("| oracle")]
+    assert oracle_rows and all("(oracle: gold evidence, not ranked)" in r for r in oracle_rows)
+    assert not any("**" in r for r in oracle_rows)  # best judge and least context, yet unmarked
+    memtree = next(line for line in md.splitlines() if line.startswith("| memtree"))
+    assert "**0.800 [0.700, 0.900]**" in memtree  # the best memory is still marked
+    rows = {r["memory"]: r["oracle"] for r in csv.DictReader(out["csv"].open())}
+    assert rows == {"memtree": "False", "full_context": "False", "oracle": "True"}
 
 
 def test_best_is_never_marked_across_question_sets_or_judges(tmp_path):
