@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from memharness.data_prep import hub
 from memharness.data_prep.base import Dataset, DatasetError
@@ -24,6 +24,7 @@ from memharness.data_prep.multihop_qa import (
     need_str_list,
     sample_records,
 )
+from memharness.memsys.settings import Range
 
 FILE = "hotpot_dev_distractor_v1.json"
 URL = "http://curtis.ml.cmu.edu/datasets/hotpot/hotpot_dev_distractor_v1.json"
@@ -113,8 +114,8 @@ def load(
     protocol: Protocol = "per_question",
     granularity: Granularity = "passage",
     with_title: bool = True,
-    sample_size: int | None = None,
-    sample_seed: int = 0,
+    sample_size: Annotated[int, Range(1)] | None = None,
+    sample_seed: Annotated[int, Range(0)] = 0,
     integrity: hub.Integrity = "warn",
 ) -> Dataset:
     """Load HotpotQA from ``hotpot_dev_distractor_v1.json`` (a file or its folder), the cache, or

@@ -10,7 +10,7 @@ paragraphs are whole-passage evidence and only ``granularity: passage`` is offer
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
 
 from memharness.data_prep import hub
 from memharness.data_prep.base import Dataset, DatasetError
@@ -23,6 +23,7 @@ from memharness.data_prep.multihop_qa import (
     need_str_list,
     sample_records,
 )
+from memharness.memsys.settings import Range
 
 FILE = "musique_ans_v1.0_dev.jsonl"
 URL = (
@@ -84,8 +85,8 @@ def load(
     protocol: Protocol = "per_question",
     granularity: Granularity = "passage",
     with_title: bool = True,
-    sample_size: int | None = None,
-    sample_seed: int = 0,
+    sample_size: Annotated[int, Range(1)] | None = None,
+    sample_seed: Annotated[int, Range(0)] = 0,
     include_unanswerable: bool = False,
     integrity: hub.Integrity = "warn",
 ) -> Dataset:

@@ -11,7 +11,7 @@ aliases and demonyms become extra references, as the official v1.1 evaluation sc
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from memharness.data_prep import hub
 from memharness.data_prep.base import Dataset, DatasetError
@@ -25,6 +25,7 @@ from memharness.data_prep.multihop_qa import (
     need_str_list,
     sample_records,
 )
+from memharness.memsys.settings import Range
 
 FILE = "dev.json"
 ALIASES = "id_aliases.json"
@@ -77,8 +78,8 @@ def load(
     protocol: Protocol = "per_question",
     granularity: Granularity = "passage",
     with_title: bool = True,
-    sample_size: int | None = None,
-    sample_seed: int = 0,
+    sample_size: Annotated[int, Range(1)] | None = None,
+    sample_seed: Annotated[int, Range(0)] = 0,
     use_aliases: bool = True,
     integrity: hub.Integrity = "warn",
 ) -> Dataset:

@@ -14,7 +14,7 @@ from processes import run_py
 def test_unknown_memory_lists_valid_names(tmp_path):
     proc = run_py(tmp_path, "memory=nonexistent")
     assert proc.returncode != 0
-    assert "memory/nonexistent" in proc.stderr
+    assert "memory=nonexistent: no such memory config" in proc.stderr
     for name in ("full_context", "memorystream", "memtree"):
         assert name in proc.stderr
     assert "Traceback" not in proc.stderr

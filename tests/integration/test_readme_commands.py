@@ -234,7 +234,7 @@ def test_the_checker_itself_can_fail(work, command, kind):
     if kind == "composed":
         assert check(command, work).startswith("composed")
     else:
-        with pytest.raises(AssertionError, match="memory/nonexistent"):
+        with pytest.raises(AssertionError, match="memory=nonexistent"):
             check(command, work)
     with pytest.raises(AssertionError, match="unknown kind"):
         check("curl http://example.org", work)
