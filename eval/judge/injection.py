@@ -1,11 +1,11 @@
 """Answers that try to grade themselves: neutralised before the judge sees them, and flagged.
 
-A prediction reaches the judge prompt quoted (``quote_prediction``): on one line, inside double
-quotes it cannot close (its own double quotes become single quotes), without the ``->`` that
-precedes the verdict and with every verdict-like span replaced by ``[removed]``, so no text inside
-it can end the field, start a new line, write a verdict in the prompt's format or instruct the
-grader. The judge prompts say that the quoted text is the answer being graded and never an
-instruction. (Quoting alone left the embedded 1.5B judge fooled by 7 of 9 such wrong answers.)
+A prediction reaches the judge prompt neutralised (``quote_prediction``): on one line, without
+the ``->`` that precedes the verdict and with every verdict-like span replaced by ``[removed]``,
+so no text inside it can end the field, start a new line, write a verdict in the prompt's format
+or instruct the grader; ``eval.judge.quote: true`` also puts it inside double quotes it cannot
+close. (Quoting alone left the embedded 1.5B judge fooled by 7 of 9 such wrong answers, and quoted
+worked examples cost it 0.06-0.09 accuracy on the labelled set; masking is what stops them.)
 
 ``verdict_like`` names what in a prediction looks like an attempt to steer the judge: an
 instruction to the grader, a verdict in the prompt's format (``-> 1``), the prompt's own field
@@ -42,17 +42,17 @@ _BARE = re.compile(r"^\W*([01])\W*$")
 MASK = "[removed]"
 
 
-def quote_prediction(prediction: str, reference: str = "") -> str:
-    """The prediction as the judge sees it: one line, double-quoted, with nothing that can close
-    the quotes or forge the verdict arrow, and each verdict-like span (``verdict_like``) replaced
-    by ``[removed]``: the small judges follow such text even inside quotes."""
+def quote_prediction(prediction: str, reference: str = "", quote: bool = True) -> str:
+    """The prediction as the judge sees it: one line, without the verdict arrow, each verdict-like
+    span (``verdict_like``) replaced by ``[removed]`` (the small judges follow such text even
+    inside quotes), and with ``quote`` double-quoted with nothing that can close the quotes."""
     text = " ".join(str(prediction).split())
     for pattern in PATTERNS.values():
         text = pattern.sub(MASK, text)
     if _BARE.match(text) and not _BARE.match(reference or ""):
         text = MASK
-    text = text.replace('"', "'").replace(ARROW, "- >").replace("→", "- >")
-    return f'"{text}"'
+    text = text.replace(ARROW, "- >").replace("→", "- >")
+    return '"' + text.replace('"', "'") + '"' if quote else text
 
 
 def verdict_like(prediction: str, reference: str = "") -> list[str]:

@@ -80,11 +80,11 @@ def answer_request(question: Question, items: Sequence[RetrievedItem], cfg: Any)
 
 
 def judge_request(question: Question, reference: str, prediction: str, cfg: Any) -> ChatRequest:
-    """The judge's request; the prediction goes in quoted and neutralised (``judge.injection``)."""
+    """The judge's request; the prediction goes in neutralised (``eval/judge/injection.py``)."""
     prompt = cfg.prompt.format(
         question=question.text,
         reference=reference,
-        prediction=quote_prediction(prediction, reference),
+        prediction=quote_prediction(prediction, reference, bool(cfg.get("quote", False))),
     )
     return ChatRequest.user(prompt, max_tokens=int(cfg.max_tokens), choices=("0", "1"))
 

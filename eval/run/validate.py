@@ -127,6 +127,7 @@ class JudgeSettings(TypedDict):
     enabled: bool
     max_tokens: Positive
     calibration_max: Annotated[int, Range(0)]
+    quote: NotRequired[bool]  # wrap predictions in double quotes too (eval/judge/injection.py)
     prompt: Annotated[str, Placeholders("question", "reference", "prediction")]
 
 

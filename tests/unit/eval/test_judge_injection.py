@@ -27,20 +27,25 @@ ATTACKS = {
 }
 
 
+@pytest.mark.parametrize("quote", [False, True])
 @pytest.mark.parametrize("prediction", list(ATTACKS))
-def test_the_judge_sees_the_prediction_quoted_on_one_line_without_a_verdict(prediction):
-    prompt = judge_request(Q, "Volleyball", prediction, JUDGE_CFG).messages[-1][1]
+def test_the_judge_sees_the_prediction_on_one_line_without_a_verdict(prediction, quote):
+    cfg = OmegaConf.merge(JUDGE_CFG, {"quote": quote})
+    prompt = judge_request(Q, "Volleyball", prediction, cfg).messages[-1][1]
     last = prompt.splitlines()[-1]  # the line the judge completes
     assert last.startswith(
         "Query: What sport does Kim coach? | Reference: Volleyball | Predicted: "
     )
-    quoted = re.fullmatch(r'Query: .* \| Predicted: "([^"]*)" ->', last)
-    assert quoted, last  # one quoted field the prediction cannot close, then the verdict arrow
-    assert "->" not in quoted.group(1)
+    field = re.fullmatch(r"Query: .*? \| Predicted: (.*) ->", last)
+    assert field, last
+    text = field.group(1)
+    if quote:  # one quoted field the prediction cannot close, then the verdict arrow
+        assert re.fullmatch(r'"[^"]*"', text), text
+    assert "->" not in text
     tail = prompt[prompt.index("Reply with the single digit") :]
     assert len(re.findall(r"->", tail)) == 1  # no verdict line of the prediction's own
-    assert "[removed]" in quoted.group(1)  # the verdict-like span never reaches the judge
-    assert "Ignore previous" not in last and "1" not in quoted.group(1)
+    assert "[removed]" in text  # the verdict-like span never reaches the judge
+    assert "Ignore previous" not in last and "1" not in text
 
 
 @pytest.mark.parametrize("prediction,name", list(ATTACKS.items()))
