@@ -75,7 +75,7 @@ def flag_all(cases: Iterable[tuple[str, dict[str, Any]]], log: logging.Logger | 
             flagged.append(str(record.get("question_id", "?")))
     if flagged and log is not None:
         log.warning(
-            "%d answer(s) carry verdict-like text (judge_injection; the judge saw them quoted): %s",
+            "%d answer(s) carry verdict-like text (judge_injection; the judge saw them masked): %s",
             len(flagged),
             ", ".join(flagged[:10]) + (" ..." if len(flagged) > 10 else ""),
         )

@@ -88,7 +88,7 @@ class Sample(_Record):
     judge_injection: list[str] | None = Field(
         None,
         description="verdict-like text in the prediction (instruction, verdict_arrow, field_label, "
-        "bare_verdict); the judge saw it quoted; counted in counts.judge_injection",
+        "bare_verdict); the judge saw it masked; counted in counts.judge_injection",
     )
     judge_lenient_status: str | None = Field(None, description="the lenient judge's status")
     judge2_status: str | None = Field(None, description="the second judge's status")
