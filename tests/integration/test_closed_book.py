@@ -42,7 +42,7 @@ def test_closed_book_run_filters_questions_the_model_knows(make_cfg, tmp_path):
             f"Answer this question with a short answer of a few words.\nQuestion: {known.text}",
             ref,
         ],  # known closed-book
-        [f'Predicted: "{ref}" ->', "1"],
+        [f"Predicted: {ref} ->", "1"],
         ["| Predicted: ", "0"],
     ]
     metrics = run(cfg, tmp_path / "r")

@@ -125,9 +125,14 @@ def test_generator_end_to_end_with_embedded_model_feeds_the_loader(tmp_path):
         and "malformed_steps" in card
         and "Write exactly {n_rounds}" in card
     )
-    ds = msc_e.load(str(out))
     rec = json.loads((out / msc_e.FILENAME).read_text())
     generated = [r for r in rec["rounds"] if r["origin"] == "generated"]
+    if not rec["questions"]:  # the tiny model may write no usable question: the loader says so
+        with pytest.raises(msc_e.DatasetError, match="no question to ask"):
+            msc_e.load(str(out))
+        assert all(t["text"] for r in generated for t in r["turns"])
+        return
+    ds = msc_e.load(str(out))
     assert len(ds.episodes[0].units) == len(rec["rounds"])
     assert (
         len(rec["rounds"]) == 11 or rec["id"] in card

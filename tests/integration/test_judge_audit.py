@@ -29,9 +29,9 @@ def test_canary_false_accept_rate_with_a_scripted_judge(make_cfg, tmp_path):
     refs = [reference_text(q) for q in questions()]
     rules = [
         ("Wrong answer:", "Zanzibar"),  # the judge writes its plausible wrong answer
-        ('Predicted: "Zanzibar" ->', "1"),
+        ("Predicted: Zanzibar ->", "1"),
     ]  # ... and then falls for it
-    rules += [(f'Reference: {r} | Predicted: "{r}" ->', "1") for r in refs]  # accepts the reference
+    rules += [(f"Reference: {r} | Predicted: {r} ->", "1") for r in refs]  # accepts the reference
     rules += [("| Predicted: ", "0")]  # rejects everything else
     metrics = run(
         scripted(make_cfg("memory=full_context", "dataset.limit=4"), rules), tmp_path / "r"
@@ -211,7 +211,7 @@ def test_report_from_real_runs_says_whether_the_judge_separates_them(make_cfg, t
     from memharness.eval.report.comparison import build_report
 
     refs = {q.text: reference_text(q) for q in questions()}
-    rules = [(f'Reference: {r} | Predicted: "{r}" ->', "1") for r in refs.values()]
+    rules = [(f"Reference: {r} | Predicted: {r} ->", "1") for r in refs.values()]
     rules += [(f"KEYED {text}\n", ref) for text, ref in refs.items()]
     rules += [("| Predicted: ", "0")]
     for name, prompt in (("plain", None), ("keyed", "KEYED {question}\n{context}")):

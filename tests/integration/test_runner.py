@@ -198,7 +198,7 @@ def test_judge_canaries_expose_a_judge_that_always_says_one(make_cfg, tmp_path):
     ref = reference_text(
         subset(load_sample(), 4, 0, "type").episodes[0].questions[0]
     )  # one of the 4 references
-    cfg.llm.backend.script = [[f'Reference: {ref} | Predicted: "{ref}" ->', "1"], [JUDGE, "0"]]
+    cfg.llm.backend.script = [[f"Reference: {ref} | Predicted: {ref} ->", "1"], [JUDGE, "0"]]
     assert canary_rates(run(cfg, tmp_path / "b")) == (4, 0.25, 0.0, 0)
 
 
