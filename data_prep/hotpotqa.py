@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 from memharness.data_prep import hub
 from memharness.data_prep.base import Dataset, DatasetError
@@ -19,12 +19,13 @@ from memharness.data_prep.multihop_qa import (
     Granularity,
     Protocol,
     Record,
+    SampleSeed,
+    SampleSize,
     finish_load,
     load_source,
     need_str_list,
     sample_records,
 )
-from memharness.memsys.settings import Range
 
 FILE = "hotpot_dev_distractor_v1.json"
 URL = "http://curtis.ml.cmu.edu/datasets/hotpot/hotpot_dev_distractor_v1.json"
@@ -114,8 +115,8 @@ def load(
     protocol: Protocol = "per_question",
     granularity: Granularity = "passage",
     with_title: bool = True,
-    sample_size: Annotated[int, Range(1)] | None = None,
-    sample_seed: Annotated[int, Range(0)] = 0,
+    sample_size: SampleSize = None,
+    sample_seed: SampleSeed = 0,
     integrity: hub.Integrity = "warn",
 ) -> Dataset:
     """Load HotpotQA from ``hotpot_dev_distractor_v1.json`` (a file or its folder), the cache, or

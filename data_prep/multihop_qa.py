@@ -22,14 +22,17 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from memharness.data_prep import hub
 from memharness.data_prep.base import Dataset, DatasetError
+from memharness.memsys.settings import Range
 from memharness.memsys.types import Episode, Evidence, Question, Unit, content_id
 
 Protocol = Literal["per_question", "shared_corpus"]
 Granularity = Literal["passage", "sentence"]
+SampleSize = Annotated[int, Range(1)] | None  # questions drawn before anything is built; None = all
+SampleSeed = Annotated[int, Range(0)]
 
 
 @dataclass(frozen=True)

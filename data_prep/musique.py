@@ -10,7 +10,7 @@ paragraphs are whole-passage evidence and only ``granularity: passage`` is offer
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Any
 
 from memharness.data_prep import hub
 from memharness.data_prep.base import Dataset, DatasetError
@@ -18,12 +18,13 @@ from memharness.data_prep.multihop_qa import (
     Granularity,
     Protocol,
     Record,
+    SampleSeed,
+    SampleSize,
     finish_load,
     load_source,
     need_str_list,
     sample_records,
 )
-from memharness.memsys.settings import Range
 
 FILE = "musique_ans_v1.0_dev.jsonl"
 URL = (
@@ -85,8 +86,8 @@ def load(
     protocol: Protocol = "per_question",
     granularity: Granularity = "passage",
     with_title: bool = True,
-    sample_size: Annotated[int, Range(1)] | None = None,
-    sample_seed: Annotated[int, Range(0)] = 0,
+    sample_size: SampleSize = None,
+    sample_seed: SampleSeed = 0,
     include_unanswerable: bool = False,
     integrity: hub.Integrity = "warn",
 ) -> Dataset:

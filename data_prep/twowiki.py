@@ -11,7 +11,7 @@ aliases and demonyms become extra references, as the official v1.1 evaluation sc
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 from memharness.data_prep import hub
 from memharness.data_prep.base import Dataset, DatasetError
@@ -20,12 +20,13 @@ from memharness.data_prep.multihop_qa import (
     Granularity,
     Protocol,
     Record,
+    SampleSeed,
+    SampleSize,
     finish_load,
     load_source,
     need_str_list,
     sample_records,
 )
-from memharness.memsys.settings import Range
 
 FILE = "dev.json"
 ALIASES = "id_aliases.json"
@@ -78,8 +79,8 @@ def load(
     protocol: Protocol = "per_question",
     granularity: Granularity = "passage",
     with_title: bool = True,
-    sample_size: Annotated[int, Range(1)] | None = None,
-    sample_seed: Annotated[int, Range(0)] = 0,
+    sample_size: SampleSize = None,
+    sample_seed: SampleSeed = 0,
     use_aliases: bool = True,
     integrity: hub.Integrity = "warn",
 ) -> Dataset:
