@@ -1,0 +1,65 @@
+"""The line protocol between the harness and a product worker (stdlib only).
+
+A worker is a script run by the product's virtualenv Python. It reads one JSON object per line on
+stdin and writes exactly one JSON object per line on stdout (logs go to stderr). Requests:
+
+- ``{"op": "hello"}`` -> ``{"ok": true, "product": str, "version": str, "packages": {name: version},
+  "clock": "data" | "wall"}`` (``wall``: the product reads the wall clock into its prompts)
+- ``{"op": "reset"}`` -> ``{"ok": true}``: forget everything (a new episode)
+- ``{"op": "ingest", "units": [{"id", "text", "speaker", "timestamp", "session"}]}``
+  -> ``{"ok": true, "added": int, "failures": {kind: count}}``
+- ``{"op": "search", "query": str, "k": int}``
+  -> ``{"ok": true, "items": [{"text": str, "score": float, "source_ids": [unit id, ...]}]}``
+- ``{"op": "stats"}`` -> ``{"ok": true, "stats": {name: number}}``
+- ``{"op": "close"}`` -> ``{"ok": true}``, then the worker exits.
+
+A failed request answers ``{"ok": false, "error": "<one line>"}`` and the worker keeps serving.
+The environment names the endpoint and the store: ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``,
+``MEMHARNESS_LLM_MODEL``, ``MEMHARNESS_EMBED_MODEL``, ``MEMHARNESS_EMBED_DIM``,
+``MEMHARNESS_STORE_DIR`` (an empty folder the worker may write; nothing outside it).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+Handler = Callable[[dict[str, Any]], dict[str, Any]]
+OPS = ("hello", "reset", "ingest", "search", "stats", "close")
+
+
+def serve(handlers: dict[str, Handler], stdin: Any = None, stdout: Any = None) -> None:
+    """Answer requests line by line until ``close`` or end of input."""
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    for line in stdin:
+        if not line.strip():
+            continue
+        reply = handle_line(handlers, line)
+        stdout.write(json.dumps(reply, ensure_ascii=False) + "\n")
+        stdout.flush()
+        if reply.get("closing"):
+            return
+
+
+def handle_line(handlers: dict[str, Handler], line: str) -> dict[str, Any]:
+    """One request -> one reply; any exception becomes a one-line error reply."""
+    try:
+        request = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return {"ok": False, "error": f"request is not JSON: {exc}"}
+    op = request.get("op") if isinstance(request, dict) else None
+    if op == "close":
+        return {"ok": True, "closing": True}
+    if op not in handlers:
+        return {"ok": False, "error": f"unknown op {op!r}; this worker serves {sorted(handlers)}"}
+    try:
+        reply = handlers[op](request)
+    except Exception as exc:  # the worker must keep serving; the harness counts the failure
+        traceback.print_exc(file=sys.stderr)
+        message = " ".join(f"{type(exc).__name__}: {exc}".split())
+        return {"ok": False, "error": message[:500]}
+    return {"ok": True, **reply}
