@@ -73,10 +73,21 @@ def conf_dir() -> Path:
 
 @cache
 def group_configs(group: str) -> dict[str, dict[str, Any]]:
-    """``conf/<group>/*.yaml`` by their ``name`` field."""
+    """``conf/<group>/*.yaml`` by their ``name`` field, each merged over the same-group configs its
+    defaults list names (``cam_fm`` over ``cam``; ``_self_`` last)."""
+    folder = conf_dir() / group
+
+    def read(stem: str) -> dict[str, Any]:
+        raw = yaml.safe_load((folder / f"{stem}.yaml").read_text()) or {}
+        merged: dict[str, Any] = {}
+        for base in raw.pop("defaults", None) or []:
+            if isinstance(base, str) and base != "_self_" and (folder / f"{base}.yaml").is_file():
+                merged.update(read(base))
+        return {**merged, **raw}
+
     out = {}
-    for path in sorted((conf_dir() / group).glob("*.yaml")):
-        raw = yaml.safe_load(path.read_text()) or {}
+    for path in sorted(folder.glob("*.yaml")):
+        raw = read(path.stem)
         out[str(raw.get("name", path.stem))] = raw
     return out
 

@@ -44,6 +44,7 @@ from memharness.memsys.cam.network import (
     composite_similarity,
     ego_changes,
     expand_network,
+    link_shared_entities,
 )
 from memharness.memsys.types import content_id
 
@@ -117,6 +118,7 @@ class Settings:
     ego_splitting: bool = True
     lp_max_rounds: int | None = 100
     label_scope: str = "ripple"  # ripple | affected | level (see the module doc)
+    entity_k: int = 0  # CAM w/ FM: links per new chunk to chunks sharing an entity (0 = off)
 
 
 class Development:
@@ -153,10 +155,17 @@ class Development:
             s.clip_cosine,
         )
         added = expand_network(base.adj, [c.id for c in chunks], ids, sims, s.theta, s.k)
-        affected = {c.id for c in chunks} | {u for _, u, _ in added}
+        linked = []
+        if s.entity_k:
+            entities = {v: self.nodes[v].meta.get("entities", ()) for v in ids}
+            linked = link_shared_entities(
+                base.adj, [c.id for c in chunks], ids, sims, entities, s.theta, s.entity_k
+            )
+        affected = {c.id for c in chunks} | {u for _, u, _ in added + linked}
         record: dict[str, Any] = {
             "chunks": len(chunks),
-            "edges_added": len(added),
+            "edges_added": len(added) + len(linked),
+            "entity_edges_added": len(linked),
             "affected_chunks": len(affected),
             "levels": [],
         }

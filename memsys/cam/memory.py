@@ -183,6 +183,7 @@ class CAM(HierarchicalMemory):
                     meta={"position": position, "document": document},
                 )
             )
+        self._annotate(nodes)
         record = self.development.insert(nodes)
         self._materialise()
         covered = {u for c in chunks for u in c.units}
@@ -194,6 +195,9 @@ class CAM(HierarchicalMemory):
             seconds=time.perf_counter() - start,
         )
         self.batches.append(record)
+
+    def _annotate(self, nodes: Sequence[Node]) -> None:
+        """Hook for variants that label new chunks before they join the network (CAM w/ FM)."""
 
     def _summarise(self, groups: list[list[str]]) -> list[tuple[str, bool]]:
         """One summary per community, all of a level as one concurrent batch; a failure is counted

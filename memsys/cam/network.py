@@ -251,3 +251,38 @@ class Replicas:
             out.adj[r].add(q)
             out.adj[q].add(r)
         return out
+
+
+def link_shared_entities(
+    adj: Adjacency,
+    new_ids: Sequence[str],
+    ids: Sequence[str],
+    sims: np.ndarray,
+    entities: Mapping[str, Iterable[str]],
+    theta: float,
+    k: int,
+) -> list[tuple[str, str, float]]:
+    """CAM w/ FM: link each new chunk to up to k chunks sharing an entity; return the new edges.
+
+    Candidates are ranked by the number of shared entities, then by s (``sims`` as in
+    ``expand_network``), then level order; a pair already linked is skipped and does not use one of
+    the k places. The edge weight is max(s, θ): an entity link counts at least as the threshold.
+    """
+    column = {v: c for c, v in enumerate(ids)}
+    holders: dict[str, list[str]] = {}
+    for v in ids:
+        for name in entities.get(v, ()):
+            holders.setdefault(name, []).append(v)
+    added: list[tuple[str, str, float]] = []
+    for r, v in enumerate(new_ids):
+        shared: dict[str, int] = {}
+        for name in set(entities.get(v, ())):
+            for u in holders.get(name, ()):
+                if u != v:
+                    shared[u] = shared.get(u, 0) + 1
+        ranked = sorted(shared, key=lambda u: (-shared[u], -sims[r, column[u]], column[u]))
+        for u in [u for u in ranked if u not in adj[v]][:k]:
+            weight = max(float(sims[r, column[u]]), float(theta))
+            adj[v][u] = adj[u][v] = weight
+            added.append((v, u, weight))
+    return added
