@@ -148,6 +148,23 @@ METRICS: tuple[Metric, ...] = (
         headline=True,
     ),
     Metric(
+        "source_recall_all_at_",
+        True,
+        "retrieval",
+        "retrieval",
+        "1 if every gold source document (session, article) is among the top k retrieved sources "
+        "(LongMemEval's recall_all@k)",
+        prefix=True,
+    ),
+    Metric(
+        "source_ndcg_any_at_",
+        True,
+        "retrieval",
+        "retrieval",
+        "nDCG of the top k retrieved source documents, binary relevance (LongMemEval's ndcg_any@k)",
+        prefix=True,
+    ),
+    Metric(
         "evidence_units", None, "retrieval", "retrieval", "source units the retrieved items cover"
     ),
     Metric("context_tokens", False, "cost", "retrieval", "tokens of the retrieved context"),

@@ -11,6 +11,12 @@ covered by the top ``k`` items matches it:
 
 ``evidence_recall_at_k`` is the share of a question's gold evidence items found in the top ``k``
 items; ``evidence_recall`` uses every item the memory returned (the answerer's whole context).
+``source_recall_all_at_k`` and ``source_ndcg_any_at_k`` rank source documents instead (sessions in
+LongMemEval, articles in MultiHop-RAG): the distinct sources of the covered units in retrieval order,
+first appearance counting; the gold is the distinct sources of the evidence. They follow LongMemEval's
+official session-level ``recall_all@k`` (every gold source in the top k) and ``ndcg_any@k`` (binary
+relevance, its ``dcg``: the first two ranks undiscounted, rank r >= 2 divided by log2(r), 1-based)
+computed over whatever a memory retrieved, not over a retriever's ranking of the whole corpus.
 Questions without gold evidence (QuALITY, NovelQA, MSC) get no value, never a zero. A summary
 high in a tree covers many units, so its recall is generous by construction; ``evidence_units``
 (units covered by all retrieved items) shows how much text that recall took.
@@ -18,6 +24,7 @@ high in a tree covers many units, so its recall is generous by construction; ``e
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -65,11 +72,38 @@ def recall(gold: Sequence[Evidence], covered: Sequence[Unit]) -> float:
     return sum(any(matches(e, u) for u in covered) for e in gold) / len(gold)
 
 
+def ranked_sources(covered: Sequence[Unit]) -> list[str]:
+    """Distinct source ids of the covered units, in order of first appearance."""
+    return list(dict.fromkeys(u.source_id for u in covered))
+
+
+def official_dcg(relevances: Sequence[float], k: int) -> float:
+    """LongMemEval's ``dcg``: rel[0] + sum over i >= 1 of rel[i] / log2(i + 1) (0-based i)."""
+    rel = [float(r) for r in relevances[:k]]
+    return rel[0] + sum(r / math.log2(i + 1) for i, r in enumerate(rel) if i) if rel else 0.0
+
+
+def source_scores(
+    gold: Sequence[Evidence], covered: Sequence[Unit], ks: Iterable[int]
+) -> dict[str, float]:
+    """``source_recall_all_at_k`` and ``source_ndcg_any_at_k`` for each k (module docstring)."""
+    wanted = set(dict.fromkeys(e.source_id for e in gold))
+    ranking = ranked_sources(covered)
+    out = {}
+    for k in ks:
+        top = ranking[:k]
+        out[f"source_recall_all_at_{k}"] = float(wanted <= set(top))
+        ideal = official_dcg([1.0] * len(wanted), k)
+        out[f"source_ndcg_any_at_{k}"] = official_dcg([float(s in wanted) for s in top], k) / ideal
+    return out
+
+
 def recall_scores(
     question: Question, items: Sequence[RetrievedItem], units: Mapping[str, Unit], cfg: Any = None
 ) -> dict[str, float]:
-    """``evidence_recall_at_k`` for each configured k, ``evidence_recall`` over every item and
-    ``evidence_units``; empty when the question has no gold evidence."""
+    """``evidence_recall_at_k`` for each configured k, ``evidence_recall`` over every item,
+    ``evidence_units`` and the source-level scores for each ``source_k``; empty when the question
+    has no gold evidence."""
     gold = gold_evidence(question)
     if not gold:
         return {}
@@ -78,4 +112,6 @@ def recall_scores(
     covered = covered_units(items, units)
     out["evidence_recall"] = recall(gold, covered)
     out["evidence_units"] = float(len(covered))
+    source_k = cfg.get("source_k", ()) if cfg is not None else ()
+    out.update(source_scores(gold, covered, (int(k) for k in source_k or ())))
     return out

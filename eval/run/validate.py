@@ -133,6 +133,7 @@ class JudgeSettings(TypedDict):
 
 class EvidenceSettings(TypedDict):
     k: Annotated[list[Positive], NonEmpty()]
+    source_k: NotRequired[list[Positive]]  # source-level recall_all / ndcg_any at these k ([] = off)
 
 
 class ClosedBookSettings(TypedDict):

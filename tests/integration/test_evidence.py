@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from memharness.eval.run.evidence import recall_scores, unit_index
@@ -87,3 +88,22 @@ def test_runs_record_evidence_recall_per_sample(make_cfg, tmp_path):
     assert narrow["metrics"]["evidence_recall_at_1"]["mean"] == pytest.approx(
         narrow["metrics"]["evidence_recall"]["mean"]
     )
+
+
+def test_source_level_scores_follow_longmemevals_official_definitions():
+    # gold sources A and C; retrieved sources in order: B (u4), A (u2), C (u5)
+    q = Question(
+        id="q",
+        text="?",
+        answers=("a",),
+        position=6,
+        evidence=(Evidence(source_id="A", position=0), Evidence(source_id="C", position=5)),
+    )
+    items = [item("u4", "u3"), item("u2"), item("u5")]
+    scores = recall_scores(q, items, unit_index(episode()), {"k": [], "source_k": [2, 3]})
+    # the official dcg: rel[0] + rel[1] / log2(2) + rel[2] / log2(3); ideal = 1 + 1 for two golds
+    assert scores["source_recall_all_at_2"] == 0.0 and scores["source_recall_all_at_3"] == 1.0
+    assert scores["source_ndcg_any_at_2"] == pytest.approx(1 / 2)
+    assert scores["source_ndcg_any_at_3"] == pytest.approx((1 + 1 / math.log2(3)) / 2)
+    no_source = recall_scores(q, items, unit_index(episode()), {"k": [1]})
+    assert not any(key.startswith("source_") for key in no_source)  # off unless configured
