@@ -12,10 +12,12 @@ HTTP client's headers.
 from __future__ import annotations
 
 import email.utils
+import functools
 import hashlib
 import json
 import logging
 import os
+import ssl
 import time
 import typing
 from typing import Annotated, Any, Literal
@@ -92,6 +94,13 @@ def error_for_status(
     )
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """One verifying TLS context per process, shared by every client: building one loads the CA
+    bundle (tens to hundreds of milliseconds), which each backend of each run paid before."""
+    return httpx.create_ssl_context()
+
+
 class _HttpClient:
     """A pooled httpx client that posts JSON and raises BackendError on any failure."""
 
@@ -109,7 +118,11 @@ class _HttpClient:
         # A busy server may be slow to accept; connecting gets at least 5 s whatever the read timeout.
         timeout = httpx.Timeout(timeout_s, connect=max(timeout_s, 5.0))
         self._client = httpx.Client(
-            base_url=self.base_url, headers=headers, timeout=timeout, limits=limits
+            base_url=self.base_url,
+            headers=headers,
+            timeout=timeout,
+            limits=limits,
+            verify=tls_context(),
         )
 
     def check_reachable(self) -> None:
