@@ -228,6 +228,11 @@ class OpenAIBackend:
     def __repr__(self) -> str:
         return f"OpenAIBackend(model={self.model!r}, base_url={self._http.base_url!r})"
 
+    @property
+    def base_url(self) -> str:
+        """The server's /v1 root (the factory shares one request budget per server)."""
+        return self._http.base_url
+
     def set_deadline(self, deadline: Deadline | None) -> None:
         """Cut requests in flight at the run's deadline and make none after it."""
         self._http.deadline = deadline
@@ -345,6 +350,7 @@ class OpenAIEmbedBackend:
         base_delay_s: Annotated[float, Range(0)] = 0.5,
         check_connection: bool = True,
         model_id: str | None = None,
+        pool_size: Annotated[int, Range(1)] = 64,
     ) -> None:
         self.model = model
         self.dimensions = dimensions
@@ -356,12 +362,17 @@ class OpenAIEmbedBackend:
         self.max_retries = max_retries
         self.base_delay_s = base_delay_s
         key = read_api_key(api_key_env, "embedder.backend.api_key_env")
-        self._http = _HttpClient(base_url, key, timeout_s, 4, "embedder.backend.base_url")
+        self._http = _HttpClient(base_url, key, timeout_s, pool_size, "embedder.backend.base_url")
         if check_connection:
             self._http.check_reachable()
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedBackend(model={self.model!r}, base_url={self._http.base_url!r})"
+
+    @property
+    def base_url(self) -> str:
+        """The server's /v1 root (the factory shares one request budget per server)."""
+        return self._http.base_url
 
     @property
     def retry_policy(self) -> RetryPolicy:
