@@ -55,13 +55,17 @@ def secret_values() -> list[str]:
     global _memo
     raw = getattr(os.environ, "_data", None)  # CPython's undecoded mapping, compared cheaply
     with _lock:
-        state = (
-            tuple(raw.items()) if isinstance(raw, dict) else None,
-            frozenset(_secret_envs),
-            frozenset(_secret_values),
-        )
-        if state[0] is not None and _memo is not None and _memo[0] == state:
+        if (
+            isinstance(raw, dict)
+            and _memo is not None
+            and _memo[0] == (raw, _secret_envs, _secret_values)  # dict and set equality, in C
+        ):
             return list(_memo[1])
+        state = (
+            dict(raw) if isinstance(raw, dict) else None,
+            set(_secret_envs),
+            set(_secret_values),
+        )
         names, literal = set(_secret_envs), set(_secret_values)
     values = {
         v
