@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import yaml
 from memharness.data_prep.base import Dataset
 from memharness.eval.record import folder as run_io
 from memharness.eval.record import schema
@@ -18,6 +19,21 @@ from memharness.memsys.services import files as fileio
 from memharness.memsys.services.factory import Services
 from memharness.memsys.services.secrets import redact
 from omegaconf import DictConfig
+
+
+def config_yaml(resolved: dict[str, Any]) -> str:
+    """The text of a run's config.yaml: the resolved, redacted config written as OmegaConf writes
+    it, dumped straight from the plain dict (building a config object only to dump it again cost
+    more than the rest of a warm run's bookkeeping)."""
+    from omegaconf._utils import get_omega_conf_dumper
+
+    return yaml.dump(
+        resolved,
+        default_flow_style=False,
+        allow_unicode=True,
+        sort_keys=False,
+        Dumper=get_omega_conf_dumper(),
+    )
 
 
 def time_accounting(wall_s: float, calls: dict[str, Any], services: Services) -> dict[str, Any]:

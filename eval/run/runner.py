@@ -306,7 +306,7 @@ def run(
     validate_config(cfg)  # every setting, before any model or file is loaded
     run_io.begin_run(out_dir)  # INCOMPLETE.json until every file is written
     resolved = config_snapshot(OmegaConf.to_container(cfg, resolve=True))
-    run_io.write_text(out_dir, "config.yaml", OmegaConf.to_yaml(OmegaConf.create(resolved)))
+    run_io.write_text(out_dir, "config.yaml", outputs.config_yaml(resolved))
     dataset = load_dataset(cfg)
     if pick is not None:
         dataset = pick(dataset)
