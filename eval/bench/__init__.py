@@ -1,12 +1,30 @@
 """Benchmarks: each module exposes ``main() -> dict`` that prints and returns its figures."""
 
+import operator
 from typing import Any
+
+_COMPARE = {
+    ">=": operator.ge,
+    "<=": operator.le,
+    "==": operator.eq,
+    ">": operator.gt,
+    "<": operator.lt,
+}
+
+
+def misses(value: Any, target: str) -> bool:
+    """Whether ``value`` misses ``target`` (``">= 0.9"``, ``"<= 0.05"``, ``"== 0"``...)."""
+    op, _, bound = target.partition(" ")
+    if op not in _COMPARE or not isinstance(value, (int, float)):
+        return False
+    return not _COMPARE[op](value, float(bound))
 
 
 def print_figures(figures: dict[str, Any], targets: dict[str, str], width: int = 36) -> None:
-    """One line per figure (floats to 3 decimals), its target beside it where one is set."""
+    """One line per figure (floats to 3 decimals), its target beside it where one is set and
+    ``MISS`` after a figure that misses it."""
     for key, value in figures.items():
         shown = f"{value:.3f}" if isinstance(value, float) else value
-        print(
-            f"  {key:{width}s} {shown}" + (f"   (target {targets[key]})" if key in targets else "")
-        )
+        target = targets.get(key)
+        flag = "  MISS" if target is not None and misses(value, target) else ""
+        print(f"  {key:{width}s} {shown}" + (f"   (target {target}){flag}" if target else ""))

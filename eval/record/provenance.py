@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import platform
 import subprocess
 import sys
@@ -32,6 +33,14 @@ PACKAGES = (
 
 
 def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str | None]:
+    """The installed version of each package (None: not installed), read once per process."""
+    return dict(_versions(names))
+
+
+@functools.cache
+def _versions(names: tuple[str, ...]) -> dict[str, str | None]:
+    # each lookup scans every distribution on sys.path (~20 ms apiece); a sweep run in one
+    # process would pay it per run for versions that cannot change under the running code
     out: dict[str, str | None] = {}
     for name in names:
         try:

@@ -147,7 +147,9 @@ class Metrics(_Record):
         "model, per-category, task-averaged, overall and abstention accuracy",
     )
     data: JSON = Field(description="dataset name, revision, files, checksum, subset")
-    time: JSON = Field(description="wall and backend seconds")
+    time: JSON = Field(
+        description="wall and backend seconds; the episodes in flight (episodes_in_flight)"
+    )
     calls: JSON = Field(
         description="the spend ledger: what was sent to a backend, per stage and total "
         "(memsys/services/meter.py StageCounts; prompt_cuts, prompt_tokens_cut: calls whose "

@@ -33,9 +33,22 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
+AUTO_FLOOR = (
+    8  # episodes in flight at least, when derived: a one-slot backend stays busy while others embed
+)
+
+
 def episodes_in_flight(cfg: DictConfig) -> int:
-    """``run.episodes_in_flight`` (default 1)."""
-    return int((cfg.get("run") or {}).get("episodes_in_flight", 1))
+    """``run.episodes_in_flight``; null (the default) derives it from the request budget:
+    ``max(llm.max_in_flight, 8)``. A MemTree episode mostly waits on one request at a time, so
+    fewer episodes than request slots leave slots idle; an explicit integer wins."""
+    run = cfg.get("run") or {}
+    if "episodes_in_flight" not in run:  # a config without the key (older run folders): sequential
+        return 1
+    value = run.get("episodes_in_flight")
+    if value is not None:
+        return int(value)
+    return max(int((cfg.get("llm") or {}).get("max_in_flight", 1)), AUTO_FLOOR)
 
 
 def in_order(

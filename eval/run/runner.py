@@ -7,7 +7,6 @@ on the sample (``samples.jsonl``) and counted (``metrics.json``).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from dataclasses import asdict
@@ -18,27 +17,15 @@ from typing import Any
 from hydra.utils import get_class, instantiate
 from memharness.data_prep.base import Dataset, DatasetError, check_integrity, subset
 from memharness.eval.judge import audit as judge_audit
-from memharness.eval.judge import injection
 from memharness.eval.judge import official as official_judge
 from memharness.eval.judge.judges import Judges, build_judges
 from memharness.eval.metrics import aggregate
-from memharness.eval.metrics.lexical import parse_judge
-from memharness.eval.metrics.registry import answer_scores
 from memharness.eval.record import folder as run_io
-from memharness.eval.record import schema
-from memharness.eval.record.provenance import environment
-from memharness.eval.run import closed_book, episodes, evidence, failures
-from memharness.eval.run.answer import (
-    answer_request,
-    is_multiple_choice,
-    judge_request,
-    mc_correct,
-    reference_text,
-)
+from memharness.eval.record import outputs
+from memharness.eval.run import closed_book, episodes, evidence, failures, scoring
 from memharness.eval.run.snapshots import Snapshots
 from memharness.eval.run.validate import validate_config
 from memharness.memsys.base import MemorySystem
-from memharness.memsys.services import files as fileio
 from memharness.memsys.services.factory import Services, build_services
 from memharness.memsys.services.meter import current_scope
 from memharness.memsys.services.progress import Progress
@@ -209,7 +196,7 @@ def run_episode(
         if (
             record["status"] == "pending" and memory.answers_itself
         ):  # answer_all then skips this sample
-            answer_by_memory(memory, payload, items, record, cfg, meter)
+            scoring.answer_by_memory(memory, payload, items, record, cfg, meter)
         pending.append((payload, items, record))
     stats = {
         **memory.stats(),
@@ -252,37 +239,6 @@ def _guarded(step: Any, meter: Any, stage: str, episode_id: str) -> str | None:
     return None
 
 
-def answer_by_memory(
-    memory: MemorySystem,
-    question: Question,
-    items: list[RetrievedItem],
-    record: dict,
-    cfg: DictConfig,
-    meter: Any,
-) -> None:
-    """A memory that answers itself does so while it exists (the runner discards it after the
-    episode), under the "answer" stage; the prediction is scored like every other answer."""
-    record["answered_by"] = "memory"
-    with meter.stage("answer"):
-        try:
-            comp = memory.answer(
-                question, items, is_multiple_choice(question, cfg.eval.answer.mode)
-            )
-        except Exception as err:  # recorded and counted as answer_failed, never dropped
-            failures.log_step_failure(log, f"the memory failed to answer {question.id}", err)
-            record.update(
-                prompt="",
-                prediction="",
-                status="answer_failed",
-                error=f"{type(err).__name__}: {err}",
-            )
-            return
-    record_answer(question, record, comp.extra.get("prompt", ""), comp, cfg)
-    record.update(
-        comp.extra.get("sample_fields", {})
-    )  # what the memory flags about this answer (e.g. partial)
-
-
 def evaluate_episode(
     episode: Episode,
     cfg: DictConfig,
@@ -294,78 +250,11 @@ def evaluate_episode(
     """One episode from first insert to verdict: build (or load), retrieve, answer, judge. Its answers
     and verdicts go out as soon as its questions are retrieved, beside other episodes' builds."""
     pending, stats = run_episode(episode, cfg, services, out_dir, snapshots)
-    answer_all(pending, cfg, services)
+    scoring.answer_all(pending, cfg, services)
     if cfg.eval.judge.enabled:
-        judge_all(pending, cfg, services, judges)
+        scoring.judge_all(pending, cfg, services, judges)
         official_judge.judge_all(pending, cfg, services, judges)  # judge.official, if any
     return pending, stats
-
-
-def answer_all(
-    pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: DictConfig, services: Services
-) -> None:
-    todo = [(q, items, r) for q, items, r in pending if r["status"] == "pending"]
-    requests = [answer_request(q, items, cfg.eval.answer) for q, items, _ in todo]
-    with services.meter.stage("answer"):
-        completions = services.llm.complete(requests, desc="answer")
-    for (q, _, record), req, comp in zip(todo, requests, completions, strict=False):
-        record_answer(q, record, req.messages[-1][1], comp, cfg)
-
-
-def record_answer(q: Question, record: dict, prompt: str, comp: Any, cfg: DictConfig) -> None:
-    """Record a prediction (``comp``, a Completion) on its sample and score it (lexical metrics,
-    multiple-choice letter)."""
-    record["prompt"] = prompt
-    record["prediction"] = comp.text.strip()
-    record["answer_cached"] = comp.cached
-    if comp.extra.get("prompt_tokens_cut"):  # the backend had to cut the prompt to fit its context
-        record["prompt_tokens_cut"] = comp.extra["prompt_tokens_cut"]
-    if not comp.ok:
-        record.update(status="answer_failed", error=comp.error)
-        return
-    record["status"] = "scored"
-    record["mode"] = (
-        "multiple_choice" if is_multiple_choice(q, cfg.eval.answer.mode) else "generative"
-    )
-    if record["mode"] == "multiple_choice":
-        choice, correct = mc_correct(q, comp.text)
-        record["predicted_option"] = choice
-        record["mc_status"] = "mc_unparsed" if choice is None else "parsed"
-        record["metrics"]["mc_accuracy"] = correct
-        prediction_text = q.options[choice] if choice is not None else ""
-    else:
-        prediction_text = record["prediction"]
-    failures.flag_empty_answer(record)
-    record["metrics"].update(
-        answer_scores(prediction_text, list(q.answers) or [reference_text(q)], q)
-    )
-    record["metrics"]["context_tokens"] = record["context_tokens"]
-
-
-def judge_all(
-    pending: list[tuple[Question, list[RetrievedItem], dict]],
-    cfg: DictConfig,
-    services: Services,
-    judges: Judges | None = None,
-) -> None:
-    todo = [
-        (q, r) for q, _, r in pending if r["status"] == "scored" and r.get("mode") == "generative"
-    ]
-    todo = failures.skip_empty_answers(todo)  # an empty answer is wrong; it is never judged
-    injection.flag_all(((reference_text(q), r) for q, r in todo), log)
-    requests = [
-        judge_request(q, reference_text(q), r["prediction"], cfg.eval.judge) for q, r in todo
-    ]
-    with services.meter.stage("judge"):
-        completions = (judges.primary if judges else services.llm).complete(requests, desc="judge")
-    for (_, record), comp in zip(todo, completions, strict=False):
-        record["judge_reply"] = comp.text
-        if not comp.ok:
-            record.update(judge_status="judge_failed", judge_error=comp.error)
-            continue
-        verdict = parse_judge(comp.text)
-        record["judge_status"] = "judge_unparsed" if verdict is None else "parsed"
-        record["metrics"]["judge"] = None if verdict is None else float(verdict)
 
 
 def summarize_run(samples: list[dict], cfg: DictConfig) -> dict[str, Any]:
@@ -417,7 +306,7 @@ def run(
     validate_config(cfg)  # every setting, before any model or file is loaded
     run_io.begin_run(out_dir)  # INCOMPLETE.json until every file is written
     resolved = config_snapshot(OmegaConf.to_container(cfg, resolve=True))
-    run_io.write_text(out_dir, "config.yaml", OmegaConf.to_yaml(OmegaConf.create(resolved)))
+    run_io.write_text(out_dir, "config.yaml", outputs.config_yaml(resolved))
     dataset = load_dataset(cfg)
     if pick is not None:
         dataset = pick(dataset)
@@ -469,7 +358,7 @@ def run(
         "snapshots": snapshots.summary(),
         "official_judge": official_judge.summary(samples, cfg, judges),
     }
-    metrics = write_outputs(
+    metrics = outputs.write_outputs(
         out_dir,
         cfg,
         dataset,
@@ -477,95 +366,10 @@ def run(
         memory_stats,
         services,
         time.time() - started,
+        summarize=partial(summarize_run, cfg=cfg),
+        oracle=is_oracle(cfg),
         overrides=overrides or [],
         sections=sections,
     )
     run_io.end_run(out_dir, metrics)
-    return metrics
-
-
-def time_accounting(wall_s: float, calls: dict[str, Any], services: Services) -> dict[str, Any]:
-    """Where the run's time went. ``harness_s`` is the wall time with no backend call in flight,
-    building the backends (``startup_s``) and loading weights on first use (``model_load_s``) left
-    out; ``concurrency`` is backend seconds per second with at least one call in flight
-    (``backend_busy_s``), i.e. how many calls were in flight on average."""
-    meter = services.meter
-    busy, backend_s = meter.busy_s(), calls["total"]["backend_s"]
-    # embedded backends load their weights on the first call that the cache cannot serve
-    load_s = sum(
-        float(getattr(getattr(facade, "backend", None), "load_s", 0.0) or 0.0)
-        for facade in (services.llm, services.embedder)
-    )
-    return {
-        "total_s": wall_s,
-        **{f"{s}_s": calls[s]["wall_s"] for s in ("build", "retrieve", "answer", "judge")},
-        "backend_s": backend_s,
-        "backend_busy_s": busy,
-        "startup_s": services.startup_s,
-        "model_load_s": load_s,  # 0 when every call was served by the cache: no weights loaded
-        "harness_s": max(0.0, wall_s - busy - services.startup_s - load_s),
-        "concurrency": backend_s / busy if busy > 0 else 0.0,
-        "peak_in_flight": meter.peak_in_flight,
-    }
-
-
-SUBSET_KEYS = ("limit", "subset_seed", "stratify_by", "strata", "question_ids")
-
-
-def question_ids_sha256(samples: list[dict]) -> str:
-    """Checksum of the sorted question ids: runs with equal checksums answered the same questions."""
-    return hashlib.sha256(
-        "\n".join(sorted(str(s["question_id"]) for s in samples)).encode()
-    ).hexdigest()
-
-
-def write_outputs(
-    out_dir: Path,
-    cfg: DictConfig,
-    dataset: Dataset,
-    samples: list[dict],
-    memory_stats: dict,
-    services: Services,
-    wall_s: float,
-    overrides: list[str] | None = None,
-    sections: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Write samples.jsonl, memory_stats.json and metrics.json; ``sections`` (the judges, the judge
-    reliability audit) go into metrics.json as they are."""
-    # NaN / inf become null before anything is summarised or written (null = not computable)
-    nulled = run_io.null_nonfinite(samples)
-    run_io.write_samples(out_dir, samples)
-    memory_stats, stats_nulled = fileio.finite_json(memory_stats)
-    run_io.write_json(out_dir, "memory_stats.json", memory_stats, indent=1, default=float)
-    calls = services.meter.to_json()
-    metrics = {
-        "format": schema.FORMAT,
-        "memory": cfg.memory.name,
-        **({"oracle": True} if is_oracle(cfg) else {}),
-        "dataset": cfg.dataset.name,
-        "seed": int(cfg.seed),
-        "overrides": redact(list(overrides or [])),
-        "llm": services.llm.model_id,
-        "embedder": services.embedder.model_id,
-        **summarize_run(samples, cfg),
-        **(sections or {}),
-        "data": {
-            "name": dataset.name,
-            "revision": dataset.revision,
-            "files": dataset.files,
-            "checksum": dataset.checksum(),
-            "episodes": len(dataset.episodes),
-            "questions": dataset.num_questions,
-            "question_ids_sha256": question_ids_sha256(samples),
-            "metadata": {k: v for k, v in dataset.metadata.items() if k not in SUBSET_KEYS},
-            "subset": {k: dataset.metadata[k] for k in SUBSET_KEYS if k in dataset.metadata},
-        },
-        "time": time_accounting(wall_s, calls, services),
-        "calls": calls,  # the spend ledger: what this run sent to a backend
-        "intrinsic": services.meter.intrinsic_json(),  # the method's cost, cached or not (tables show this)
-        "env": environment(),
-    }
-    metrics["outcome"] = failures.outcome(metrics, cfg, services)
-    metrics["outcome"]["nonfinite_nulled"] = nulled + stats_nulled
-    run_io.write_metrics(out_dir, metrics)
     return metrics

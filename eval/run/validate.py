@@ -53,7 +53,7 @@ class CacheSettings(TypedDict):
 class RunControlSettings(TypedDict):
     """``run.*``: how the episodes of a run are scheduled."""
 
-    episodes_in_flight: Positive  # episodes evaluated at once (1 = sequential)
+    episodes_in_flight: Positive | None  # episodes evaluated at once (1 = sequential; null = auto)
 
 
 class SnapshotSettings(TypedDict):

@@ -21,7 +21,7 @@ import contextlib
 import hashlib
 import threading
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from memharness.memsys.services.budget import Budget
@@ -54,11 +54,19 @@ class Embedder:
         retry: RetryPolicy | None = None,
         deadline: Deadline | None = None,
         budget: Budget | None = None,
+        slots: Any = None,
     ) -> None:
         self.backend = backend
         self.budget = budget
         cap = getattr(backend, "max_concurrency", None)
-        self._slots = threading.BoundedSemaphore(cap) if cap else contextlib.nullcontext()
+        # ``slots``: a request budget shared with the chat facade (one server behind both)
+        self._slots = (
+            slots
+            if slots is not None
+            else threading.BoundedSemaphore(cap)
+            if cap
+            else contextlib.nullcontext()
+        )
         self.meter = meter or Meter()
         self.cache = cache
         self.batch_size = batch_size

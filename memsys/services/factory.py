@@ -141,6 +141,13 @@ def build_llm(cfg: DictConfig, meter: Meter | None = None, cache: CallCache | No
     )
 
 
+def same_server(chat_backend: Any, embed_backend: Any) -> bool:
+    """Whether chat and embedding requests go to one HTTP server: they then share its request
+    budget (``llm.max_in_flight``), so embeddings never add requests beyond it."""
+    url = getattr(chat_backend, "base_url", None)
+    return isinstance(url, str) and url == getattr(embed_backend, "base_url", None)
+
+
 def build_services(
     cfg: DictConfig,
     meter: Meter | None = None,
@@ -185,6 +192,7 @@ def build_services(
         batch_size=int(cfg.embedder.get("batch_size", 64)),
         deadline=deadline,
         budget=budget,
+        slots=llm.slots if same_server(chat_backend, embed_backend) else None,
     )
     return Services(
         llm=llm,

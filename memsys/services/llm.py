@@ -94,6 +94,12 @@ class LLM:
     def model_id(self) -> str:
         return self.backend.model_id
 
+    @property
+    def slots(self) -> threading.BoundedSemaphore:
+        """The backend calls in flight over every thread (``max_in_flight``), shareable with an
+        embedder that calls the same server."""
+        return self._slots
+
     def complete(
         self, requests: Sequence[ChatRequest], desc: str | None = None
     ) -> list[Completion]:

@@ -43,16 +43,39 @@ def register_secret_value(value: str) -> None:
             _secret_values.add(value)
 
 
+_memo: tuple[Any, list[str]] | None = None  # (the state it was computed from, the values)
+
+
 def secret_values() -> list[str]:
-    """Values to mask, longest first: registered values and variables, and secret-named variables."""
+    """Values to mask, longest first: registered values and variables, and secret-named variables.
+
+    Every reply is redacted, so this runs once per backend call: the list is recomputed only when
+    the environment or the registrations changed (decoding and matching every variable per call
+    cost more than the rest of a call's harness work)."""
+    global _memo
+    raw = getattr(os.environ, "_data", None)  # CPython's undecoded mapping, compared cheaply
     with _lock:
+        if (
+            isinstance(raw, dict)
+            and _memo is not None
+            and _memo[0] == (raw, _secret_envs, _secret_values)  # dict and set equality, in C
+        ):
+            return list(_memo[1])
+        state = (
+            dict(raw) if isinstance(raw, dict) else None,
+            set(_secret_envs),
+            set(_secret_values),
+        )
         names, literal = set(_secret_envs), set(_secret_values)
     values = {
         v
         for k, v in os.environ.items()
         if (k in names or _SECRET_NAME.search(k)) and len(v) >= _MIN_LEN
     }
-    return sorted(values | literal, key=len, reverse=True)
+    result = sorted(values | literal, key=len, reverse=True)
+    with _lock:
+        _memo = (state, result)
+    return list(result)
 
 
 def redact_text(text: str, secrets: list[str] | None = None) -> str:

@@ -62,17 +62,12 @@ def test_concurrent_episodes_give_byte_identical_samples_and_equal_metrics(tmp_p
             cmd(url, tmp_path / "seq", tmp_path / "a" / "c.sqlite", "run.episodes_in_flight=1"),
             tmp_path / "s.log",
         )
-        con = run(
-            cmd(
-                url,
-                tmp_path / "con",
-                tmp_path / "b" / "c.sqlite",
-                "run.episodes_in_flight=8",
-                "llm.max_in_flight=16",
-            ),
+        con = run(  # run.episodes_in_flight at its default: derived from llm.max_in_flight
+            cmd(url, tmp_path / "con", tmp_path / "b" / "c.sqlite", "llm.max_in_flight=16"),
             tmp_path / "c.log",
         )
     assert seq["data"]["episodes"] > 1 and seq["counts"]["scored"] > 0
+    assert (seq["time"]["episodes_in_flight"], con["time"]["episodes_in_flight"]) == (1, 16)
     assert (tmp_path / "seq" / "samples.jsonl").read_bytes() == (
         tmp_path / "con" / "samples.jsonl"
     ).read_bytes()

@@ -81,11 +81,11 @@ def test_a_run_with_nan_scores_writes_valid_json_and_counts_the_nulls(
 ):
     """A NaN score (here a metric that returns one) is written as null and counted; every file of
     the run folder stays valid JSON."""
-    from memharness.eval.run import runner
+    from memharness.eval.run import scoring
 
-    real = runner.answer_scores
+    real = scoring.answer_scores
     monkeypatch.setattr(
-        runner, "answer_scores", lambda *a: {**real(*a), "f1": float("nan"), "em": float("inf")}
+        scoring, "answer_scores", lambda *a: {**real(*a), "f1": float("nan"), "em": float("inf")}
     )
     out = tmp_path / "r"
     metrics = run(make_cfg("memory=full_context", "dataset.limit=3"), out)

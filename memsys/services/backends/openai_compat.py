@@ -12,10 +12,12 @@ HTTP client's headers.
 from __future__ import annotations
 
 import email.utils
+import functools
 import hashlib
 import json
 import logging
 import os
+import ssl
 import time
 import typing
 from typing import Annotated, Any, Literal
@@ -92,6 +94,13 @@ def error_for_status(
     )
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """One verifying TLS context per process, shared by every client: building one loads the CA
+    bundle (tens to hundreds of milliseconds), which each backend of each run paid before."""
+    return httpx.create_ssl_context()
+
+
 class _HttpClient:
     """A pooled httpx client that posts JSON and raises BackendError on any failure."""
 
@@ -109,7 +118,11 @@ class _HttpClient:
         # A busy server may be slow to accept; connecting gets at least 5 s whatever the read timeout.
         timeout = httpx.Timeout(timeout_s, connect=max(timeout_s, 5.0))
         self._client = httpx.Client(
-            base_url=self.base_url, headers=headers, timeout=timeout, limits=limits
+            base_url=self.base_url,
+            headers=headers,
+            timeout=timeout,
+            limits=limits,
+            verify=tls_context(),
         )
 
     def check_reachable(self) -> None:
@@ -214,6 +227,11 @@ class OpenAIBackend:
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(model={self.model!r}, base_url={self._http.base_url!r})"
+
+    @property
+    def base_url(self) -> str:
+        """The server's /v1 root (the factory shares one request budget per server)."""
+        return self._http.base_url
 
     def set_deadline(self, deadline: Deadline | None) -> None:
         """Cut requests in flight at the run's deadline and make none after it."""
@@ -332,6 +350,7 @@ class OpenAIEmbedBackend:
         base_delay_s: Annotated[float, Range(0)] = 0.5,
         check_connection: bool = True,
         model_id: str | None = None,
+        pool_size: Annotated[int, Range(1)] = 64,
     ) -> None:
         self.model = model
         self.dimensions = dimensions
@@ -343,12 +362,17 @@ class OpenAIEmbedBackend:
         self.max_retries = max_retries
         self.base_delay_s = base_delay_s
         key = read_api_key(api_key_env, "embedder.backend.api_key_env")
-        self._http = _HttpClient(base_url, key, timeout_s, 4, "embedder.backend.base_url")
+        self._http = _HttpClient(base_url, key, timeout_s, pool_size, "embedder.backend.base_url")
         if check_connection:
             self._http.check_reachable()
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedBackend(model={self.model!r}, base_url={self._http.base_url!r})"
+
+    @property
+    def base_url(self) -> str:
+        """The server's /v1 root (the factory shares one request budget per server)."""
+        return self._http.base_url
 
     @property
     def retry_policy(self) -> RetryPolicy:

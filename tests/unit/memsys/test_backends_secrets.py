@@ -68,3 +68,19 @@ def test_every_file_write_and_the_call_cache_mask_registered_secrets(monkeypatch
     for path in tmp_path.iterdir():
         assert secret.encode() not in path.read_bytes(), path
     assert f"Bearer {REDACTED}" in (tmp_path / "t.csv").read_text()
+
+
+def test_secret_values_follow_every_change_of_the_environment(monkeypatch):
+    """The values to mask are remembered between calls, yet a changed, added or removed variable
+    (even one of the same length) is seen on the next call."""
+    from memharness.memsys.services.secrets import REDACTED, redact_text
+
+    monkeypatch.setenv("MEMHARNESS_MEMO_API_KEY", "first-value-0123")
+    assert redact_text("x first-value-0123 y") == f"x {REDACTED} y"
+    monkeypatch.setenv("MEMHARNESS_MEMO_API_KEY", "other-value-0123")  # same length
+    assert redact_text("x first-value-0123 y") == "x first-value-0123 y"
+    assert redact_text("x other-value-0123 y") == f"x {REDACTED} y"
+    monkeypatch.setenv("MEMHARNESS_MEMO_TOKEN", "added-value-4567")
+    assert redact_text("added-value-4567") == REDACTED
+    monkeypatch.delenv("MEMHARNESS_MEMO_API_KEY")
+    assert redact_text("other-value-0123") == "other-value-0123"
