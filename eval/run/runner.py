@@ -159,9 +159,26 @@ def run_episode(
 
     With ``snapshots``, a memory whose construction was saved before is loaded instead of built,
     and a freshly built one is saved before its first question (``eval.snapshots``)."""
-    meter, budget = services.meter, int(cfg.dataset.budget_tokens)
     loaded = snapshots.load(episode) if snapshots is not None else None
     memory, source = loaded if loaded is not None else (build_memory(cfg, services), None)
+    try:
+        return _run_built(episode, cfg, services, out_dir, snapshots, memory, source, loaded)
+    finally:
+        memory.close()  # a product's worker and endpoint live as long as the episode
+
+
+def _run_built(
+    episode: Episode,
+    cfg: DictConfig,
+    services: Services,
+    out_dir: Path,
+    snapshots: Snapshots | None,
+    memory: MemorySystem,
+    source: dict | None,
+    loaded: Any,
+) -> tuple[list, dict]:
+    """``run_episode``'s body: the episode's events on a built (or loaded) memory."""
+    meter, budget = services.meter, int(cfg.dataset.budget_tokens)
     to_save = snapshots is not None and loaded is None and snapshots.reusable(episode) is None
     units = evidence.unit_index(episode)
     pending, build_error, batches = [], None, list(source["insert_batches"]) if source else []
@@ -509,6 +526,16 @@ def time_accounting(wall_s: float, calls: dict[str, Any], services: Services) ->
     }
 
 
+def product_section(memory_stats: dict[str, dict]) -> dict[str, Any]:
+    """``product`` for metrics.json: what a memory product's worker said of itself (name, pinned
+    versions, clock; ``memsys/products``), from the first episode that started it; {} otherwise."""
+    for stats in memory_stats.values():
+        product = stats.get("product") if isinstance(stats, dict) else None
+        if isinstance(product, dict) and product.get("version"):
+            return {"product": product}
+    return {}
+
+
 SUBSET_KEYS = ("limit", "subset_seed", "stratify_by", "strata", "question_ids")
 
 
@@ -547,6 +574,7 @@ def write_outputs(
         "overrides": redact(list(overrides or [])),
         "llm": services.llm.model_id,
         "embedder": services.embedder.model_id,
+        **product_section(memory_stats),
         **summarize_run(samples, cfg),
         **(sections or {}),
         "data": {
