@@ -2,12 +2,14 @@
 
 Its memory is the units' texts; ``ingest`` asks the harness endpoint for one chat completion and one
 embedding (urllib, so the tests see the calls in the meter). ``MEMHARNESS_PRODUCT_OPTIONS`` picks a
-misbehaviour: ``{"mode": "ingest_error" | "partial" | "search_error" | "crash_on_search" | "noisy"}``.
+misbehaviour: ``{"mode": "ingest_error" | "partial" | "search_error" | "crash_on_search" | "hang" |
+"busy"}`` (``busy``: 4 chat calls per ingest; ``hang``: search never answers).
 """
 
 import json
 import os
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -48,13 +50,10 @@ def ingest(request):
     if MODE == "ingest_error":
         raise RuntimeError("the product refused the batch")
     units = request["units"]
-    post(
-        "/chat/completions",
-        {"model": "m", "messages": [{"role": "user", "content": units[0]["text"]}]},
-    )
+    for n in range(4 if MODE == "busy" else 1):
+        chat = [{"role": "user", "content": f"{units[0]['text']} {n}"}]
+        post("/chat/completions", {"model": "m", "messages": chat})
     post("/embeddings", {"model": "e", "input": [u["text"] for u in units]})
-    if MODE == "noisy":
-        sys.stderr.write("a library log line\n")
     memory.extend(units)
     failures = {"extraction_unparsed": 1} if MODE == "partial" else {}
     return {"added": len(units), "failures": failures}
@@ -63,6 +62,8 @@ def ingest(request):
 def search(request):
     if MODE == "search_error":
         raise ValueError("index unavailable")
+    if MODE == "hang":
+        time.sleep(3600)
     if MODE == "crash_on_search":
         sys.stderr.write("fatal: the product crashed\n")
         sys.stderr.flush()

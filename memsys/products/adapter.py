@@ -239,18 +239,23 @@ class ProductMemory(MemorySystem):
             raise WorkerError(self._death()) from None
 
     def _receive(self, op: str) -> dict[str, Any]:
-        deadline = time.monotonic() + self.timeout_s
+        """The worker's reply. It may work for long (one model call per product step): it is
+        stopped only after ``timeout_s`` with no reply and no model call in flight or made."""
+        sent = time.monotonic()
         while True:
             try:
                 line = self._lines.get(timeout=0.5)
             except queue.Empty:
                 if self._proc.poll() is not None:
                     raise WorkerError(self._death()) from None
-                if time.monotonic() > deadline:
+                stalled = min(time.monotonic() - sent, self.endpoint.idle_s())
+                if stalled > self.timeout_s:
                     self._proc.kill()
+                    self._proc.wait()
+                    self.counters["worker_timeouts"] += 1
                     raise WorkerError(
-                        f"{self.product} worker gave no reply to {op} in memory.timeout_s="
-                        f"{self.timeout_s:g}s; it was stopped"
+                        f"{self.product} worker made no progress on {op} for memory.timeout_s="
+                        f"{self.timeout_s:g}s (no reply, no model call); it was stopped"
                     ) from None
                 continue
             if line is None:  # stdout closed: the worker is gone

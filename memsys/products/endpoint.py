@@ -20,10 +20,13 @@ thread. Unknown sampling parameters (top_p, ...) are ignored and counted.
 from __future__ import annotations
 
 import base64
+import contextlib
 import contextvars
 import hashlib
 import json
+import socket
 import threading
+import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -135,6 +138,9 @@ class Endpoint:
         self.aborted: BaseException | None = None
         self._context = contextvars.copy_context()
         self._lock = threading.Lock()
+        self.connections: set[Any] = set()  # open client sockets (keep-alive)
+        self.in_flight = 0  # requests being served now
+        self.last_activity = time.monotonic()  # when a request last started or ended
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -148,18 +154,38 @@ class Endpoint:
         """Bind a free port on 127.0.0.1, serve in a daemon thread, return the base URL."""
         if self._server is None:
             self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-            self._server.daemon_threads = True
+            # stop() waits for the calls in flight: a model call left running in a daemon thread
+            # while the interpreter exits crashes an in-process backend (llama.cpp)
+            self._server.daemon_threads = False
             self._thread = threading.Thread(
                 target=self._server.serve_forever, name="product-endpoint", daemon=True
             )
             self._thread.start()
         return self.base_url
 
+    def busy(self, delta: int) -> None:
+        """A request started (+1) or ended (-1): the adapter's sign of life of the product."""
+        with self._lock:
+            self.in_flight += delta
+            self.last_activity = time.monotonic()
+
+    def idle_s(self) -> float:
+        """Seconds since the product last sent or got a model call (0 while one is in flight)."""
+        with self._lock:
+            return 0.0 if self.in_flight else time.monotonic() - self.last_activity
+
     def stop(self) -> None:
-        """Stop serving and release the port (idempotent)."""
+        """Stop serving, wait for the requests in flight and release the port (idempotent)."""
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+            self._server.shutdown()  # no new connection
+            while self.in_flight:  # a model call in flight finishes (and is cached)
+                time.sleep(0.05)
+            with self._lock:
+                idle = list(self.connections)
+            for sock in idle:  # keep-alive connections waiting for a next request: closed
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+            self._server.server_close()  # joins the handler threads
             if self._thread is not None:
                 self._thread.join(timeout=5)
             self._server = self._thread = None
@@ -260,6 +286,16 @@ def _handler(endpoint: Endpoint) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive: the product's client reuses its connection
 
+        def setup(self) -> None:
+            super().setup()
+            with endpoint._lock:
+                endpoint.connections.add(self.connection)
+
+        def finish(self) -> None:
+            with endpoint._lock:
+                endpoint.connections.discard(self.connection)
+            super().finish()
+
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib's signature
             return  # the meter and the counters record every request; no access log on stderr
 
@@ -270,28 +306,33 @@ def _handler(endpoint: Endpoint) -> type[BaseHTTPRequestHandler]:
                 self._reply(404, _error(f"no route {self.path}", "not_found"))
 
         def do_POST(self) -> None:  # noqa: N802 - stdlib's name
-            route = self.path.rstrip("/").removeprefix("/v1")
-            length = int(self.headers.get("Content-Length") or 0)
+            endpoint.busy(+1)
             try:
+                self._reply(*self._serve())
+            finally:
+                endpoint.busy(-1)
+
+        def _serve(self) -> tuple[int, dict[str, Any]]:
+            route = self.path.rstrip("/").removeprefix("/v1")
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 if not isinstance(body, dict):
                     raise RequestRefused("the request body must be a JSON object")
                 if route == "/chat/completions":
-                    status, reply = endpoint.chat(body)
-                elif route == "/embeddings":
-                    status, reply = endpoint.embeddings(body)
-                else:
-                    status, reply = 404, _error(f"no route {self.path}", "not_found")
+                    return endpoint.chat(body)
+                if route == "/embeddings":
+                    return endpoint.embeddings(body)
+                return 404, _error(f"no route {self.path}", "not_found")
             except (RequestRefused, json.JSONDecodeError, TypeError, ValueError) as err:
                 endpoint.count("refused")
-                status, reply = 400, _error(str(err), "invalid_request_error")
+                return 400, _error(str(err), "invalid_request_error")
             except RunAborted as err:  # the adapter re-raises it in the run's thread
                 endpoint.aborted = endpoint.aborted or err
-                status, reply = 503, _error(f"the run was aborted: {err}", "server_error")
+                return 503, _error(f"the run was aborted: {err}", "server_error")
             except Exception as err:  # an embedding that failed for good, a bug: answered, counted
                 endpoint.count("failed")
-                status, reply = 502, _error(f"{type(err).__name__}: {err}", "server_error")
-            self._reply(status, reply)
+                return 502, _error(f"{type(err).__name__}: {err}", "server_error")
 
         def _reply(self, status: int, payload: dict[str, Any]) -> None:
             data = json.dumps(payload, ensure_ascii=False).encode("utf-8")

@@ -27,9 +27,9 @@ UNITS = [
 
 
 @pytest.fixture
-def services():
+def services(request):
     meter = Meter()
-    chat = ScriptedChat(default="ok")
+    chat = ScriptedChat(default="ok", latency_s=getattr(request, "param", 0.0))
     llm = LLM(chat, meter=meter, progress=False)
     yield llm, Embedder(HashingEmbedder(dim=16), meter=meter), meter, chat
     llm.close()
@@ -124,4 +124,22 @@ def test_worker_crash_raises_with_its_last_log_line(services):
 def test_search_before_any_insert_is_empty(services):
     mem = memory(services)
     assert mem.retrieve("dog", 100) == [] and mem._proc is None
+    mem.close()
+
+
+def test_a_silent_worker_is_stopped_after_the_timeout(services):
+    mem = memory(services, "hang", timeout_s=1)
+    mem.insert(UNITS)
+    with pytest.raises(WorkerError, match="no progress on search for memory.timeout_s=1s"):
+        mem.retrieve("dog", 100)
+    assert mem._proc.poll() is not None and mem.stats()["adapter"]["worker_timeouts"] == 1
+    mem.close()
+
+
+@pytest.mark.parametrize("services", [0.6], indirect=True)
+def test_a_worker_making_model_calls_is_not_timed_out(services):
+    _, _, meter, chat = services
+    mem = memory(services, "busy", timeout_s=1)  # 4 calls of 0.6 s: 2.4 s, never 1 s idle
+    mem.insert(UNITS)
+    assert chat.calls == 4 and mem.degraded == {} and mem.stats()["adapter"]["added"] == 3
     mem.close()

@@ -99,3 +99,23 @@ def test_models_route_and_stop_releases_the_port(served):
     endpoint.stop()
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(url + "/models", timeout=5)
+
+
+def test_stop_waits_for_the_call_in_flight(tmp_path):
+    import threading
+    import time
+
+    chat = ScriptedChat(default="late", latency_s=1.0)
+    llm = LLM(chat, meter=Meter(), progress=False)
+    endpoint = Endpoint(llm, Embedder(HashingEmbedder(dim=4)))
+    client = openai.OpenAI(base_url=endpoint.start(), api_key="x", max_retries=0)
+    replies = []
+    body = {"model": "m", "messages": [{"role": "user", "content": "q"}], "temperature": 0}
+    caller = threading.Thread(target=lambda: replies.append(client.chat.completions.create(**body)))
+    caller.start()
+    time.sleep(0.3)
+    assert endpoint.in_flight == 1
+    endpoint.stop()  # returns only once the call has been answered
+    caller.join(timeout=5)
+    assert [r.choices[0].message.content for r in replies] == ["late"] and endpoint.in_flight == 0
+    llm.close()

@@ -1,0 +1,49 @@
+"""The real mem0 (make product-mem0) with the scripted LLM: its failures are counted and the run goes on.
+
+No model: the scripted chat double answers mem0's extraction calls through the harness endpoint,
+with a reply mem0 cannot parse, or with a failed call; either way every question is still answered,
+flagged as answered from a degraded memory, and the failure kind is counted per episode."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from memharness.memsys.products.adapter import REPO
+from processes import run_py
+
+VENV = REPO / ".venvs" / "mem0" / "bin" / "python"
+pytestmark = pytest.mark.skipif(
+    not VENV.exists(), reason="mem0 is not installed: run `make product-mem0`"
+)
+ARGS = (
+    "memory=mem0",
+    "dataset=sample",
+    "dataset.loader.parts=[dialogues]",
+    "dataset.limit=1",
+    "llm=scripted",
+    "embedder=hashing",
+    "eval.judge.enabled=false",
+)
+
+
+@pytest.mark.parametrize(
+    "override,kind",
+    [
+        ("llm.backend.default=this is not JSON", "extraction_unparsed"),
+        ('llm.backend.fail_on="## New Messages"', "add_failed"),
+    ],
+)
+def test_product_failures_are_counted_and_the_run_goes_on(override, kind, tmp_path):
+    proc = run_py(tmp_path, *ARGS, override, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["product"]["version"] == "2.2.1"
+    assert metrics["counts"]["questions"] == metrics["counts"]["degraded"] == 1
+    stats = next(iter(json.loads((tmp_path / "run" / "memory_stats.json").read_text()).values()))
+    assert stats["degradation"] == {kind: 5}  # 9 rounds, 2 per add(): 5 adds, each failed
+    assert stats["product_stats"]["memories"] == 0
+    sample = json.loads((tmp_path / "run" / "samples.jsonl").read_text().splitlines()[0])
+    assert sample["status"] == "scored" and sample["degraded"] == {kind: 5}
+    if kind == "add_failed":
+        assert metrics["calls"]["build"]["failures"] == 5  # one try each: the client does not retry
