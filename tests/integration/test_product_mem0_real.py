@@ -1,5 +1,7 @@
-"""`run.py memory=mem0` with the real product (make product-mem0) and the embedded default models:
-mem0's calls reach the harness's ledgers through the local endpoint, and a rerun makes none."""
+"""`run.py memory=mem0` with the real product (make product-mem0) and the real embedded models
+(llm=local_tiny, SmolLM2-135M: the plumbing is under test, not the model; mem0's extraction prompt
+is ~7,700 tokens, which the 1.5B default needs minutes for on 2 busy cores): mem0's calls reach the
+harness's ledgers through the local endpoint, and a rerun makes none."""
 
 from __future__ import annotations
 
@@ -18,7 +20,9 @@ ARGS = (
     "dataset=sample",
     "dataset.loader.parts=[dialogues]",
     "dataset.limit=1",
+    "llm=local_tiny",
     "memory.options.messages_per_add=9",
+    "memory.options.max_tokens=200",
     "eval.judge.enabled=false",
 )
 

@@ -28,6 +28,8 @@ import json
 import logging
 import os
 import sys
+import threading
+import time
 from collections import Counter
 from importlib import metadata
 from pathlib import Path
@@ -233,7 +235,20 @@ class Mem0Worker:
         return {"stats": {"memories": memories, "resets": self.resets, **self.counts}}
 
 
+def exit_with_parent(interval_s: float = 1.0) -> None:
+    """End this worker when the harness process is gone (killed without a ``close``)."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(interval_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def main() -> None:
+    exit_with_parent()
     replies = sys.stdout  # the protocol's channel; anything a library prints goes to the log
     sys.stdout = sys.stderr
     worker = Mem0Worker()
