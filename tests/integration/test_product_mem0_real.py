@@ -13,7 +13,8 @@ from processes import run_py
 
 pytestmark = pytest.mark.slow
 VENV = REPO / ".venvs" / "mem0" / "bin" / "python"
-# one episode, one question; all 9 rounds in one add() (one extraction call), no judge: the test is
+# one episode, one question; all 9 rounds in one add() (one extraction call, its reply cut at 48
+# tokens: JSON-constrained decoding is slow on CPU), no judge: the test is
 # about the plumbing, not a score, and must stay cheap on 2 CPU cores
 ARGS = (
     "memory=mem0",
@@ -22,7 +23,7 @@ ARGS = (
     "dataset.limit=1",
     "llm=local_tiny",
     "memory.options.messages_per_add=9",
-    "memory.options.max_tokens=200",
+    "memory.options.max_tokens=48",
     "eval.judge.enabled=false",
 )
 
