@@ -47,3 +47,19 @@ def test_product_failures_are_counted_and_the_run_goes_on(override, kind, tmp_pa
     assert sample["status"] == "scored" and sample["degraded"] == {kind: 5}
     if kind == "add_failed":
         assert metrics["calls"]["build"]["failures"] == 5  # one try each: the client does not retry
+
+
+def test_memories_carry_their_source_units_and_the_data_clock(tmp_path):
+    conf = REPO / "tests" / "conf"
+    args = [a for a in ARGS if a != "llm=scripted"]
+    proc = run_py(tmp_path, *args, f"hydra.searchpath=[file://{conf}]", "llm=fake_mem0")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = tmp_path / "run"
+    stats = next(iter(json.loads((run / "memory_stats.json").read_text()).values()))
+    assert stats["degradation"] == {} and stats["product_stats"]["memories"] == 1
+    assert stats["adapter"]["added"] == 1 and stats["endpoint"]["chat"] == 5  # 5 add() calls
+    sample = json.loads((run / "samples.jsonl").read_text().splitlines()[0])
+    (item,) = sample["retrieved"]
+    assert item["text"] == "Speaker 1 runs a marathon in Lisbon next October"
+    assert len(item["source_unit_ids"]) == 2 and item["level"] == 1  # the 2 rounds of its add()
+    assert sample["metrics"]["evidence_recall"] == 1.0  # the gold round is one of them
