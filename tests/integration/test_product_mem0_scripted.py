@@ -49,17 +49,26 @@ def test_product_failures_are_counted_and_the_run_goes_on(override, kind, tmp_pa
         assert metrics["calls"]["build"]["failures"] == 5  # one try each: the client does not retry
 
 
-def test_memories_carry_their_source_units_and_the_data_clock(tmp_path):
+@pytest.mark.parametrize("perspectives", [1, 2])
+def test_memories_carry_their_source_units(perspectives, tmp_path):
     conf = REPO / "tests" / "conf"
     args = [a for a in ARGS if a != "llm=scripted"]
-    proc = run_py(tmp_path, *args, f"hydra.searchpath=[file://{conf}]", "llm=fake_mem0")
+    proc = run_py(
+        tmp_path,
+        *args,
+        f"hydra.searchpath=[file://{conf}]",
+        "llm=fake_mem0",
+        f"memory.options.perspectives={perspectives}",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = tmp_path / "run"
     stats = next(iter(json.loads((run / "memory_stats.json").read_text()).values()))
-    assert stats["degradation"] == {} and stats["product_stats"]["memories"] == 1
-    assert stats["adapter"]["added"] == 1 and stats["endpoint"]["chat"] == 5  # 5 add() calls
+    assert stats["degradation"] == {} and stats["product_stats"]["memories"] == perspectives
+    assert stats["adapter"]["added"] == perspectives  # one memory per perspective (user id)
+    assert stats["endpoint"]["chat"] == 5 * perspectives  # 5 add() calls per perspective
     sample = json.loads((run / "samples.jsonl").read_text().splitlines()[0])
-    (item,) = sample["retrieved"]
-    assert item["text"] == "Speaker 1 runs a marathon in Lisbon next October"
-    assert len(item["source_unit_ids"]) == 2 and item["level"] == 1  # the 2 rounds of its add()
+    assert len(sample["retrieved"]) == perspectives
+    for item in sample["retrieved"]:
+        assert item["text"] == "Speaker 1 runs a marathon in Lisbon next October"
+        assert len(item["source_unit_ids"]) == 2 and item["level"] == 1  # its add()'s 2 rounds
     assert sample["metrics"]["evidence_recall"] == 1.0  # the gold round is one of them

@@ -6,7 +6,9 @@ mem0's own ``Memory`` with the ``openai`` LLM and embedder providers pointed at 
 
 Ingest follows mem0's own LoCoMo evaluation: consecutive messages are added ``messages_per_add`` at a
 time (2), the first speaker of the episode as ``user`` and every other speaker as ``assistant`` (a
-unit without a speaker is a ``user`` message), with ``metadata`` holding the data's timestamp, the
+unit without a speaker is a ``user`` message); with ``perspectives: 2`` every add is made again under
+a second user id with the two roles swapped, and search asks both (``k`` each, merged by score), as
+mem0's LoCoMo scripts do; with ``metadata`` holding the data's timestamp, the
 session and the ids of the units in the call (they come back with every memory mem0 extracts from
 it: the adapter's provenance). The store's ``created_at`` is the data's timestamp when it has one.
 
@@ -47,13 +49,22 @@ from mem0.memory import main as mem0_main  # noqa: E402
 
 OPTIONS: dict[str, Any] = json.loads(os.environ.get("MEMHARNESS_PRODUCT_OPTIONS") or "{}")
 PACKAGES = ("mem0ai", "openai", "qdrant-client", "pydantic", "sqlalchemy")
-USER_ID = "memharness"
+USER_IDS = ("memharness-a", "memharness-b")  # one per perspective (options.perspectives)
+SWAP = {"user": "assistant", "assistant": "user"}
 NO_DATE = "unknown"
 
 
 def option(name: str, default: Any) -> Any:
     value = OPTIONS.get(name)
     return default if value is None else value
+
+
+def perspectives() -> int:
+    """1: the episode stored once; 2: also from the second speaker's side (mem0's LoCoMo script)."""
+    value = int(option("perspectives", 1))
+    if value not in (1, 2):
+        raise ValueError(f"memory.options.perspectives must be 1 or 2, got {value}")
+    return value
 
 
 class Counting(logging.Handler):
@@ -168,26 +179,28 @@ class Mem0Worker:
         added = 0
         for start in range(0, len(units), per_add):
             group = units[start : start + per_add]
-            try:
-                result = self._add(group)
-            except Exception as exc:  # mem0's own exception: counted, the next messages go on
-                print(f"mem0 add failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-                failures["add_failed"] += 1
-                continue
-            added += len(result.get("results") or [])
+            for perspective in range(perspectives()):
+                try:
+                    result = self._add(group, perspective)
+                except Exception as exc:  # mem0's own exception: counted, the next messages go on
+                    print(f"mem0 add failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+                    failures["add_failed"] += 1
+                    continue
+                added += len(result.get("results") or [])
         for kind, count in (self.logged.counts - before).items():
             failures[kind] += count
-        self.counts["adds"] += -(-len(units) // per_add)
+        self.counts["adds"] += -(-len(units) // per_add) * perspectives()
         self.counts["memories_added"] += added
         return {"added": added, "failures": dict(failures)}
 
-    def _add(self, group: list[dict[str, Any]]) -> dict[str, Any]:
+    def _add(self, group: list[dict[str, Any]], perspective: int) -> dict[str, Any]:
         messages = []
         for unit in group:
             speaker = unit.get("speaker")
             role = "user"
             if speaker:
                 role = self.roles.setdefault(speaker, "user" if not self.roles else "assistant")
+                role = SWAP[role] if perspective else role  # the second speaker's point of view
             messages.append({"role": role, "content": str(unit.get("text", ""))})
         stamp = next((u["timestamp"] for u in reversed(group) if u.get("timestamp")), None)
         self.date = str(stamp)[:10] if stamp else NO_DATE
@@ -201,20 +214,27 @@ class Mem0Worker:
             meta["timestamp"] = str(stamp)
             meta["created_at"] = str(stamp)  # mem0 keeps a given created_at instead of now()
         return self.memory.add(
-            messages, user_id=USER_ID, metadata=meta, infer=bool(option("infer", True))
+            messages,
+            user_id=USER_IDS[perspective],
+            metadata=meta,
+            infer=bool(option("infer", True)),
         )
 
     def search(self, request: dict[str, Any]) -> dict[str, Any]:
         if self.memory is None:
             return {"items": []}
-        found = self.memory.search(
-            str(request["query"]),
-            top_k=int(request.get("k") or 10),
-            filters={"user_id": USER_ID},
-            threshold=float(option("threshold", 0.1)),
-        )
+        hits = []
+        for user_id in USER_IDS[: perspectives()]:  # k per perspective, as mem0's LoCoMo search
+            found = self.memory.search(
+                str(request["query"]),
+                top_k=int(request.get("k") or 10),
+                filters={"user_id": user_id},
+                threshold=float(option("threshold", 0.1)),
+            )
+            hits.extend(found.get("results") or [])
+        hits.sort(key=lambda h: -(h.get("score") or 0.0))  # stable: one perspective's order kept
         items = []
-        for hit in found.get("results") or []:
+        for hit in hits:
             meta = hit.get("metadata") or {}
             items.append(
                 {
@@ -229,9 +249,9 @@ class Mem0Worker:
 
     def stats(self, request: dict[str, Any]) -> dict[str, Any]:
         memories = 0
-        if self.memory is not None:
-            found = self.memory.get_all(filters={"user_id": USER_ID}, top_k=100000)
-            memories = len(found.get("results") or [])
+        for user_id in USER_IDS[: perspectives()] if self.memory is not None else ():
+            found = self.memory.get_all(filters={"user_id": user_id}, top_k=100000)
+            memories += len(found.get("results") or [])
         return {"stats": {"memories": memories, "resets": self.resets, **self.counts}}
 
 
