@@ -28,29 +28,31 @@ ARGS = (
 
 
 @pytest.mark.parametrize(
-    "override,kind",
-    [
-        ("llm.backend.default=this is not JSON", "extraction_unparsed"),
-        ('llm.backend.fail_on="## New Messages"', "add_failed"),
+    "override,kind,adds",
+    [  # 9 rounds, 2 per add(): 5 adds, each failed; twice as many from both perspectives
+        ("llm.backend.default=this is not JSON", "extraction_unparsed", 10),
+        ('llm.backend.fail_on="## New Messages"', "add_failed", 5),
     ],
 )
-def test_product_failures_are_counted_and_the_run_goes_on(override, kind, tmp_path):
-    proc = run_py(tmp_path, *ARGS, override, timeout=600)
+def test_product_failures_are_counted_and_the_run_goes_on(override, kind, adds, tmp_path):
+    perspectives = f"memory.options.perspectives={adds // 5}"
+    proc = run_py(tmp_path, *ARGS, override, perspectives, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["product"]["version"] == "2.2.1"
     assert metrics["counts"]["questions"] == metrics["counts"]["degraded"] == 1
     stats = next(iter(json.loads((tmp_path / "run" / "memory_stats.json").read_text()).values()))
-    assert stats["degradation"] == {kind: 5}  # 9 rounds, 2 per add(): 5 adds, each failed
+    assert stats["degradation"] == {kind: adds}
+    answered = stats["endpoint"].get("chat", 0), stats["endpoint"].get("chat_failed", 0)
+    assert answered == ((adds, 0) if kind == "extraction_unparsed" else (0, adds))
     assert stats["product_stats"]["memories"] == 0
     sample = json.loads((tmp_path / "run" / "samples.jsonl").read_text().splitlines()[0])
-    assert sample["status"] == "scored" and sample["degraded"] == {kind: 5}
+    assert sample["status"] == "scored" and sample["degraded"] == {kind: adds}
     if kind == "add_failed":
         assert metrics["calls"]["build"]["failures"] == 5  # one try each: the client does not retry
 
 
-@pytest.mark.parametrize("perspectives", [1, 2])
-def test_memories_carry_their_source_units(perspectives, tmp_path):
+def test_memories_carry_their_source_units(tmp_path, perspectives=1):
     conf = REPO / "tests" / "conf"
     args = [a for a in ARGS if a != "llm=scripted"]
     proc = run_py(
