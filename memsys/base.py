@@ -138,6 +138,11 @@ class MemorySystem(ABC):
             "degradation": self.degraded,
         }
 
+    def close(self) -> None:
+        """Release what the memory holds outside the process (a product's worker and endpoint); the
+        runner calls it when the episode ends, after ``stats``."""
+        return None
+
     def state(self) -> dict[str, Any]:
         """What ``add``/``build`` produced beyond ``units`` (a flat memory implements it to be snapshotted)."""
         return {}

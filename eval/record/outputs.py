@@ -71,6 +71,16 @@ def question_ids_sha256(samples: list[dict]) -> str:
     ).hexdigest()
 
 
+def product_section(memory_stats: dict[str, dict]) -> dict[str, Any]:
+    """``product`` for metrics.json: what a memory product's worker said of itself (name, pinned
+    versions, clock; ``memsys/products``), from the first episode that started it; {} otherwise."""
+    for stats in memory_stats.values():
+        product = stats.get("product") if isinstance(stats, dict) else None
+        if isinstance(product, dict) and product.get("version"):
+            return {"product": product}
+    return {}
+
+
 def write_outputs(
     out_dir: Path,
     cfg: DictConfig,
@@ -102,6 +112,7 @@ def write_outputs(
         "overrides": redact(list(overrides or [])),
         "llm": services.llm.model_id,
         "embedder": services.embedder.model_id,
+        **product_section(memory_stats),
         **summarize(samples),
         **(sections or {}),
         "data": {

@@ -122,6 +122,11 @@ class Metrics(_Record):
     overrides: list[str] = Field(description="command-line overrides (secrets masked)")
     llm: str = Field(description="model id that built and answered")
     embedder: str = Field(description="embedding model id")
+    product: JSON | None = Field(
+        None,
+        description="a memory product's worker: product, version, pinned packages, clock "
+        '("data", or "wall": it reads the wall clock into its prompts), python',
+    )
     counts: JSON = Field(
         description="questions, scored, each failure status, and judge_injection (answers "
         "flagged as verdict-like)"

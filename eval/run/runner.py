@@ -146,9 +146,26 @@ def run_episode(
 
     With ``snapshots``, a memory whose construction was saved before is loaded instead of built,
     and a freshly built one is saved before its first question (``eval.snapshots``)."""
-    meter, budget = services.meter, int(cfg.dataset.budget_tokens)
     loaded = snapshots.load(episode) if snapshots is not None else None
     memory, source = loaded if loaded is not None else (build_memory(cfg, services), None)
+    try:
+        return _run_built(episode, cfg, services, out_dir, snapshots, memory, source, loaded)
+    finally:
+        memory.close()  # a product's worker and endpoint live as long as the episode
+
+
+def _run_built(
+    episode: Episode,
+    cfg: DictConfig,
+    services: Services,
+    out_dir: Path,
+    snapshots: Snapshots | None,
+    memory: MemorySystem,
+    source: dict | None,
+    loaded: Any,
+) -> tuple[list, dict]:
+    """``run_episode``'s body: the episode's events on a built (or loaded) memory."""
+    meter, budget = services.meter, int(cfg.dataset.budget_tokens)
     to_save = snapshots is not None and loaded is None and snapshots.reusable(episode) is None
     units = evidence.unit_index(episode)
     pending, build_error, batches = [], None, list(source["insert_batches"]) if source else []

@@ -133,7 +133,9 @@ class JudgeSettings(TypedDict):
 
 class EvidenceSettings(TypedDict):
     k: Annotated[list[Positive], NonEmpty()]
-    source_k: NotRequired[list[Positive]]  # source-level recall_all / ndcg_any at these k ([] = off)
+    source_k: NotRequired[
+        list[Positive]
+    ]  # source-level recall_all / ndcg_any at these k ([] = off)
 
 
 class ClosedBookSettings(TypedDict):

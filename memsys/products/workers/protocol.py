@@ -16,7 +16,8 @@ stdin and writes exactly one JSON object per line on stdout (logs go to stderr).
 A failed request answers ``{"ok": false, "error": "<one line>"}`` and the worker keeps serving.
 The environment names the endpoint and the store: ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``,
 ``MEMHARNESS_LLM_MODEL``, ``MEMHARNESS_EMBED_MODEL``, ``MEMHARNESS_EMBED_DIM``,
-``MEMHARNESS_STORE_DIR`` (an empty folder the worker may write; nothing outside it).
+``MEMHARNESS_STORE_DIR`` (an empty folder the worker may write; nothing outside it), and
+``MEMHARNESS_PRODUCT_OPTIONS`` (a JSON object: the memory config's ``options``, for the worker).
 """
 
 from __future__ import annotations

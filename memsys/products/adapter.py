@@ -1,0 +1,338 @@
+"""A memory product (mem0, A-Mem, ...) as a ``MemorySystem``: a worker process in the product's venv.
+
+Built once per episode by the runner, like every memory. On the first insert it starts the harness
+endpoint (``endpoint.py``: the run's LLM and embedder on 127.0.0.1) and the worker script
+(``workers/<product>_worker.py``) under the product's own Python, says ``hello`` (versions, clock),
+``reset`` (an empty memory), then ``ingest``s every insert batch: units with their ids, text, speaker,
+timestamp and session, so search results carry the ids of the units they came from (evidence recall).
+``search`` asks the worker for ``top_k`` memories per question and keeps them in the product's order
+under the token budget (``fill_budget``). ``close`` (called by the runner when the episode ends)
+stops the worker and the endpoint and removes the store.
+
+Failures are counted, never dropped: an ingest the worker reports as (partly) failed, or answers
+with an error, is a degradation of the memory (``degrade``: every later answer is flagged); a search
+error raises, so the runner records ``retrieve_failed``; a worker that dies raises with the tail of
+its log. A product whose virtualenv is missing is refused in one line naming the make target.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import weakref
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+from memharness.memsys.base import MemorySystem, fill_budget
+from memharness.memsys.products.endpoint import Endpoint
+from memharness.memsys.services.types import ConfigError
+from memharness.memsys.settings import Range
+from memharness.memsys.types import RetrievedItem, Unit, content_id
+
+REPO = Path(__file__).resolve().parents[2]
+WORKERS = Path(__file__).resolve().parent / "workers"
+LOG_TAIL = 2000  # characters of the worker's log quoted when it dies
+
+
+class WorkerError(RuntimeError):
+    """The worker answered an error, or died; the message is one line."""
+
+
+def venv_python(product: str, python: str | None = None) -> Path:
+    """The product venv's interpreter: ``python`` when set, else ``.venvs/<product>/bin/python``
+    under ``$MEMHARNESS_VENVS`` or the repository. Missing: a one-line error naming the make target."""
+    if python:
+        path = Path(python).expanduser()
+    else:
+        root = Path(os.environ.get("MEMHARNESS_VENVS") or REPO / ".venvs")
+        path = root / product / "bin" / "python"
+    if not path.exists():
+        raise ConfigError(
+            f"memory={product}: the product's virtualenv is not installed ({path} is missing); "
+            f"install it with `make product-{product}` (or set memory.python)"
+        )
+    return path
+
+
+class ProductMemory(MemorySystem):
+    """A product driven over the worker line protocol (``workers/protocol.py``)."""
+
+    online = True
+    name = "product"
+
+    def __init__(
+        self,
+        llm: Any = None,
+        embedder: Any = None,
+        tokenizer: Any = None,
+        *,
+        product: str = "mem0",
+        worker: str | None = None,
+        python: str | None = None,
+        top_k: Annotated[int, Range(1)] = 10,
+        options: dict[str, Any] | None = None,
+        timeout_s: Annotated[float, Range(1)] = 600.0,
+        keep_store: bool = False,
+    ) -> None:
+        super().__init__(llm, embedder, tokenizer)
+        self.product, self.top_k, self.options = product, top_k, dict(options or {})
+        self.timeout_s, self.keep_store = timeout_s, keep_store
+        self.python = venv_python(product, python)
+        self.worker = Path(worker) if worker else WORKERS / f"{product}_worker.py"
+        if not self.worker.is_absolute() and not self.worker.exists():
+            self.worker = WORKERS / self.worker
+        if not self.worker.exists():
+            raise ConfigError(f"memory.worker: no worker script {self.worker}")
+        self.counters: Counter[str] = Counter()
+        self.hello: dict[str, Any] = {}
+        self.errors: list[str] = []  # the worker's error replies, in order (first 20 kept)
+        self.endpoint: Endpoint | None = None
+        self.store: Path | None = None
+        self._proc: subprocess.Popen | None = None
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._last_stats: dict[str, Any] = {}
+        self._finalizer: weakref.finalize | None = None
+
+    # -- lifetime ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the endpoint and the worker, say hello and reset (once per episode)."""
+        if self._proc is not None:
+            return
+        self.endpoint = Endpoint(self.llm, self.embedder, self.tokenizer)
+        base_url = self.endpoint.start()
+        self.store = Path(tempfile.mkdtemp(prefix=f"memharness-{self.product}-"))
+        env = {
+            **os.environ,
+            "OPENAI_BASE_URL": base_url,
+            "OPENAI_API_KEY": "memharness-local",  # the endpoint checks no key; clients need one
+            "MEMHARNESS_LLM_MODEL": self.llm.model_id,
+            "MEMHARNESS_EMBED_MODEL": self.embedder.model_id,
+            "MEMHARNESS_EMBED_DIM": str(self._embed_dim()),
+            "MEMHARNESS_STORE_DIR": str(self.store / "store"),
+            "MEMHARNESS_PRODUCT_OPTIONS": json.dumps(self.options, sort_keys=True),
+            "PYTHONUNBUFFERED": "1",
+        }
+        env.pop("PYTHONPATH", None)  # the product sees its own venv only
+        (self.store / "store").mkdir()
+        log = (self.store / "worker.log").open("wb")
+        self._proc = subprocess.Popen(
+            [str(self.python), str(self.worker)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            env=env,
+            cwd=str(self.store),
+        )
+        log.close()
+        self._finalizer = weakref.finalize(self, _kill, self._proc, self.endpoint)
+        threading.Thread(target=_pump, args=(self._proc.stdout, self._lines), daemon=True).start()
+        self.hello = self._request({"op": "hello"})
+        self.hello.pop("ok", None)
+        self._request({"op": "reset"})
+
+    def close(self) -> None:
+        """Stop the worker (``close``, then kill if it lingers), the endpoint, and drop the store."""
+        if self._proc is not None:
+            self._last_stats = self._product_stats()
+            try:
+                self._send({"op": "close"})
+                self._proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired, WorkerError):
+                self._proc.kill()
+                self._proc.wait()
+            self._proc = None
+        if self.endpoint is not None:
+            self.endpoint.stop()
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        if self.store is not None and not self.keep_store:
+            shutil.rmtree(self.store, ignore_errors=True)
+
+    # -- the memory interface -----------------------------------------------------------------------
+    def add(self, units: Sequence[Unit]) -> None:
+        """Ingest one batch; failures the worker reports become counted degradations."""
+        self.start()
+        payload = [unit_record(u) for u in units]
+        self.counters["ingest_requests"] += 1
+        self.counters["units_sent"] += len(payload)
+        try:
+            reply = self._request({"op": "ingest", "units": payload})
+        except WorkerError as err:
+            if not self._alive():
+                raise
+            self.counters["ingest_errors"] += 1
+            self.degrade("ingest_failed", len(payload))
+            self._note(str(err))
+            return
+        self.counters["added"] += int(reply.get("added", 0))
+        for kind, count in (reply.get("failures") or {}).items():
+            self.counters[f"ingest_{kind}"] += int(count)
+            self.degrade(kind, int(count))
+
+    def search(self, question: str, budget_tokens: int) -> list[RetrievedItem]:
+        """The product's memories for ``question`` in its order, within the budget."""
+        if self._proc is None:  # nothing was inserted: the product holds nothing
+            self.counters["searches_empty_memory"] += 1
+            return []
+        self.counters["searches"] += 1
+        try:
+            reply = self._request({"op": "search", "query": question, "k": self.top_k})
+        except WorkerError as err:
+            self.counters["search_errors"] += 1
+            self._note(str(err))
+            raise
+        items = [retrieved_item(i, self.product) for i in reply.get("items", [])]
+        self.counters["items_returned"] += len(items)
+        self.counters["items_without_source"] += sum(1 for i in items if not i.source_unit_ids)
+        kept = fill_budget(items, budget_tokens, self.tokenizer)
+        self.counters["items_cut_by_budget"] += len(items) - len(kept)
+        return kept
+
+    def stats(self) -> dict[str, Any]:
+        """The base stats, the product's own (memory count, ...) and the adapter's counters."""
+        product_stats = self._product_stats() if self._proc is not None else self._last_stats
+        return {
+            **super().stats(),
+            "product": {**self.hello, "interpreter": str(self.python)},
+            "product_stats": product_stats,
+            "adapter": dict(self.counters),
+            "endpoint": self.endpoint.stats() if self.endpoint is not None else {},
+            "worker_errors": list(self.errors),
+        }
+
+    # -- the protocol -----------------------------------------------------------------------------
+    def _product_stats(self) -> dict[str, Any]:
+        try:
+            return dict(self._request({"op": "stats"}).get("stats", {}))
+        except WorkerError as err:
+            self.counters["stats_errors"] += 1
+            self._note(str(err))
+            return {}
+
+    def _request(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Send one request under the caller's stage and ledger; the reply, or ``WorkerError``."""
+        self.endpoint.use_context()
+        self._send(request)
+        reply = self._receive(request["op"])
+        if self.endpoint.aborted is not None:
+            raise self.endpoint.aborted
+        if not reply.get("ok"):
+            self.counters["worker_errors"] += 1
+            raise WorkerError(f"{self.product} worker, {request['op']}: {reply.get('error')}")
+        return reply
+
+    def _send(self, request: dict[str, Any]) -> None:
+        if self._proc is None or self._proc.poll() is not None:
+            raise WorkerError(self._death())
+        try:
+            self._proc.stdin.write((json.dumps(request, ensure_ascii=False) + "\n").encode())
+            self._proc.stdin.flush()
+        except OSError:
+            raise WorkerError(self._death()) from None
+
+    def _receive(self, op: str) -> dict[str, Any]:
+        """The worker's reply. It may work for long (one model call per product step): it is
+        stopped only after ``timeout_s`` with no reply and no model call in flight or made."""
+        sent = time.monotonic()
+        while True:
+            try:
+                line = self._lines.get(timeout=0.5)
+            except queue.Empty:
+                if self._proc.poll() is not None:
+                    raise WorkerError(self._death()) from None
+                stalled = min(time.monotonic() - sent, self.endpoint.idle_s())
+                if stalled > self.timeout_s:
+                    self._proc.kill()
+                    self._proc.wait()
+                    self.counters["worker_timeouts"] += 1
+                    raise WorkerError(
+                        f"{self.product} worker made no progress on {op} for memory.timeout_s="
+                        f"{self.timeout_s:g}s (no reply, no model call); it was stopped"
+                    ) from None
+                continue
+            if line is None:  # stdout closed: the worker is gone
+                self._proc.wait(timeout=10)
+                raise WorkerError(self._death())
+            try:
+                reply = json.loads(line)
+            except json.JSONDecodeError:
+                self.counters["worker_stdout_not_json"] += 1  # a library printed to stdout
+                continue
+            if isinstance(reply, dict):
+                return reply
+            self.counters["worker_stdout_not_json"] += 1
+
+    def _alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def _death(self) -> str:
+        code = self._proc.poll() if self._proc is not None else None
+        tail = ""
+        if self.store is not None and (self.store / "worker.log").exists():
+            text = (self.store / "worker.log").read_text(encoding="utf-8", errors="replace")
+            lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+            tail = lines[-1][:LOG_TAIL] if lines else ""
+        self.counters["worker_deaths"] += 1
+        return f"{self.product} worker exited (code {code}); its last log line: {tail or '(none)'}"
+
+    def _note(self, message: str) -> None:
+        if len(self.errors) < 20:
+            self.errors.append(message)
+
+    def _embed_dim(self) -> int:
+        """The embedder's dimension (declared by its backend, else from one cached probe)."""
+        declared = getattr(getattr(self.embedder, "backend", None), "dimensions", None)
+        if isinstance(declared, int) and declared > 0:
+            return declared
+        dim = getattr(self.embedder, "dim", None)
+        if isinstance(dim, int) and dim > 0:
+            return dim
+        return int(self.embedder.embed(["dimension probe"]).shape[1])
+
+
+def unit_record(unit: Unit) -> dict[str, Any]:
+    """What the worker receives of a unit (protocol ``ingest``)."""
+    meta = unit.metadata or {}
+    return {
+        "id": unit.id,
+        "text": unit.text,
+        "speaker": meta.get("speaker"),
+        "timestamp": unit.timestamp,
+        "session": meta.get("session", unit.source_id),
+    }
+
+
+def retrieved_item(item: dict[str, Any], product: str) -> RetrievedItem:
+    """A worker's search hit as a ``RetrievedItem`` (level 1: a product memory, not a raw unit,
+    unless the worker says ``level``)."""
+    text = str(item.get("text", ""))
+    sources = tuple(str(s) for s in item.get("source_ids") or ())
+    return RetrievedItem(
+        text=text,
+        score=float(item.get("score") or 0.0),
+        node_id=str(item.get("id") or content_id(product, text, sources, prefix=f"{product}-")),
+        level=int(item.get("level", 1)),
+        source_unit_ids=sources,
+    )
+
+
+def _pump(stream: Any, lines: queue.Queue) -> None:
+    """Move the worker's stdout lines onto a queue (None at the end) so reads can time out."""
+    for raw in iter(stream.readline, b""):
+        lines.put(raw.decode("utf-8", errors="replace"))
+    lines.put(None)
+
+
+def _kill(proc: subprocess.Popen, endpoint: Endpoint) -> None:
+    """Last resort when a memory is dropped without ``close``: no orphan process, no open port."""
+    if proc.poll() is None:
+        proc.kill()
+    endpoint.stop()
