@@ -61,11 +61,17 @@ def test_hits_become_items_with_the_unit_id_as_source_and_cosine_scores():
     items = w.to_items(hits, stored, "{time} | {content} | {keywords} | {tags}")
     assert items == [
         {
+            "id": "u-1",
             "text": "202401020304 | Mel: I paint. | paint, art | hobby",
             "score": 0.75,
             "source_ids": ["u-1"],
         },
-        {"text": "202401030000 | Mel: I run. |  | ", "score": 0.0, "source_ids": ["u-2"]},
+        {
+            "id": "u-2",
+            "text": "202401030000 | Mel: I run. |  | ",
+            "score": 0.0,
+            "source_ids": ["u-2"],
+        },
     ]
 
 
@@ -83,12 +89,12 @@ def test_unusable_json_replies_are_classified():
     assert w.reply_problem(None, fmt) == "llm_bad_json"
 
 
-def test_settings_refuse_unknown_names_and_bad_search_modes():
-    assert w.merge_settings({"search": "vector"})["search"] == "vector"
-    with pytest.raises(ValueError, match="unknown A-Mem setting"):
-        w.merge_settings({"evo_treshold": 5})
+def test_options_refuse_unknown_names_and_bad_search_modes():
+    assert w.merge_options({"search": "vector"})["search"] == "vector"
+    with pytest.raises(ValueError, match="unknown A-Mem option"):
+        w.merge_options({"evo_treshold": 5})
     with pytest.raises(ValueError, match="search='bm25'"):
-        w.merge_settings({"search": "bm25"})
+        w.merge_options({"search": "bm25"})
 
 
 def test_hello_without_a_store_dir_fails_in_one_line_and_the_worker_keeps_serving():
@@ -102,7 +108,7 @@ def test_hello_without_a_store_dir_fails_in_one_line_and_the_worker_keeps_servin
     assert replies[2] == {"ok": True, "closing": True}
 
 
-def test_bad_settings_in_the_environment_are_named():
-    worker = w.AMemWorker(env={"MEMHARNESS_PRODUCT_SETTINGS": "{oops"})
-    with pytest.raises(ValueError, match="MEMHARNESS_PRODUCT_SETTINGS is not JSON"):
+def test_bad_options_in_the_environment_are_named():
+    worker = w.AMemWorker(env={"MEMHARNESS_PRODUCT_OPTIONS": "{oops"})
+    with pytest.raises(ValueError, match="MEMHARNESS_PRODUCT_OPTIONS is not JSON"):
         worker.hello({"op": "hello"})

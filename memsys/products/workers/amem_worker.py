@@ -6,8 +6,9 @@ unit id. The product's LLM calls go through its OpenAI backend, which the OpenAI
 ``OPENAI_BASE_URL``; its embeddings come from a local MiniLM folder (they bypass the harness's
 call cache). See docs/products/amem.md.
 
-Settings (all optional) arrive as ``{"op": "hello", "settings": {...}}`` or as the JSON object in
-``MEMHARNESS_PRODUCT_SETTINGS``; the names and defaults are ``DEFAULTS`` below.
+Options (all optional; ``memory.options`` in conf/memory/amem.yaml) arrive as the JSON object in
+``MEMHARNESS_PRODUCT_OPTIONS`` or as ``{"op": "hello", "options": {...}}``; names and defaults are
+``DEFAULTS`` below.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ DEFAULTS: dict[str, Any] = {
     "search": "agentic",  # agentic = search_agentic (hits + linked notes), vector = search
     "evo_threshold": 100,  # the product's evo_threshold (kept for parity; 0.2.6 no longer uses it)
     "temperature": 0.0,  # forced on every product LLM call; None keeps the product's 1.0
+    "max_tokens": None,  # a cap on every product LLM reply; None keeps the product's (none)
     "llm_model": None,  # None = MEMHARNESS_LLM_MODEL
     "embedder_path": None,  # a local sentence-transformers folder; None = the bundled MiniLM
     "speaker_prefix": True,  # prefix "speaker: " unless the text already names the speaker
@@ -50,15 +52,15 @@ OFFLINE_ENV = {
 }
 
 
-def merge_settings(given: dict[str, Any] | None) -> dict[str, Any]:
+def merge_options(given: dict[str, Any] | None) -> dict[str, Any]:
     """DEFAULTS overlaid with ``given``; an unknown name is refused, naming the known ones."""
     given = dict(given or {})
     unknown = sorted(set(given) - set(DEFAULTS))
     if unknown:
-        raise ValueError(f"unknown A-Mem setting(s) {unknown}; known: {sorted(DEFAULTS)}")
+        raise ValueError(f"unknown A-Mem option(s) {unknown}; known: {sorted(DEFAULTS)}")
     merged = {**DEFAULTS, **given}
     if merged["search"] not in ("agentic", "vector"):
-        raise ValueError(f"setting search={merged['search']!r}: use 'agentic' or 'vector'")
+        raise ValueError(f"option search={merged['search']!r}: use 'agentic' or 'vector'")
     return merged
 
 
@@ -128,7 +130,12 @@ def to_items(
             tags=_listed(meta.get("tags")),
         )
         items.append(
-            {"text": text, "score": distance_to_score(hit.get("score")), "source_ids": [hit["id"]]}
+            {
+                "id": hit["id"],
+                "text": text,
+                "score": distance_to_score(hit.get("score")),
+                "source_ids": [hit["id"]],
+            }
         )
     return items
 
@@ -163,8 +170,8 @@ class AMemWorker:
 
     def __init__(self, env: dict[str, str] | None = None) -> None:
         self.env = dict(os.environ if env is None else env)
-        self.settings: dict[str, Any] | None = None
-        self.env_settings = self.env.get("MEMHARNESS_PRODUCT_SETTINGS") or "{}"
+        self.options: dict[str, Any] | None = None
+        self.env_options = self.env.get("MEMHARNESS_PRODUCT_OPTIONS") or "{}"
         self.system: Any = None
         self.embedder_path = ""
         self.counts: Counter[str] = Counter()
@@ -180,7 +187,7 @@ class AMemWorker:
 
     def hello(self, request: dict[str, Any]) -> dict[str, Any]:
         if self.system is None:
-            self.configure(request.get("settings"))
+            self.configure(request.get("options"))
         from importlib.metadata import PackageNotFoundError, version
 
         packages = {}
@@ -195,24 +202,24 @@ class AMemWorker:
             "version": packages[DISTRIBUTION],
             "packages": packages,
             "clock": "data",  # note times come from the units; see note_time
-            "settings": self.settings,
+            "options": self.options,
             "embedder": self.embedder_path,
         }
 
     def configure(self, given: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Settings from hello's ``settings``, else from MEMHARNESS_PRODUCT_SETTINGS, over DEFAULTS."""
+        """Options from hello's ``options``, else from MEMHARNESS_PRODUCT_OPTIONS, over DEFAULTS."""
         if given is None:
             try:
-                given = json.loads(self.env_settings)
+                given = json.loads(self.env_options)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"MEMHARNESS_PRODUCT_SETTINGS is not JSON: {exc}") from exc
-        self.settings = merge_settings(given)
-        return self.settings
+                raise ValueError(f"MEMHARNESS_PRODUCT_OPTIONS is not JSON: {exc}") from exc
+        self.options = merge_options(given)
+        return self.options
 
     def _build(self) -> None:
         if self.system is not None:
             return
-        if self.settings is None:
+        if self.options is None:
             self.configure()
         for name, value in OFFLINE_ENV.items():
             os.environ.setdefault(name, value)
@@ -221,30 +228,33 @@ class AMemWorker:
             raise ValueError(
                 "MEMHARNESS_STORE_DIR is not set (the folder for A-Mem's Chroma store)"
             )
-        model = self.settings["llm_model"] or self.env.get("MEMHARNESS_LLM_MODEL")
+        model = self.options["llm_model"] or self.env.get("MEMHARNESS_LLM_MODEL")
         if not model:
-            raise ValueError("no LLM model: set MEMHARNESS_LLM_MODEL or the llm_model setting")
-        self.embedder_path = self.settings["embedder_path"] or _bundled_minilm()
+            raise ValueError("no LLM model: set MEMHARNESS_LLM_MODEL or the llm_model option")
+        self.embedder_path = self.options["embedder_path"] or _bundled_minilm()
         from agentic_memory.memory_system import AgenticMemorySystem
 
         self.system = AgenticMemorySystem(
             model_name=self.embedder_path,
             llm_backend="openai",
             llm_model=model,
-            evo_threshold=int(self.settings["evo_threshold"]),
+            evo_threshold=int(self.options["evo_threshold"]),
             storage_path=str(Path(store) / "chroma"),
         )
         self._meter_llm()
 
     def _meter_llm(self) -> None:
-        """Wrap the product's LLM call: force the temperature, count calls and unusable replies."""
+        """Wrap the product's LLM call: force temperature / max_tokens, count calls and unusable replies."""
         llm = self.system.llm_controller.llm
         original = llm.get_completion
-        temperature = self.settings["temperature"]
+        temperature = self.options["temperature"]
+        max_tokens = self.options["max_tokens"]
 
         def metered(prompt: str, response_format: Any = None, *args: Any, **kwargs: Any) -> str:
             if temperature is not None:
                 kwargs["temperature"] = float(temperature)
+            if max_tokens is not None:
+                kwargs["max_tokens"] = int(max_tokens)
             self.counts["llm_calls"] += 1
             try:
                 reply = original(prompt, response_format, *args, **kwargs)
@@ -277,7 +287,7 @@ class AMemWorker:
         failures: Counter[str] = Counter()
         added = 0
         for unit in units:
-            note = unit_to_note(unit, bool(self.settings["speaker_prefix"]))
+            note = unit_to_note(unit, bool(self.options["speaker_prefix"]))
             if note["problem"]:
                 failures[note["problem"]] += 1
             if self.system.retriever.get_by_id(note["id"]) is not None:
@@ -303,14 +313,14 @@ class AMemWorker:
         if self.system.retriever.count() == 0:
             return {"items": []}
         k = min(k, self.system.retriever.count())  # Chroma warns when asked for more than it has
-        if self.settings["search"] == "agentic":
+        if self.options["search"] == "agentic":
             hits = self.system.search_agentic(query, k)
         else:
             hits = self.system.search(query, k)
         ids = [hit["id"] for hit in hits]
         got = self.system.retriever.collection.get(ids=ids, include=["metadatas"]) if ids else None
         stored = dict(zip(got["ids"], got["metadatas"], strict=True)) if got else {}
-        return {"items": to_items(hits, stored, self.settings["item_format"])}
+        return {"items": to_items(hits, stored, self.options["item_format"])}
 
     def stats(self, request: dict[str, Any]) -> dict[str, Any]:
         self._build()
