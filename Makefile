@@ -11,7 +11,7 @@ DEMO_ARGS := 'dataset.loader.parts=[dialogues]' dataset.budget_tokens=200
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: help setup demo test test-full bench tables papers golden clean clean-cache
+.PHONY: help setup demo test test-full bench tables papers golden clean clean-cache product-amem
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -56,6 +56,17 @@ papers: setup  ## the papers' tables, published beside reproduced, from every ru
 
 golden: setup  ## regenerate MemTree Tables 4, 5, A.2 from the committed call cache (no model, no backend call); compare
 	$(PY) -m memharness.eval.papers.golden_regression
+
+# Memory products run in their own venvs under .venvs/ (memsys/products/adapter.py): their pins clash
+# with the harness's. torch goes first so that nothing pulls a CUDA build.
+.venvs/amem/.installed: memsys/products/requirements/amem.txt
+	test -x .venvs/amem/bin/python || $(PYTHON) -m venv .venvs/amem
+	.venvs/amem/bin/python -m pip install -q --upgrade pip
+	.venvs/amem/bin/python -m pip install -q torch==2.13.0
+	.venvs/amem/bin/python -m pip install -q -r memsys/products/requirements/amem.txt
+	touch $@
+
+product-amem: .venvs/amem/.installed  ## the A-Mem product (PyPI a-mem 0.2.6) in .venvs/amem (docs/products/amem.md)
 
 clean:  ## remove run and sweep folders, tables, figures and benchmark output (keeps the call cache)
 	rm -rf results/runs results/sweeps results/tables results/figures results/papers results/bench multirun outputs
