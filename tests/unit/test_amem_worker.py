@@ -95,6 +95,8 @@ def test_options_refuse_unknown_names_and_bad_search_modes():
         w.merge_options({"evo_treshold": 5})
     with pytest.raises(ValueError, match="search='bm25'"):
         w.merge_options({"search": "bm25"})
+    with pytest.raises(ValueError, match="json_mode='grammar'"):
+        w.merge_options({"json_mode": "grammar"})
 
 
 def test_hello_without_a_store_dir_fails_in_one_line_and_the_worker_keeps_serving():
@@ -112,3 +114,26 @@ def test_bad_options_in_the_environment_are_named():
     worker = w.AMemWorker(env={"MEMHARNESS_PRODUCT_OPTIONS": "{oops"})
     with pytest.raises(ValueError, match="MEMHARNESS_PRODUCT_OPTIONS is not JSON"):
         worker.hello({"op": "hello"})
+
+
+def test_json_object_mode_carries_the_same_schema():
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    fmt = {"type": "json_schema", "json_schema": {"name": "response", "schema": schema}}
+    assert w.as_json_object(fmt) == {"type": "json_object", "schema": schema}
+    assert w.as_json_object({"type": "text"}) == {"type": "text"}
+    assert w.as_json_object(None) is None
+
+
+def test_a_schema_without_required_keys_accepts_any_object():
+    fmt = {"json_schema": {"schema": {"properties": {"a": {}}}}}
+    assert w.reply_problem("{}", fmt) is None
+
+
+def test_notes_left_without_annotations_are_counted():
+    metas = [
+        {"context": "General", "keywords": "[]"},
+        {"context": "General"},
+        {"context": "a trip", "keywords": "[]"},
+        {"context": "General", "keywords": '["cat"]'},
+    ]
+    assert w.count_unannotated(metas) == 2

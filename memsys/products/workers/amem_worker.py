@@ -34,6 +34,7 @@ DEFAULTS: dict[str, Any] = {
     "evo_threshold": 100,  # the product's evo_threshold (kept for parity; 0.2.6 no longer uses it)
     "temperature": 0.0,  # forced on every product LLM call; None keeps the product's 1.0
     "max_tokens": None,  # a cap on every product LLM reply; None keeps the product's (none)
+    "json_mode": "schema",  # schema = the product's response_format; object = llama-cpp-python's form
     "llm_model": None,  # None = MEMHARNESS_LLM_MODEL
     "embedder_path": None,  # a local sentence-transformers folder; None = the bundled MiniLM
     "speaker_prefix": True,  # prefix "speaker: " unless the text already names the speaker
@@ -61,6 +62,8 @@ def merge_options(given: dict[str, Any] | None) -> dict[str, Any]:
     merged = {**DEFAULTS, **given}
     if merged["search"] not in ("agentic", "vector"):
         raise ValueError(f"option search={merged['search']!r}: use 'agentic' or 'vector'")
+    if merged["json_mode"] not in ("schema", "object"):
+        raise ValueError(f"option json_mode={merged['json_mode']!r}: use 'schema' or 'object'")
     return merged
 
 
@@ -152,6 +155,24 @@ def count_links(metadatas: list[dict[str, Any]]) -> int:
     return total
 
 
+def as_json_object(response_format: Any) -> Any:
+    """``{"type": "json_schema", "json_schema": {"schema": S}}`` -> ``{"type": "json_object",
+    "schema": S}``: the same constraint in the form llama-cpp-python's server accepts."""
+    if not isinstance(response_format, dict) or response_format.get("type") != "json_schema":
+        return response_format
+    schema = (response_format.get("json_schema") or {}).get("schema")
+    return {"type": "json_object", **({"schema": schema} if schema else {})}
+
+
+def count_unannotated(metadatas: list[dict[str, Any]]) -> int:
+    """Notes the product left without annotations (its fallback when the LLM call failed)."""
+    return sum(
+        1
+        for meta in metadatas
+        if meta.get("context", "General") == "General" and _listed(meta.get("keywords")) == ""
+    )
+
+
 def reply_problem(reply: Any, response_format: dict[str, Any] | None) -> str | None:
     """Why a JSON-mode reply is unusable (``llm_bad_json`` / ``llm_schema_mismatch``), or None."""
     try:
@@ -159,7 +180,7 @@ def reply_problem(reply: Any, response_format: dict[str, Any] | None) -> str | N
     except (TypeError, json.JSONDecodeError):
         return "llm_bad_json"
     schema = ((response_format or {}).get("json_schema") or {}).get("schema") or {}
-    wanted = schema.get("required") or list(schema.get("properties") or {})
+    wanted = schema.get("required") or []  # JSON Schema: properties are optional unless required
     if not isinstance(data, dict) or any(key not in data for key in wanted):
         return "llm_schema_mismatch"
     return None
@@ -249,6 +270,7 @@ class AMemWorker:
         original = llm.get_completion
         temperature = self.options["temperature"]
         max_tokens = self.options["max_tokens"]
+        as_object = self.options["json_mode"] == "object"
 
         def metered(prompt: str, response_format: Any = None, *args: Any, **kwargs: Any) -> str:
             if temperature is not None:
@@ -257,7 +279,8 @@ class AMemWorker:
                 kwargs["max_tokens"] = int(max_tokens)
             self.counts["llm_calls"] += 1
             try:
-                reply = original(prompt, response_format, *args, **kwargs)
+                sent = as_json_object(response_format) if as_object else response_format
+                reply = original(prompt, sent, *args, **kwargs)
             except Exception:
                 self.counts["llm_error"] += 1  # the product catches it and falls back to defaults
                 raise
@@ -328,6 +351,7 @@ class AMemWorker:
         return {
             "stats": {
                 "notes": len(metas),
+                "unannotated": count_unannotated(metas),
                 "evolutions": int(self.system.evo_cnt),
                 "links": count_links(metas),
                 **dict(self.counts),
