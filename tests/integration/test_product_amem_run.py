@@ -43,4 +43,6 @@ def test_amem_run_meters_every_product_call_and_reports_its_notes(tmp_path):
     assert stats["product_stats"]["llm_calls"] == 2 * notes - 1 == stats["endpoint"]["chat"]
     assert stats["product_stats"]["evolutions"] == notes - 1
     assert stats["product_stats"]["unannotated"] == 0 and not stats.get("degradation")
+    # the sample's dialogues carry no dates: counted, stamped "unknown", not a degradation
+    assert stats["product_stats"]["no_timestamp"] == notes
     assert metrics["calls"]["build"]["calls"] == 2 * notes - 1

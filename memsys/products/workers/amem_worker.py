@@ -40,6 +40,7 @@ DEFAULTS: dict[str, Any] = {
     "speaker_prefix": True,  # prefix "speaker: " unless the text already names the speaker
     "item_format": "time: {time}\ncontent: {content}\ncontext: {context}\nkeywords: {keywords}\ntags: {tags}",
 }
+LLM_FAILURES = ("llm_error", "llm_bad_json", "llm_schema_mismatch")  # calls the product swallows
 TIME_FORMAT = "%Y%m%d%H%M"  # the product's note timestamp format (YYYYMMDDHHMM)
 NO_TIME = "unknown"  # stamped when a unit has no time, so the product never uses the wall clock
 # Quiet, offline imports: no telemetry, no model hub, no LiteLLM price-map download.
@@ -306,25 +307,25 @@ class AMemWorker:
             raise ValueError(
                 "ingest needs 'units': a list of {id, text, speaker, timestamp, session}"
             )
+        # every unit checked before any is added: a bad one refuses the batch, not half of it
+        notes = [unit_to_note(unit, bool(self.options["speaker_prefix"])) for unit in units]
         before = Counter(self.counts)
         failures: Counter[str] = Counter()
         added = 0
-        for unit in units:
-            note = unit_to_note(unit, bool(self.options["speaker_prefix"]))
+        for note in notes:
             if note["problem"]:
-                failures[note["problem"]] += 1
+                self.counts[note["problem"]] += 1  # the data's gap, not the product's: a stat only
             if self.system.retriever.get_by_id(note["id"]) is not None:
                 failures["duplicate_unit"] += 1  # Chroma would keep the first; say so
                 continue
             self.system.add_note(note["content"], time=note["time"], id=note["id"])
             added += 1
         self.counts["units"] += added
-        for kind in ("llm_error", "llm_bad_json", "llm_schema_mismatch"):
+        self.counts["duplicate_unit"] += failures["duplicate_unit"]
+        for kind in LLM_FAILURES:
             if self.counts[kind] > before[kind]:
-                failures[kind] += self.counts[kind] - before[kind]
-        for kind, n in failures.items():
-            if kind not in ("llm_error", "llm_bad_json", "llm_schema_mismatch"):
-                self.counts[kind] += n
+                failures[kind] = self.counts[kind] - before[kind]
+        failures = +failures  # drop zero counts
         return {"added": added, "failures": dict(failures)}
 
     def search(self, request: dict[str, Any]) -> dict[str, Any]:
