@@ -22,6 +22,7 @@ from memharness.eval.judge import injection
 from memharness.eval.judge import official as official_judge
 from memharness.eval.judge.judges import Judges, build_judges
 from memharness.eval.metrics import aggregate
+from memharness.eval.metrics.claims import parse_verdict
 from memharness.eval.metrics.lexical import parse_judge
 from memharness.eval.metrics.registry import answer_scores
 from memharness.eval.record import folder as run_io
@@ -30,6 +31,7 @@ from memharness.eval.record.provenance import environment
 from memharness.eval.run import closed_book, episodes, evidence, failures
 from memharness.eval.run.answer import (
     answer_request,
+    is_claim,
     is_multiple_choice,
     judge_request,
     mc_correct,
@@ -325,9 +327,19 @@ def record_answer(q: Question, record: dict, prompt: str, comp: Any, cfg: DictCo
         return
     record["status"] = "scored"
     record["mode"] = (
-        "multiple_choice" if is_multiple_choice(q, cfg.eval.answer.mode) else "generative"
+        "claim_verification"
+        if is_claim(q, cfg.eval.answer.mode)
+        else "multiple_choice"
+        if is_multiple_choice(q, cfg.eval.answer.mode)
+        else "generative"
     )
-    if record["mode"] == "multiple_choice":
+    if record["mode"] == "claim_verification":  # F1_P / F1_N are computed over the run's claims
+        verdict = parse_verdict(comp.text)
+        record["predicted_label"] = verdict
+        record["claim_status"] = "claim_unparsed" if verdict is None else "parsed"
+        record["metrics"]["claim_accuracy"] = float(verdict in q.answers)
+        prediction_text = verdict or ""
+    elif record["mode"] == "multiple_choice":
         choice, correct = mc_correct(q, comp.text)
         record["predicted_option"] = choice
         record["mc_status"] = "mc_unparsed" if choice is None else "parsed"
@@ -369,7 +381,7 @@ def judge_all(
 
 
 def summarize_run(samples: list[dict], cfg: DictConfig) -> dict[str, Any]:
-    metrics = list(cfg.eval.metrics) + ["mc_accuracy", "context_tokens"]
+    metrics = list(cfg.eval.metrics) + ["mc_accuracy", "f1_p", "f1_n", "context_tokens"]
     metrics += sorted(
         {m for s in samples for m in s["metrics"]} - set(metrics)
     )  # evidence, judge_lenient, judge2
