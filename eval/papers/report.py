@@ -10,8 +10,9 @@ reads ``published / reproduced [95% CI] / difference · n · run``, flags (⚑) 
 setting differs from the paper's (model, embedder, judge, subset, budget, top-k, ...), and
 writes ``<paper>_<table>.md``, ``.tex`` (escaped) and ``.png`` (published vs reproduced), plus
 ``<name>.csv`` / ``<name>.json`` with one record per cell. Nothing is estimated. Reads only run
-folders: metrics.json, config.yaml, memory_stats.json. A cell no run fills says what is missing ("no run: dataset qmsum", "no run: raptor on fables",
-"system not in harness"); ``--no-runs`` prints the stored tables that way without any run folder.
+folders: metrics.json, config.yaml, memory_stats.json. A cell no run fills says what is missing
+("no run: dataset qmsum", "no run: raptor on fables", "system not in harness"); ``--no-runs``
+prints the stored tables that way without any run folder.
 """
 
 from __future__ import annotations
