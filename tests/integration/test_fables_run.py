@@ -34,6 +34,7 @@ def test_scripted_claims_give_the_hand_checked_f1_p_and_f1_n(tmp_path):
         "llm=scripted",
         "embedder=hashing",
         f"llm.backend.script={script}",
+        "eval.closed_book.enabled=true",  # the claim prompt with no passages, scored by its verdict
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
@@ -45,6 +46,11 @@ def test_scripted_claims_give_the_hand_checked_f1_p_and_f1_n(tmp_path):
     assert metrics["metrics"]["claim_accuracy"]["mean"] == pytest.approx(4 / 7)
     assert "judge" not in metrics["metrics"]  # a verdict is never sent to the judge
     assert metrics["data"]["metadata"]["excluded_inapplicable"] == 1
+    # closed book: the script answers by the claim alone, so each claim is right exactly as with memory
+    for sample in samples:
+        book = sample["closed_book"]
+        assert book["criterion"] == "claim_accuracy"
+        assert book["correct"] == sample["metrics"]["claim_accuracy"]
 
 
 @pytest.mark.slow
