@@ -60,7 +60,7 @@ def test_embedded_default_full_context_and_raptor_in_one_multirun(tmp_path):
         "memory=full_context,raptor",
         "dataset=fables",
         f"dataset.loader.path={FIX}",
-        "dataset.limit=4",  # 2 faithful + 2 unfaithful claims (stratified by label): time, not scores
+        "dataset.limit=2",  # one faithful and one unfaithful claim (stratified by label): time, not scores
         "eval.judge.calibration_max=0",
         "eval.judge_audit.lenient=false",
         multirun=True,
@@ -75,8 +75,8 @@ def test_embedded_default_full_context_and_raptor_in_one_multirun(tmp_path):
     for path in found:
         metrics = json.loads(path.read_text())
         assert metrics["llm"].startswith("llama.cpp:")
-        assert metrics["counts"]["questions"] == metrics["counts"]["scored"] == 4
+        assert metrics["counts"]["questions"] == metrics["counts"]["scored"] == 2
         assert metrics["counts"]["claim_unparsed"] == 0  # the reply is constrained to a label
         for key in ("f1_p", "f1_n"):  # both labels are gold for some claims: both defined
-            assert metrics["metrics"][key]["n"] == 4
+            assert metrics["metrics"][key]["n"] == 2
             assert 0.0 <= metrics["metrics"][key]["mean"] <= 1.0
