@@ -32,6 +32,12 @@ KINDS = {
     "quality": ("Documents", "Chunks per document", "Tokens per document", "episode"),
     "multihop": ("Articles", "Chunks per article", "Tokens per article", "source"),
     "novelqa": ("Books", "Chunks per book", "Tokens per book", "episode"),
+    "fables": (
+        "Books",
+        "Chunks per book",
+        "Tokens per book",
+        "episode",
+    ),  # FABLES: mean 121,467 (cl100k)
     "locomo": ("Conversations", "Turns per conversation", "Tokens per conversation", "episode"),
     "longmemeval": (
         "Haystacks (questions)",

@@ -6,6 +6,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from memharness.eval.metrics import claims, registry
 from memharness.eval.metrics.lexical import summarize
 
 # A question category: questions that carry it (e.g. LoCoMo's adversarial category) are summarised
@@ -30,6 +31,16 @@ def metric_values(samples: Sequence[dict[str, Any]], metric: str) -> list[float]
     return [s["metrics"][metric] for s in samples if s["metrics"].get(metric) is not None]
 
 
+def claim_pairs(samples: Sequence[dict[str, Any]]) -> list[tuple[str, str | None]]:
+    """(gold label, predicted label) of every claim-verification answer; an unparsed verdict is
+    None (wrong for either label). Failed questions have no answer and are counted elsewhere."""
+    return [
+        (s["references"][0], s.get("predicted_label"))
+        for s in samples
+        if s.get("mode") == "claim_verification" and s["status"] == "scored"
+    ]
+
+
 def summarize_all(
     samples: Sequence[dict[str, Any]],
     metrics: Sequence[str],
@@ -39,6 +50,13 @@ def summarize_all(
 ) -> dict[str, dict[str, float]]:
     out = {}
     for metric in metrics:
+        entry = registry.lookup(metric)
+        if entry is not None and entry.aggregate == "label_f1" and entry.label:
+            pairs = claim_pairs(samples)
+            summary = claims.label_f1(pairs, entry.label, resamples, confidence, seed)
+            if pairs and summary is not None:
+                out[metric] = summary
+            continue
         values = metric_values(samples, metric)
         if values:
             out[metric] = summarize(values, resamples, confidence, seed)
@@ -96,6 +114,7 @@ def failure_counts(samples: Sequence[dict[str, Any]]) -> dict[str, int]:
         "judge_failed": 0,
         "judge_unparsed": 0,
         "mc_unparsed": 0,
+        "claim_unparsed": 0,  # claim-verification answers naming neither label
         "prompt_cut": 0,
         "answer_empty": 0,
         "degraded": 0,
@@ -116,6 +135,8 @@ def failure_counts(samples: Sequence[dict[str, Any]]) -> dict[str, int]:
             counts["judge_" + s["judge_status"].removeprefix("judge_")] += 1
         if s.get("mc_status") == "mc_unparsed":
             counts["mc_unparsed"] += 1
+        if s.get("claim_status") == "claim_unparsed":
+            counts["claim_unparsed"] += 1
         if s.get("prompt_tokens_cut"):
             counts["prompt_cut"] += 1
     return counts

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from memharness.eval.metrics import lexical, locomo
+from memharness.eval.metrics import claims, lexical, locomo
 from memharness.memsys.types import Question
 
 Kind = Literal["accuracy", "overlap", "retrieval", "cost"]
@@ -29,7 +29,9 @@ class Metric:
     kind: Kind
     section: Section  # the report table that shows it
     doc: str
-    aggregate: Literal["mean"] = "mean"  # bootstrap mean and CI over the questions that have it
+    # mean: bootstrap mean and CI over the questions that have it; label_f1: F1 of ``label`` over
+    # the run's claim-verification answers (eval/metrics/claims.py), bootstrapped over the claims
+    aggregate: Literal["mean", "label_f1"] = "mean"
     score: Callable[[str, str], float] | None = (
         None  # (prediction, reference) -> value; max over refs
     )
@@ -39,6 +41,7 @@ class Metric:
     # (prediction, question) -> value, or None when the metric does not apply to the question (a
     # benchmark's official score that depends on the question's category)
     score_question: Callable[[str, Question], float | None] | None = None
+    label: str | None = None  # the label a label_f1 metric scores
 
 
 METRICS: tuple[Metric, ...] = (
@@ -122,6 +125,33 @@ METRICS: tuple[Metric, ...] = (
         "scores",
         "LoCoMo's official category-5 rule: the answer says 'not mentioned' / 'no information available'",
         score_question=locomo.locomo_adversarial,
+        selectable=True,
+    ),
+    Metric(
+        "claim_accuracy",
+        True,
+        "accuracy",
+        "scores",
+        "claim verification: the faithful / unfaithful verdict matches the gold label",
+    ),
+    Metric(
+        "f1_p",
+        True,
+        "accuracy",
+        "scores",
+        "claim verification F1 of the positive label (faithful) over all claims (FABLES F1_P)",
+        aggregate="label_f1",
+        label=claims.FAITHFUL,
+        selectable=True,
+    ),
+    Metric(
+        "f1_n",
+        True,
+        "accuracy",
+        "scores",
+        "claim verification F1 of the negative label (unfaithful) over all claims (FABLES F1_N)",
+        aggregate="label_f1",
+        label=claims.UNFAITHFUL,
         selectable=True,
     ),
     Metric(

@@ -24,8 +24,8 @@ NO_EMBEDDER = ("full_context",)  # systems whose results do not depend on the em
 WALL_CLOCK_UNITS = ("s", "min", "h")  # a cell measured in these is a wall-clock time
 STATUS_TEXT = {
     "ok": "",
-    "not_run": "not run",
-    "not_in_harness": "not in harness",
+    "not_run": "no run",
+    "not_in_harness": "system not in harness",
     "missing": "n/a",
     "not_computable": "not computable",
 }
@@ -193,6 +193,24 @@ def choose_run(runs: list[Run], table: Table, row: Row, cell: Cell) -> tuple[Run
     return ranked[0], len(ranked) - 1
 
 
+def missing_run(runs: list[Run], row: Row, cell: Cell) -> str:
+    """What a cell no run fills lacks: any run on its dataset, a run of its system there, or a run
+    with the row's memory settings."""
+    wanted = " or ".join(cell.datasets) or "any dataset"
+    on_dataset = [r for r in runs if not cell.datasets or r.dataset in cell.datasets]
+    if not on_dataset:
+        return f"dataset {wanted}"
+    if not any(r.memory == row.system for r in on_dataset):
+        return f"{row.system} on {wanted}"
+    if not any(fits_row(r, row, cell.datasets) for r in on_dataset):
+        settings = ", ".join(f"{k}={v}" for k, v in row.memory.items())
+        return f"{row.system} with {settings} on {wanted}"
+    models = [row.setting[k].name for k in ("model", "embedder") if row.setting.get(k)]
+    if models:  # the row's runs must use its model / embedder
+        return f"{row.system} with {' and '.join(models)} on {wanted}"
+    return f"{row.system} with the paper's model on {wanted} (its runs fill the rows that vary it)"
+
+
 def resolve_cell(runs: list[Run], table: Table, row: Row, column: Column) -> Resolved:
     """Published value and, where a run can give it, the reproduced one; never a guess."""
     cell, published = cell_at(table, row, column)
@@ -210,7 +228,7 @@ def resolve_cell(runs: list[Run], table: Table, row: Row, column: Column) -> Res
         return res
     run, others = choose_run(runs, table, row, cell)
     if run is None:
-        res.status = "not_run"
+        res.status, res.reason = "not_run", missing_run(runs, row, cell)
         return res
     res.runs, res.alternatives, res.flags = [run], others, run_flags(run, cell)
     try:

@@ -27,8 +27,16 @@ PENDING_SYSTEMS = {
     "cam": "issue 9",
     "graphrag": "issue 10",
     "structmem": "issue 11",
+    "hipporag": "issue 26 (helper branch hipporag)",
+    "memgpt": "issue 26 (helper branch memgpt)",
 }
-PENDING_DATASETS = {"quality_mc": "issue 11 (QuALITY in multiple-choice mode)"}
+PENDING_DATASETS = {
+    "quality_mc": "issue 11 (QuALITY in multiple-choice mode)",
+    "narrativeqa": "issue 26 (helper branch longdocs)",
+    "qmsum": "issue 26 (helper branch longdocs)",
+    "odsum_story": "issue 26 (helper branch longdocs)",
+    "odsum_meeting": "issue 26 (helper branch longdocs)",
+}
 CATEGORY_LABELS: dict[str, dict[str, tuple[str, ...]]] = {
     "type": {
         "multihop": ("inference", "comparison", "temporal", "null")

@@ -1,5 +1,5 @@
 """Published vs reproduced, one dumbbell per cell: the paper's number (open diamond, or a bar for a
-range), the reproduced mean (dot) with its 95% CI, and "not run" where no run fills the cell.
+range), the reproduced mean (dot) with its 95% CI, and "no run" where no run fills the cell.
 One panel per unit, so percentages and counts never share an axis."""
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def write_plot(paper: Paper, table: Table, grid: list[list[Resolved]], path: Pat
 
 
 def _label(res: Resolved) -> str:
-    """The cell's row and column; a cell with nothing reproduced says why ("not run", "n/a")."""
+    """The cell's row and column; a cell with nothing reproduced says why ("no run", "n/a")."""
     text = f"{res.row.label} · {res.column.label}"
     return text if res.status == "ok" else f"{text} ({STATUS_TEXT[res.status]})"
 

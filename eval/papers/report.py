@@ -3,13 +3,16 @@
     python -m memharness.eval.papers.report results/runs                      # every stored paper table
     python -m memharness.eval.papers.report results/runs/sweep --paper memtree_2024 --table 4
     python -m memharness.eval.papers.report RUN_OR_SWEEP ... --out results/papers --no-plot
+    python -m memharness.eval.papers.report --no-runs --paper cam_2025 --table 2     # the stored table
 
 For each table of ``eval/papers/published/<paper>.yaml`` it prints the paper's layout where every cell
 reads ``published / reproduced [95% CI] / difference · n · run``, flags (⚑) the runs whose
 setting differs from the paper's (model, embedder, judge, subset, budget, top-k, ...), and
 writes ``<paper>_<table>.md``, ``.tex`` (escaped) and ``.png`` (published vs reproduced), plus
-``<name>.csv`` / ``<name>.json`` with one record per cell. A cell no run fills says "not run";
-nothing is estimated. Reads only run folders: metrics.json, config.yaml, memory_stats.json.
+``<name>.csv`` / ``<name>.json`` with one record per cell. Nothing is estimated. Reads only run
+folders: metrics.json, config.yaml, memory_stats.json. A cell no run fills says what is missing
+("no run: dataset qmsum", "no run: raptor on fables", "system not in harness"); ``--no-runs``
+prints the stored tables that way without any run folder.
 """
 
 from __future__ import annotations
@@ -54,6 +57,10 @@ def published_text(res: Resolved) -> str:
 
 
 def reproduced_text(res: Resolved) -> str:
+    if (
+        res.status == "not_run" and res.reason
+    ):  # names what is missing: a dataset, a system, a setting
+        return f"{STATUS_TEXT['not_run']}: {res.reason}"
     if res.status != "ok":
         return STATUS_TEXT[res.status]
     v, d, unit = res.value, res.cell.decimals, res.cell.unit
@@ -321,7 +328,9 @@ def build_report(
     published: Path = FOLDER,
 ) -> dict[str, Any]:
     """Write every selected table's md / tex / png and the long-format csv / json; return paths and text."""
-    runs = load_runs(paths)
+    runs = (
+        load_runs(paths) if paths else []
+    )  # no paths: the stored tables, every cell says what is missing
     out.mkdir(parents=True, exist_ok=True)
     written: dict[str, Any] = {"tables": {}, "markdown": []}
     rows: list[dict[str, Any]] = []
@@ -370,10 +379,20 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--name", default="paper_report", help="file name of the long-format csv / json"
     )
     parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument(
+        "--no-runs",
+        action="store_true",
+        help="read no run folder: the published tables, every cell naming what is missing",
+    )
     args = parser.parse_args(argv)
     try:
         written = build_report(
-            args.runs, args.out, args.paper, args.table, args.name, plot=not args.no_plot
+            [] if args.no_runs else args.runs,
+            args.out,
+            args.paper,
+            args.table,
+            args.name,
+            plot=not args.no_plot,
         )
     except (PaperReportError, PublishedError) as err:
         raise SystemExit(f"error: {err}") from None

@@ -77,9 +77,18 @@ class Sample(_Record):
     prompt_tokens_cut: int | None = Field(
         None, description="answer prompt tokens the backend cut to fit the model's context"
     )
-    mode: Literal["generative", "multiple_choice"] | None = Field(None, description="answer mode")
+    mode: Literal["generative", "multiple_choice", "claim_verification"] | None = Field(
+        None, description="answer mode"
+    )
     predicted_option: int | None = Field(None, description="the option letter chosen, as index")
     mc_status: str | None = Field(None, description="parsed | mc_unparsed")
+    predicted_label: str | None = Field(
+        None,
+        description="claim verification: the verdict read from the answer (faithful | unfaithful)",
+    )
+    claim_status: str | None = Field(
+        None, description="claim verification: parsed | claim_unparsed"
+    )
     judge_reply: str | None = Field(None, description="the judge's raw reply")
     judge_status: str | None = Field(
         None, description="parsed | judge_unparsed | judge_failed | answer_empty"

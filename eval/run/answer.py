@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memharness.eval.judge.injection import quote_prediction
+from memharness.eval.metrics.claims import LABELS
 from memharness.eval.metrics.lexical import parse_choice
 from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.types import OPTION_LETTERS, Question, RetrievedItem, option_letters
@@ -26,11 +27,23 @@ def format_options(options: Sequence[str], question_id: str = "?") -> str:
     return "\n".join(f"({letters[i]}) {opt}" for i, opt in enumerate(options))
 
 
+MODES = ("auto", "generative", "multiple_choice", "claim_verification")
+CLAIM_TASK = "claim_verification"  # the ``task`` category of a claim to verify (FABLES)
+
+
+def is_claim(question: Question, mode: str) -> bool:
+    """A claim to answer faithful / unfaithful: ``mode`` says so, or ``auto`` and the question's
+    ``task`` category is ``claim_verification``."""
+    if mode not in MODES:
+        raise ValueError(f"eval.answer.mode must be {' | '.join(MODES)}, got {mode!r}")
+    return mode == CLAIM_TASK or (mode == "auto" and question.categories.get("task") == CLAIM_TASK)
+
+
 def is_multiple_choice(question: Question, mode: str) -> bool:
-    if mode not in ("auto", "generative", "multiple_choice"):
-        raise ValueError(
-            f"eval.answer.mode must be auto | generative | multiple_choice, got {mode!r}"
-        )
+    if mode not in MODES:
+        raise ValueError(f"eval.answer.mode must be {' | '.join(MODES)}, got {mode!r}")
+    if is_claim(question, mode):
+        return False
     if mode == "multiple_choice" and not question.options:
         raise ValueError(
             f"eval.answer.mode=multiple_choice but question {question.id} has no options"
@@ -75,6 +88,16 @@ def answer_request(question: Question, items: Sequence[RetrievedItem], cfg: Any)
             return ChatRequest.user(prompt, max_tokens=int(cfg.get("mc_max_tokens", 32)))
         letters = tuple(option_letters(len(question.options), question.id))
         return ChatRequest.user(prompt, max_tokens=2, choices=letters)
+    if is_claim(question, cfg.mode):  # the reply is one of the two labels (grammar / guided choice)
+        template = cfg.get("claim_prompt")
+        if not template:
+            raise ValueError(
+                f"question {question.id} is a claim to verify but eval.answer.claim_prompt is not set"
+            )
+        prompt = template.format(claim=question.text, context=context)
+        return ChatRequest.user(
+            prompt, max_tokens=int(cfg.get("claim_max_tokens", 8)), choices=LABELS
+        )
     prompt = with_now(cfg.prompt, question, cfg).format(question=question.text, context=context)
     return ChatRequest.user(prompt, max_tokens=int(cfg.max_tokens))
 

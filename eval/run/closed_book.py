@@ -1,10 +1,11 @@
 """Memory-attributable accuracy: what the model gets right only because of the memory.
 
 With ``eval.closed_book.enabled``, every scored question is also answered with no memory in the
-prompt (``eval.closed_book.prompt`` / ``mc_prompt``) and scored: multiple-choice questions by the
-chosen option, generative ones by the primary judge with the strict prompt (by exact match when the
-judge is off). A question the model answers correctly closed-book does not test the memory; the
-tables then report every metric also on the others (``<metric>:needs_memory``) and the share
+prompt (``eval.closed_book.prompt`` / ``mc_prompt``; claims: ``eval.answer.claim_prompt`` with no
+passages) and scored: multiple-choice questions by the chosen option, claims (FABLES) by the
+verdict, generative ones by the primary judge with the strict prompt (by exact match when the judge
+is off). A question the model answers correctly closed-book does not test the memory; the tables
+then report every metric also on the others (``<metric>:needs_memory``) and the share
 answered closed-book (``closed_book_accuracy``). Calls go to the ``closed_book`` stage.
 """
 
@@ -15,9 +16,11 @@ from typing import Any
 
 from memharness.eval.judge.judges import Judges
 from memharness.eval.metrics.aggregate import summarize_all
+from memharness.eval.metrics.claims import parse_verdict
 from memharness.eval.metrics.lexical import exact_match, parse_judge
 from memharness.eval.run.answer import (
     answer_request,
+    is_claim,
     is_multiple_choice,
     judge_request,
     mc_correct,
@@ -62,6 +65,11 @@ def closed_book_pass(
                 entry.update(status="answer_failed", error=comp.error)
             elif not entry["prediction"]:  # an empty answer is wrong; it is never judged
                 entry.update(status="answer_empty", correct=0.0)
+            elif is_claim(q, cfg.eval.answer.mode):  # the claim prompt with no passages
+                verdict = parse_verdict(comp.text)
+                entry.update(
+                    status="scored", criterion="claim_accuracy", correct=float(verdict in q.answers)
+                )
             elif is_multiple_choice(q, cfg.eval.answer.mode):
                 entry.update(
                     status="scored", criterion="mc_accuracy", correct=mc_correct(q, comp.text)[1]

@@ -275,7 +275,7 @@ def evaluate_episode(
 
 
 def summarize_run(samples: list[dict], cfg: DictConfig) -> dict[str, Any]:
-    metrics = list(cfg.eval.metrics) + ["mc_accuracy", "context_tokens"]
+    metrics = list(cfg.eval.metrics) + ["mc_accuracy", "f1_p", "f1_n", "context_tokens"]
     metrics += sorted(
         {m for s in samples for m in s["metrics"]} - set(metrics)
     )  # evidence, judge_lenient, judge2

@@ -8,11 +8,13 @@ from typing import Any
 
 from memharness.eval.judge import injection
 from memharness.eval.judge.judges import Judges
+from memharness.eval.metrics.claims import parse_verdict
 from memharness.eval.metrics.lexical import parse_judge
 from memharness.eval.metrics.registry import answer_scores
 from memharness.eval.run import failures
 from memharness.eval.run.answer import (
     answer_request,
+    is_claim,
     is_multiple_choice,
     judge_request,
     mc_correct,
@@ -81,9 +83,19 @@ def record_answer(q: Question, record: dict, prompt: str, comp: Any, cfg: DictCo
         return
     record["status"] = "scored"
     record["mode"] = (
-        "multiple_choice" if is_multiple_choice(q, cfg.eval.answer.mode) else "generative"
+        "claim_verification"
+        if is_claim(q, cfg.eval.answer.mode)
+        else "multiple_choice"
+        if is_multiple_choice(q, cfg.eval.answer.mode)
+        else "generative"
     )
-    if record["mode"] == "multiple_choice":
+    if record["mode"] == "claim_verification":  # F1_P / F1_N are computed over the run's claims
+        verdict = parse_verdict(comp.text)
+        record["predicted_label"] = verdict
+        record["claim_status"] = "claim_unparsed" if verdict is None else "parsed"
+        record["metrics"]["claim_accuracy"] = float(verdict in q.answers)
+        prediction_text = verdict or ""
+    elif record["mode"] == "multiple_choice":
         choice, correct = mc_correct(q, comp.text)
         record["predicted_option"] = choice
         record["mc_status"] = "mc_unparsed" if choice is None else "parsed"

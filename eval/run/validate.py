@@ -113,11 +113,13 @@ class EmbedderSettings(TypedDict):
 
 class AnswerSettings(TypedDict):
     max_tokens: Positive
-    mode: Literal["auto", "generative", "multiple_choice"]
+    mode: Literal["auto", "generative", "multiple_choice", "claim_verification"]
     prompt: Annotated[str, Placeholders("context", "question")]
     mc_prompt: Annotated[str, Placeholders("context", "question", "options")]
     mc_constrained: NotRequired[bool]
     mc_max_tokens: NotRequired[Positive]
+    claim_prompt: NotRequired[Annotated[str, Placeholders("context", "claim")]]
+    claim_max_tokens: NotRequired[Positive]
     now_line: NotRequired[
         Annotated[str, Placeholders("now")] | None
     ]  # the data's date of a question

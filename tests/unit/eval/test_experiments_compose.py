@@ -9,6 +9,7 @@ import re
 import pytest
 from conftest import FAKES
 from hydra import compose, initialize_config_dir
+from memharness.eval.papers.names import PENDING_DATASETS, PENDING_SYSTEMS
 from memharness.eval.run.validate import config_problems
 from omegaconf import OmegaConf
 from paths import ROOT
@@ -45,6 +46,17 @@ def sweep_points(params: dict[str, str]) -> list[list[str]]:
     return points
 
 
+def pending(point: list[str]) -> bool:
+    """The point names a memory or dataset whose config is not here yet but is pending (another
+    branch of its issue adds it: ``eval/papers/names.py``); any other unknown name fails to compose."""
+    for override in point:
+        key, value = override.split("=", 1)
+        names = {"memory": PENDING_SYSTEMS, "dataset": PENDING_DATASETS}.get(key, {})
+        if value in names and not (ROOT / "conf" / key / f"{value}.yaml").is_file():
+            return True
+    return False
+
+
 def test_every_experiment_is_listed():
     assert (
         len(EXPERIMENTS) >= 20
@@ -65,6 +77,10 @@ def test_experiment_composes_at_every_sweep_value(name):
         ):  # a sweep_only file must have something to sweep, or -m would run it once for nothing
             assert params, f"{name}: sweep_only without hydra.sweeper.params"
         for point in sweep_points(params) if params else [[]]:
+            if pending(
+                point
+            ):  # a system / dataset another branch adds: checked by name until it lands
+                continue
             cfg = composed(name, *point)
             assert cfg.sweep_only == whole.sweep_only, name
             for override in point:

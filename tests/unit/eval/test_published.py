@@ -93,9 +93,20 @@ def test_the_check_catches_swapped_columns_wrong_sections_and_misquotes(tmp_path
         tmp_path,
         "cam_2025",
         ("source_col: 9, source_head: [MH-RAG, EM]", "source_col: 8, source_head: [MH-RAG, EM]"),
+        ("fables_f1p: 91.5, fables_f1n: 52.5", "fables_f1p: 52.5, fables_f1n: 91.5"),
+        ("musique_em: 21.8, musique_f1: 32.2", "musique_em: 21.8, musique_f1: 32.3"),
     )
     problems = "\n".join(check_paper(load_paper(cam), PAPERS))
     assert "column 8 has no header 'MH-RAG'" in problems
+    assert "table 2 cell cam/fables_f1p: value(s) [52.5]" in problems  # swapped F1_P / F1_N
+    assert "table 7 cell hipporag/musique_f1: value(s) [32.3]" in problems
+    structmem = _mutated(
+        tmp_path,
+        "structmem_2024",
+        ("hotpot_em: 55.50, hotpot_f1: 75.77", "hotpot_em: 75.77, hotpot_f1: 55.50"),
+    )
+    problems = "\n".join(check_paper(load_paper(structmem), PAPERS))
+    assert "full_content/hotpot_em: value(s) [75.77]" in problems
 
 
 SYNTHETIC_TEXT = """Intro prose. Table 9: Scores\nModel\tContext\tAcc\tCalls\nGPT-4o\tQuery + A\t81.5\t3,164\n
@@ -255,7 +266,7 @@ def test_numbers_are_read_as_printed():
 # ------------------------------------------------------------------------------ schema
 REQUIRED = {
     "memtree_2024": {"1", "2", "3", "4", "5", "A.2", "A.3", "A.4", "figA.4", "fig5"},
-    "cam_2025": {"2", "3", "fig3a"},
+    "cam_2025": {"2", "3", "7", "fig3a"},
     "structmem_2024": {"1"},
 }
 
@@ -266,8 +277,35 @@ def test_every_paper_and_table_the_issue_names_is_stored():
     for key, tables in REQUIRED.items():
         assert tables <= {t.id for t in papers[key].tables}, key
     memtree, cam, structmem = papers["memtree_2024"], papers["cam_2025"], papers["structmem_2024"]
-    assert len(memtree.table("4").cells) == 20 and len(cam.table("2").cells) == 40
-    assert len(cam.table("3").cells) == 40 and len(structmem.table("1").cells) == 48
+    assert len(memtree.table("4").cells) == 20 and len(cam.table("2").cells) == 8 * 16
+    assert len(cam.table("3").cells) == 40 and len(structmem.table("1").cells) == 16 * 11
+    assert len(cam.table("2").columns) == 16 and len(cam.table("7").cells) == 4 * 6
+    # every column of the seed tables (issue 26): CAM Table 2's six datasets, structmem Table 1's six
+    assert [c.datasets[0] for c in cam.table("2").columns][::3][:3] == [
+        "novelqa",
+        "qmsum",
+        "fables",
+    ]
+    assert {c.datasets[0] for c in cam.table("2").columns} == {
+        "novelqa",
+        "qmsum",
+        "fables",
+        "multihop",
+        "odsum_story",
+        "odsum_meeting",
+    }
+    assert [c.datasets[0] for c in structmem.table("1").columns][::2] == [
+        "hotpotqa",
+        "twowiki",
+        "musique",
+        "narrativeqa",
+        "locomo",
+        "quality_mc",
+    ]
+    assert cam.table("2").cells[("cam", "fables_f1n")].value == 52.5
+    assert cam.table("7").cells[("hipporag", "twowiki_f1")].value == 71.0
+    assert structmem.table("1").cells[("rerank_mixed", "narrativeqa_em")].value == 11.98
+    assert {r.system for r in cam.table("2").rows} >= {"memgpt", "hipporag", "readagent"}
     assert structmem.table("1").cells[("iterative_mixed", "locomo_f1")].value == 45.25
     assert memtree.table("A.2").cells[("memtree", "llm_calls")].sd == 2.38
 
