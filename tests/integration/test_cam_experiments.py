@@ -26,7 +26,9 @@ def test_every_swept_memory_exists(name):
 
 
 @pytest.mark.parametrize("dataset", ["novelqa", "multihop"])
-@pytest.mark.parametrize("memory", ["cam", "raptor", "graphrag", "memtree", "full_context"])
+@pytest.mark.parametrize(
+    "memory", ["cam", "raptor", "graphrag", "hipporag", "memtree", "full_context"]
+)
 def test_table2_points_compose_with_512_token_chunks(make_cfg, memory, dataset):
     assert memory in sweep("cam_table2")["memory"]
     cfg = make_cfg("experiment=cam_table2", f"memory={memory}", f"dataset={dataset}")
