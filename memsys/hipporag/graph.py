@@ -41,6 +41,7 @@ class PhraseGraph:
     edges: dict[tuple[int, int], float] = field(default_factory=dict)
     kinds: dict[tuple[int, int], str] = field(default_factory=dict)
     _graph: ig.Graph | None = field(default=None, repr=False)
+    _cache: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
     def n_nodes(self) -> int:
@@ -50,26 +51,55 @@ class PhraseGraph:
         return len(self.phrases) + p
 
     def phrase_ids(self) -> dict[str, int]:
-        return {ph: i for i, ph in enumerate(self.phrases)}
+        return self._index()["ids"]
+
+    def _index(self) -> dict[str, Any]:
+        """Index arrays built once per graph: fact endpoints, (passage, fact) and distinct
+        (passage, phrase) pairs, so scoring a query is a few vector operations."""
+        if self._cache is None:
+            ids = {ph: i for i, ph in enumerate(self.phrases)}
+            ends = np.array([(ids[f[0]], ids[f[2]]) for f in self.facts], dtype=np.int64)
+            pairs = [(p, f) for p, fs in enumerate(self.passage_facts) for f in fs]
+            held = sorted(
+                {(p, int(i)) for p, f in pairs for i in ends[f]}
+            )  # a phrase counted once per passage
+            self._cache = {
+                "ids": ids,
+                "ends": ends.reshape(-1, 2),
+                "pf": np.array(pairs, dtype=np.int64).reshape(-1, 2),
+                "pp": np.array(held, dtype=np.int64).reshape(-1, 2),
+            }
+        return self._cache
 
     def phrases_of_passage(self, p: int) -> list[int]:
-        """The distinct phrase ids of passage ``p``'s facts, in first-seen order."""
-        ids = self.phrase_ids()
-        out = [ids[x] for f in self.passage_facts[p] for x in (self.facts[f][0], self.facts[f][2])]
-        return list(dict.fromkeys(out))
+        """The distinct phrase ids of passage ``p``'s facts, ascending."""
+        pp = self._index()["pp"]
+        return [int(i) for i in pp[pp[:, 0] == p, 1]]
 
     def passages_per_phrase(self) -> np.ndarray:
         """How many passages hold each phrase (HippoRAG's ``phrase_to_num_doc``)."""
-        counts = np.zeros(len(self.phrases))
-        for p in range(len(self.passages)):
-            for i in self.phrases_of_passage(p):
-                counts[i] += 1
-        return counts
+        pp = self._index()["pp"]
+        return np.bincount(pp[:, 1], minlength=len(self.phrases)).astype(float)
 
     def specificity(self) -> np.ndarray:
         """1 / passages holding the phrase; 1 for a phrase held by none."""
         counts = self.passages_per_phrase()
         return np.where(counts > 0, 1.0 / np.maximum(counts, 1), 1.0)
+
+    def passage_sums(self, phrase_scores: np.ndarray, over: str = "facts") -> np.ndarray:
+        """Per passage: the sum over its facts of their endpoints' scores (a fact whose subject is its
+        object counts it once), or (``over="phrases"``) over its distinct phrases."""
+        x, n = self._index(), len(self.passages)
+        if over == "phrases":
+            pp = x["pp"]
+            return np.bincount(pp[:, 0], weights=phrase_scores[pp[:, 1]], minlength=n)
+        ends, pf = x["ends"], x["pf"]
+        if not len(ends):
+            return np.zeros(n)
+        per_fact = phrase_scores[ends[:, 0]] + np.where(
+            ends[:, 0] != ends[:, 1], phrase_scores[ends[:, 1]], 0.0
+        )
+        return np.bincount(pf[:, 0], weights=per_fact[pf[:, 1]], minlength=n)
 
     def edge_counts(self) -> dict[str, int]:
         out = {TRIPLE: 0, SYNONYM: 0, PASSAGE: 0}
@@ -181,10 +211,9 @@ def add_synonym_edges(
 
 def add_passage_edges(g: PhraseGraph) -> None:
     """v2: every passage node linked to the phrases of its triples with weight 1."""
-    for p in range(len(g.passages)):
-        for i in g.phrases_of_passage(p):
-            key = (i, g.passage_node(p))
-            g.edges[key], g.kinds[key] = 1.0, PASSAGE
+    for p, i in g._index()["pp"].tolist():
+        key = (i, g.passage_node(p))
+        g.edges[key], g.kinds[key] = 1.0, PASSAGE
 
 
 def min_max(x: np.ndarray) -> np.ndarray:

@@ -59,15 +59,7 @@ def rank_v1(
         reset[j] = weights[j]
         linked.append((entity, g.phrases[j], float(row[j])))
     ppr = g.ppr(reset, damping)[: len(g.phrases)]
-    ids = g.phrase_ids()
-    scores = np.zeros(n)
-    for p in range(n):
-        if passage_score == "facts":
-            scores[p] = sum(
-                ppr[i] for f in g.passage_facts[p] for i in {ids[g.facts[f][0]], ids[g.facts[f][2]]}
-            )
-        else:
-            scores[p] = sum(ppr[i] for i in g.phrases_of_passage(p))
+    scores = g.passage_sums(ppr, passage_score)
     return Ranking(min_max(scores), "ppr", int(np.count_nonzero(reset)), linked)
 
 
@@ -106,7 +98,7 @@ def rank_v2(
     if not kept:
         return Ranking(min_max(dense), "dense")
     ids = g.phrase_ids()
-    counts = g.passages_per_phrase()
+    counts = g.passages_per_phrase()  # cached index: cheap per query
     total = np.zeros(len(g.phrases))
     occurs = np.zeros(len(g.phrases))
     for f in kept:

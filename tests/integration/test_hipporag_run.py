@@ -64,6 +64,7 @@ def test_hipporag_runs_on_the_sample_with_the_embedded_model(tmp_path):
         "dataset=sample",
         "dataset.loader.parts=[dialogues]",
         "dataset.limit=1",
+        "memory.chunk_size=512",  # the 9 dialogue units in a few 512-token passages: fewer calls
         "memory.extract_max_tokens=128",
         "llm=local_tiny",
         "eval.judge.calibration_max=0",
