@@ -4,11 +4,14 @@ model (slow)."""
 
 from __future__ import annotations
 
+import csv
 import json
 
 import pytest
 from memharness.data_prep.sample import load as load_sample
+from memharness.eval.papers.report import build_report
 from memharness.eval.run.runner import run
+from paths import ROOT
 from processes import run_py
 
 NER = '{\\"named_entities\\": [\\"Maria\\", \\"Lisbon\\"]}'
@@ -53,6 +56,26 @@ def test_hipporag_run_records_passages_with_provenance_and_reuses_its_snapshot(m
     run(again, tmp_path / "b")
     reloaded = json.loads((tmp_path / "b" / "memory_stats.json").read_text())
     assert {e["snapshot"]["action"] for e in reloaded.values()} == {"loaded"}
+
+
+def test_cam_table2_sweep_point_fills_hipporags_row(make_cfg, tmp_path):
+    """experiment=cam_table2's hipporag point on the MultiHop-RAG fixture: the report's HippoRAG row
+    (published beside reproduced) is filled, no longer "not in harness"."""
+    cfg = make_cfg(
+        "experiment=cam_table2",
+        "memory=hipporag",
+        "dataset=multihop",
+        f"dataset.loader.path={ROOT / 'tests/fixtures/multihop'}",
+        f"llm.backend.script={SCRIPT}",
+    )
+    run(cfg, tmp_path / "runs" / "hipporag-multihop" / "2026-01-01_00-00-00")
+    written = build_report([tmp_path / "runs"], tmp_path / "out", "cam_2025", "2", plot=False)
+    with open(written["csv"], newline="") as f:
+        rows = {(r["row"], r["column"]): r for r in csv.DictReader(f)}
+    for column in ("mh_em", "mh_f1"):
+        assert rows[("hipporag", column)]["status"] == "ok", rows[("hipporag", column)]["reason"]
+    assert rows[("hipporag", "novelqa_acc")]["status"] == "not_run"
+    assert rows[("memgpt", "mh_em")]["status"] == "not_in_harness"
 
 
 @pytest.mark.slow
