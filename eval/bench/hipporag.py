@@ -78,7 +78,12 @@ def sample_build_calls() -> dict[str, Any]:
     }
 
 
-def ppr_latency(phrases: int = 10_000, passages: int = 2_500, per_passage: int = 8) -> dict:
+def ppr_latency(
+    phrases: int = 10_000,
+    passages: int = 2_500,
+    per_passage: int = 8,
+    implementation: str = "prpack",
+) -> dict:
     """v1 ranking time per query on a random phrase graph (three seeds per query)."""
     rng = np.random.default_rng(0)
     records = [
@@ -102,9 +107,10 @@ def ppr_latency(phrases: int = 10_000, passages: int = 2_500, per_passage: int =
     for _ in range(20):
         seeds = vectors[rng.integers(len(graph.phrases), size=3)]
         start = time.perf_counter()
-        rank_v1(graph, vectors, ["a", "b", "c"], seeds, 0.5)
+        rank_v1(graph, vectors, ["a", "b", "c"], seeds, 0.5, implementation=implementation)
         times.append(1000 * (time.perf_counter() - start))
     return {
+        "implementation": implementation,
         "phrase_nodes": len(graph.phrases),
         "edges": len(graph.edges),
         "index_s": index_s,
@@ -131,10 +137,12 @@ def main() -> dict[str, Any]:
         f"  MultiHop-RAG at 512-token passages: {chunks} ({how}) -> {2 * chunks} build calls vs "
         f"MemTree Table A.2's GraphRAG {MEMTREE_TABLE_A2_GRAPHRAG}"
     )
-    latency = ppr_latency()
-    print(
-        f"v1 retrieval (PPR + passage scores) at {latency['phrase_nodes']} phrase nodes / "
-        f"{latency['edges']} edges: p50 {latency['ms_p50']:.1f} ms, p95 {latency['ms_p95']:.1f} ms "
-        f"per query (index {latency['index_s']:.2f} s once; query NER and embeddings excluded)"
-    )
+    latency = {name: ppr_latency(implementation=name) for name in ("prpack", "arpack")}
+    for run in latency.values():
+        print(
+            f"v1 retrieval (igraph {run['implementation']} PPR + passage scores) at "
+            f"{run['phrase_nodes']} phrase nodes / {run['edges']} edges: p50 {run['ms_p50']:.1f} ms, "
+            f"p95 {run['ms_p95']:.1f} ms per query (index {run['index_s']:.2f} s once; query NER and "
+            "embeddings excluded)"
+        )
     return {"hipporag_build_calls": {"sample": sample, "multihop": multihop}, "ppr": latency}

@@ -115,7 +115,7 @@ class PhraseGraph:
             self._graph = g
         return self._graph
 
-    def ppr(self, reset: np.ndarray, damping: float) -> np.ndarray:
+    def ppr(self, reset: np.ndarray, damping: float, implementation: str = "prpack") -> np.ndarray:
         """Personalised PageRank over the undirected weighted graph; ``damping`` is the probability
         of following an edge (igraph's convention, HippoRAG's 0.5)."""
         if self.n_nodes == 0:
@@ -125,7 +125,7 @@ class PhraseGraph:
             directed=False,
             weights="weight" if self.edges else None,
             reset=[float(x) for x in reset],
-            implementation="prpack",
+            implementation=implementation,
         )
         return np.asarray(scores, dtype=float)
 

@@ -58,6 +58,7 @@ class HippoRAG(MemorySystem):
     name = "hipporag"
     retrieval_settings = (
         "damping",
+        "ppr_implementation",
         "specificity",
         "passage_score",
         "top_k",
@@ -82,6 +83,7 @@ class HippoRAG(MemorySystem):
         synonym_threshold: Annotated[float, Range(-1, 1)] = 0.8,
         synonym_max_neighbours: Annotated[int, Range(0)] = 100,
         damping: Annotated[float, Range(0, 1, hi_open=True)] = 0.5,
+        ppr_implementation: Literal["prpack", "arpack"] = "prpack",
         specificity: bool = True,
         passage_score: Literal["facts", "phrases"] = "facts",
         top_k: Annotated[int, Range(1)] | None = None,
@@ -105,6 +107,7 @@ class HippoRAG(MemorySystem):
         self.extract_max_tokens = int(extract_max_tokens)
         self.synonym_threshold = float(synonym_threshold)
         self.synonym_max_neighbours = int(synonym_max_neighbours)
+        self.ppr_implementation = ppr_implementation
         self.damping, self.specificity, self.passage_score = (
             float(damping),
             specificity,
@@ -267,6 +270,7 @@ class HippoRAG(MemorySystem):
                 self.damping,
                 self.passage_score,
                 self.specificity,
+                self.ppr_implementation,
             )
         query = self._embed([question])[0]
         dense = self.vectors["passage_vectors"] @ query
@@ -276,7 +280,14 @@ class HippoRAG(MemorySystem):
         kept = self.recognise(question, rk.top_facts(fact_scores, self.linking_top_k))
         self._bump("facts_kept", len(kept))
         return rk.rank_v2(
-            g, kept, fact_scores, dense, self.linking_top_k, self.passage_node_weight, self.damping
+            g,
+            kept,
+            fact_scores,
+            dense,
+            self.linking_top_k,
+            self.passage_node_weight,
+            self.damping,
+            self.ppr_implementation,
         )
 
     def search(self, question: str, budget_tokens: int) -> list[RetrievedItem]:

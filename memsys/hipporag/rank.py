@@ -45,6 +45,7 @@ def rank_v1(
     damping: float,
     passage_score: str = "facts",
     specificity: bool = True,
+    implementation: str = "prpack",
 ) -> Ranking:
     """HippoRAG 1's single-step retrieval; see the module docstring."""
     n = len(g.passages)
@@ -58,7 +59,7 @@ def rank_v1(
         j = int(np.argmax(row))
         reset[j] = weights[j]
         linked.append((entity, g.phrases[j], float(row[j])))
-    ppr = g.ppr(reset, damping)[: len(g.phrases)]
+    ppr = g.ppr(reset, damping, implementation)[: len(g.phrases)]
     scores = g.passage_sums(ppr, passage_score)
     return Ranking(min_max(scores), "ppr", int(np.count_nonzero(reset)), linked)
 
@@ -93,6 +94,7 @@ def rank_v2(
     link_top_k: int,
     passage_node_weight: float,
     damping: float,
+    implementation: str = "prpack",
 ) -> Ranking:
     """HippoRAG 2's graph search from the kept facts; dense retrieval when none is kept."""
     if not kept:
@@ -115,5 +117,5 @@ def rank_v2(
     reset = np.concatenate([phrase_w, min_max(dense) * passage_node_weight])
     if reset.sum() <= 0:
         return Ranking(min_max(dense), "dense")
-    ppr = g.ppr(reset, damping)
+    ppr = g.ppr(reset, damping, implementation)
     return Ranking(ppr[len(g.phrases) :], "ppr", int(np.count_nonzero(reset)))

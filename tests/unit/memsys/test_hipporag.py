@@ -220,6 +220,13 @@ def test_the_reference_tells_each_planted_mutation_apart(mutation):
     assert any(moved)
 
 
+def test_arpack_gives_the_same_scores_as_prpack():
+    seeds = ["Berlin", "Germany"]
+    a = built(llm=replier(query_entities=seeds)).rank("q").scores
+    b = built(llm=replier(query_entities=seeds), ppr_implementation="arpack").rank("q").scores
+    assert b.tolist() == pytest.approx(a.tolist(), abs=1e-8)
+
+
 def test_v1_ranking_by_hand_and_the_returned_passages_carry_their_units():
     """Seed "germany": passage 2 holds it and ranks first; its only neighbour is berlin, which two
     facts of passage 1 touch and one of passage 0, so passage 1 comes second; the last is min-max 0."""
