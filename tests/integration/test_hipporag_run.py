@@ -91,6 +91,7 @@ def test_hipporag_runs_on_the_sample_with_the_embedded_model(tmp_path):
         "memory.extract_max_tokens=128",
         "llm=local_tiny",
         "eval.judge.calibration_max=0",
+        timeout=3600,  # five model calls; a busy shared machine took over 15 minutes
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = tmp_path / "run"
