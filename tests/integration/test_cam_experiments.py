@@ -38,7 +38,7 @@ def test_table2_and_table7_sweep_every_column_dataset(dataset):
         "odsum_meeting",
     ]
     assert sweep("cam_table7") == {
-        "memory": ["raptor", "hipporag", "cam"],
+        "memory": ["raptor", "hipporag", "cam", "cam_fm"],
         "dataset": ["hotpotqa", "twowiki", "musique"],
     }
 

@@ -1,0 +1,121 @@
+"""Retrieval τ: passage scores for one query (no LLM calls here; ``memory.py`` makes them).
+
+- v1 (legacy ``rank_docs``): each query entity links to its single nearest phrase node (cosine
+  argmax); the reset vector holds the node's specificity there (or 1 without specificity), 0
+  elsewhere; personalised PageRank; a passage's score is the sum of its phrases' PageRank, min-max
+  scaled. ``passage_score: facts`` sums over the passage's facts (``docs_to_facts · facts_to_phrases ·
+  ppr``: a phrase counts once per fact holding it, the code's), ``phrases`` over its distinct phrases
+  (the paper's ``P · ppr``). No query entity: uniform scores (the code's).
+- v2 (``graph_search_with_fact_entities``): the facts the recognition filter kept seed their subject
+  and object with ``fact score / passages holding the phrase``, averaged over occurrences, the top
+  ``linking_top_k`` phrases kept; every passage node is seeded with its min-max dense score times
+  ``passage_node_weight``; passages are ranked by their own PageRank. No fact kept: dense retrieval.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from memharness.memsys.hipporag.extract import Triple, normalise_phrase
+from memharness.memsys.hipporag.graph import PhraseGraph, min_max
+
+
+@dataclass
+class Ranking:
+    """Passage scores (passage order) and how they were obtained."""
+
+    scores: np.ndarray
+    mode: str  # ppr | uniform | dense
+    seeds: int = 0  # nodes with a non-zero reset weight
+    linked: list[tuple[str, str, float]] = field(default_factory=list)  # (entity, phrase, cosine)
+
+
+def uniform(n: int) -> Ranking:
+    return Ranking(np.full(n, 1.0 / n if n else 0.0), "uniform")
+
+
+def rank_v1(
+    g: PhraseGraph,
+    phrase_vectors: np.ndarray,
+    entities: Sequence[str],
+    entity_vectors: np.ndarray,
+    damping: float,
+    passage_score: str = "facts",
+    specificity: bool = True,
+    implementation: str = "prpack",
+) -> Ranking:
+    """HippoRAG 1's single-step retrieval; see the module docstring."""
+    n = len(g.passages)
+    if not entities or not g.phrases:
+        return uniform(n)
+    sims = entity_vectors @ phrase_vectors.T
+    weights = g.specificity() if specificity else np.ones(len(g.phrases))
+    reset = np.zeros(g.n_nodes)
+    linked = []
+    for entity, row in zip(entities, sims, strict=True):
+        j = int(np.argmax(row))
+        reset[j] = weights[j]
+        linked.append((entity, g.phrases[j], float(row[j])))
+    ppr = g.ppr(reset, damping, implementation)[: len(g.phrases)]
+    scores = g.passage_sums(ppr, passage_score)
+    return Ranking(min_max(scores), "ppr", int(np.count_nonzero(reset)), linked)
+
+
+def top_facts(fact_scores: np.ndarray, k: int) -> list[int]:
+    """The ``k`` best facts by score (ties: earlier fact first)."""
+    return [int(i) for i in np.argsort(-fact_scores, kind="stable")[:k]]
+
+
+def match_facts(returned: Sequence[Sequence[str]], candidates: Sequence[Triple]) -> list[int]:
+    """Candidate positions of the facts the filter returned, in its order: the normalised fact itself,
+    else the closest candidate by string similarity (the code's ``difflib`` match); duplicates once."""
+    out: list[int] = []
+    texts = [str(list(c)) for c in candidates]
+    for fact in returned:
+        norm = tuple(normalise_phrase(x) for x in fact)
+        if norm in candidates:
+            i = list(candidates).index(norm)  # type: ignore[arg-type]
+        else:
+            close = difflib.get_close_matches(str(list(norm)), texts, n=1, cutoff=0.0)
+            i = texts.index(close[0])
+        if i not in out:
+            out.append(i)
+    return out
+
+
+def rank_v2(
+    g: PhraseGraph,
+    kept: Sequence[int],
+    fact_scores: np.ndarray,
+    dense: np.ndarray,
+    link_top_k: int,
+    passage_node_weight: float,
+    damping: float,
+    implementation: str = "prpack",
+) -> Ranking:
+    """HippoRAG 2's graph search from the kept facts; dense retrieval when none is kept."""
+    if not kept:
+        return Ranking(min_max(dense), "dense")
+    ids = g.phrase_ids()
+    counts = g.passages_per_phrase()  # cached index: cheap per query
+    total = np.zeros(len(g.phrases))
+    occurs = np.zeros(len(g.phrases))
+    for f in kept:
+        s, _, o = g.facts[f]
+        for i in (ids[s], ids[o]):
+            total[i] += fact_scores[f] / counts[i] if counts[i] > 0 else fact_scores[f]
+            occurs[i] += 1
+    phrase_w = np.divide(total, occurs, out=np.zeros_like(total), where=occurs != 0)
+    if link_top_k:
+        keep = [int(i) for i in np.argsort(-phrase_w, kind="stable")[:link_top_k]]
+        mask = np.zeros_like(phrase_w)
+        mask[keep] = 1.0
+        phrase_w = phrase_w * mask
+    reset = np.concatenate([phrase_w, min_max(dense) * passage_node_weight])
+    if reset.sum() <= 0:
+        return Ranking(min_max(dense), "dense")
+    ppr = g.ppr(reset, damping, implementation)
+    return Ranking(ppr[len(g.phrases) :], "ppr", int(np.count_nonzero(reset)))

@@ -1,0 +1,334 @@
+"""HippoRAG with a scripted LLM and recorded replies: the phrase graph of a hand-checked 3-passage
+example (triple edges, synonym edges, specificity), PPR's damping and the v1 ranking against an
+independent computation, the counted JSON failures, the budget and the snapshot round trip
+(Gutiérrez et al. 2024; OSU-NLP-Group/HippoRAG legacy and main; conf/memory/hipporag.yaml)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+from memharness.memsys.graphrag.common import FailureLog
+from memharness.memsys.hipporag import HippoRAG
+from memharness.memsys.hipporag.extract import normalise_phrase, parse_triples
+from memharness.memsys.hipporag.graph import PhraseGraph
+from memharness.memsys.hipporag.rank import match_facts
+from memharness.memsys.testing.doubles import HashingEmbedder, ScriptedLLM, WordTokenizer
+from memharness.memsys.types import units_from_texts
+from omegaconf import OmegaConf
+
+from tests.paths import ROOT
+
+YAML = OmegaConf.to_container(OmegaConf.load(ROOT / "conf" / "memory" / "hipporag.yaml"))
+PROMPTS = {k: YAML[k] for k in YAML if k.endswith("_prompt")}
+
+PASSAGES = [
+    "Alice Smith works at Acme Corp, which is located in Berlin.",
+    "Bob Jones works at Acme Corp Inc. He was born in Berlin, where Acme Corp is located.",
+    "Berlin is the capital of Germany. X Y is near Y X.",
+]
+# Recorded OpenIE replies (what a model wrote for each passage; the third has the 2-character phrases)
+TRIPLES = {
+    PASSAGES[0]: [["Alice Smith", "works at", "Acme Corp"], ["Acme Corp", "located in", "Berlin"]],
+    PASSAGES[1]: [
+        ["Bob Jones", "works at", "Acme Corp Inc."],
+        ["Bob Jones", "born in", "Berlin"],
+        ["Acme Corp", "located in", "Berlin"],
+    ],
+    PASSAGES[2]: [["Berlin", "capital of", "Germany"], ["X Y", "near", "Y X"]],
+}
+PHRASES = [
+    "alice smith",
+    "acme corp",
+    "berlin",
+    "bob jones",
+    "acme corp inc",
+    "germany",
+    "x y",
+    "y x",
+]
+
+
+def passage_of(prompt: str) -> str:
+    return prompt.split("Paragraph:\n", 1)[1].split("\n", 1)[0]
+
+
+def replier(triples=TRIPLES, query_entities=("Berlin",), filter_reply=None):
+    """Recorded replies by prompt: NER lists the triples' endpoints, OpenIE the recorded triples."""
+
+    def reply(prompt: str) -> str | None:
+        if prompt.startswith("Find the named entities"):
+            found = (
+                triples.get(passage_of(prompt))
+                if isinstance(triples.get(passage_of(prompt)), list)
+                else []
+            )
+            names = list(dict.fromkeys(x for t in found for x in (t[0], t[2])))
+            return json.dumps({"named_entities": names})
+        if prompt.startswith("Build an RDF"):
+            found = triples.get(passage_of(prompt))
+            return found if isinstance(found, str) else json.dumps({"triples": found or []})
+        if prompt.startswith("You extract entities"):
+            return json.dumps({"named_entities": list(query_entities)})
+        if prompt.startswith("You are given a question and candidate facts"):
+            if filter_reply is not None:
+                return filter_reply
+            facts = json.loads(prompt.split("Facts: ", 1)[1].split("\n", 1)[0])["fact"]
+            return json.dumps({"fact": facts[:1]})
+        raise AssertionError(prompt[:80])
+
+    return ScriptedLLM(reply)
+
+
+def built(llm=None, texts=PASSAGES, **settings) -> HippoRAG:
+    mem = HippoRAG(
+        llm=llm or replier(),
+        embedder=HashingEmbedder(dim=1024),
+        tokenizer=WordTokenizer(),
+        **{**PROMPTS, **settings},
+    )
+    mem.insert(units_from_texts(list(texts), source_id="doc"))
+    mem.ensure_built()
+    return mem
+
+
+def test_every_key_of_the_config_is_commented():
+    lines = (ROOT / "conf" / "memory" / "hipporag.yaml").read_text().splitlines()
+    for key in set(YAML) - {"_target_", "name"}:
+        ((i, line),) = [(i, ln) for i, ln in enumerate(lines) if ln.startswith(f"{key}:")]
+        assert "#" in line or lines[i - 1].startswith("#"), key
+
+
+def test_phrases_are_normalised_as_hipporag_does():
+    assert normalise_phrase("Acme Corp Inc.") == "acme corp inc"
+    assert normalise_phrase("  Dr. J.-P. Sartre ") == "dr j p sartre"
+    log = FailureLog()
+    triples, dropped = parse_triples(
+        '{"triples": [["A", "b", "C"], ["only", "two"], ["!!", "is", "x"]]}', "t", log
+    )
+    assert triples == [("a", "b", "c")] and dropped == 2
+    assert log.counts == {"malformed_triple": 1, "empty_phrase": 1}
+
+
+def test_graph_of_the_three_passages_by_hand():
+    mem = built()
+    g = mem.graph
+    assert g.phrases == PHRASES
+    ids = {p: i for i, p in enumerate(PHRASES)}
+
+    def edge(a, b):
+        return (min(ids[a], ids[b]), max(ids[a], ids[b]))
+
+    triple_edges = {k: w for k, w in g.edges.items() if g.kinds[k] == "triple"}
+    assert triple_edges == {
+        edge("alice smith", "acme corp"): 1.0,
+        edge("acme corp", "berlin"): 2.0,  # the same triple in two passages adds 1 per passage
+        edge("bob jones", "acme corp inc"): 1.0,
+        edge("bob jones", "berlin"): 1.0,
+        edge("berlin", "germany"): 1.0,
+        edge("x y", "y x"): 1.0,
+    }
+    # "acme corp" / "acme corp inc" share 2 of 3 hashed words: cosine 2 / sqrt(6) >= 0.8. "x y" and
+    # "y x" are the same bag (cosine 1) but have only 2 alphanumerics each: no synonym edge.
+    synonyms = {k: w for k, w in g.edges.items() if g.kinds[k] == "synonym"}
+    assert list(synonyms) == [edge("acme corp", "acme corp inc")]
+    assert synonyms[edge("acme corp", "acme corp inc")] == pytest.approx(2 / 6**0.5, abs=1e-3)
+    # specificity = 1 / passages holding the phrase: berlin in 3, acme corp in 2, the rest in 1
+    expected = {p: 1.0 for p in PHRASES} | {"berlin": 1 / 3, "acme corp": 1 / 2}
+    assert g.specificity().tolist() == pytest.approx([expected[p] for p in PHRASES])
+    stats = mem.stats()["hipporag"]["build"]
+    assert stats["graph"]["edges"] == {"triple": 6, "synonym": 1, "passage": 0}
+    assert stats["llm_calls"] == {"ner": 3, "triples": 3, "total": 6}
+    assert stats["extraction"]["extraction_failure_rate"] == 0.0
+
+
+def test_a_higher_threshold_drops_the_synonym_edge_and_v2_adds_passage_nodes():
+    assert built(synonym_threshold=0.85).graph.edge_counts()["synonym"] == 0
+    g = built(variant="v2").graph
+    assert g.n_nodes == len(PHRASES) + 3
+    passage_edges = sorted(k for k, kind in g.kinds.items() if kind == "passage")
+    # passage 0 holds alice smith, acme corp, berlin: nodes 0, 1, 2 linked to node 8
+    assert [k for k in passage_edges if k[1] == len(PHRASES)] == [(0, 8), (1, 8), (2, 8)]
+    assert len(passage_edges) == 3 + 4 + 4
+
+
+def test_ppr_damping_is_the_probability_of_following_an_edge():
+    """Two nodes, reset on the first: p_a = 1 / (1 + d), p_b = d / (1 + d)."""
+    g = PhraseGraph(phrases=["a", "b"], passages=[], facts=[], passage_facts=[])
+    g.edges[(0, 1)], g.kinds[(0, 1)] = 1.0, "triple"
+    for d in (0.2, 0.5):
+        assert g.ppr(np.array([1.0, 0.0]), d).tolist() == pytest.approx([1 / (1 + d), d / (1 + d)])
+
+
+def reference_scores(texts, triples, seeds, damping, vectors_of):
+    """An independent v1: graph from the raw triples, dense power iteration, facts summed."""
+    rows = [[tuple(normalise_phrase(x) for x in t) for t in triples[p]] for p in texts]
+    phrases = list(dict.fromkeys(x for r in rows for t in r for x in (t[0], t[2])))
+    n = len(phrases)
+    w = np.zeros((n, n))
+    for r in rows:
+        for s, _, o in r:
+            a, b = phrases.index(s), phrases.index(o)
+            if a != b:
+                w[a, b] += 1
+                w[b, a] += 1
+    vec = vectors_of(phrases)
+    for i, p in enumerate(phrases):
+        for j in range(n):
+            if i != j and len(re.sub("[^a-z0-9]", "", p)) > 2 and vec[i] @ vec[j] >= 0.8:
+                w[i, j] = w[j, i] = vec[i] @ vec[j]
+    held = [sum(p in {x for t in r for x in (t[0], t[2])} for r in rows) for p in phrases]
+    reset = np.zeros(n)
+    for entity in seeds:
+        j = int(np.argmax(vec @ vectors_of([entity])[0]))
+        reset[j] = 1 / held[j]
+    reset /= reset.sum()
+    walk = w / np.maximum(w.sum(1, keepdims=True), 1e-12)
+    p = reset.copy()
+    for _ in range(200):
+        p = (1 - damping) * reset + damping * walk.T @ p
+    scores = np.array(
+        [sum(p[phrases.index(x)] for f in set(r) for x in {f[0], f[2]}) for r in rows]
+    )
+    return (scores - scores.min()) / (scores.max() - scores.min())
+
+
+SEEDS = [["Berlin", "Germany"], ["Acme Corp", "Bob Jones"], ["Alice Smith", "X Y"]]
+
+
+@pytest.mark.parametrize("seeds", SEEDS)
+def test_v1_ranking_matches_an_independent_computation(seeds):
+    mem = built(llm=replier(query_entities=seeds))
+    ranking = mem.rank("a question")
+    expected = reference_scores(PASSAGES, TRIPLES, seeds, 0.5, HashingEmbedder(dim=1024).embed)
+    assert ranking.mode == "ppr" and ranking.scores.tolist() == pytest.approx(expected.tolist())
+
+
+@pytest.mark.parametrize(
+    "mutation", [{"specificity": False}, {"passage_score": "phrases"}, {"damping": 0.8}]
+)
+def test_the_reference_tells_each_planted_mutation_apart(mutation):
+    """The comparison above can fail: each changed rule moves some seed set's scores."""
+    embed = HashingEmbedder(dim=1024).embed
+    moved = []
+    for seeds in SEEDS:
+        scores = built(llm=replier(query_entities=seeds), **mutation).rank("q").scores
+        expected = reference_scores(PASSAGES, TRIPLES, seeds, 0.5, embed)
+        moved.append(not np.allclose(scores, expected))
+    assert any(moved)
+
+
+def test_arpack_gives_the_same_scores_as_prpack():
+    seeds = ["Berlin", "Germany"]
+    a = built(llm=replier(query_entities=seeds)).rank("q").scores
+    b = built(llm=replier(query_entities=seeds), ppr_implementation="arpack").rank("q").scores
+    assert b.tolist() == pytest.approx(a.tolist(), abs=1e-8)
+
+
+def test_v1_ranking_by_hand_and_the_returned_passages_carry_their_units():
+    """Seed "germany": passage 2 holds it and ranks first; its only neighbour is berlin, which two
+    facts of passage 1 touch and one of passage 0, so passage 1 comes second; the last is min-max 0."""
+    mem = built(llm=replier(query_entities=["Germany"]))
+    items = mem.search("Which country?", budget_tokens=1000)
+    assert [i.text for i in items] == [PASSAGES[2], PASSAGES[1], PASSAGES[0]]
+    assert items[0].score == 1.0 and items[-1].score == 0.0
+    assert all(
+        i.source_unit_ids == (u.id,) for i, u in zip(items, _units_by_text(mem, items), strict=True)
+    )
+    assert mem.stats()["hipporag"]["search"]["last_linked"] == [["germany", "germany", 1.0]]
+
+
+def _units_by_text(mem, items):
+    by_text = {u.text: u for u in mem.units}
+    return [by_text[i.text] for i in items]
+
+
+def test_no_query_entity_gives_uniform_scores_counted():
+    mem = built(llm=replier(query_entities=[]))
+    ranking = mem.rank("q")
+    assert ranking.mode == "uniform" and len(set(ranking.scores.tolist())) == 1
+
+
+def test_json_failures_are_counted_and_shown_never_silently_zero():
+    triples = dict(TRIPLES)
+    triples[PASSAGES[1]] = "Sure! Here are the triples: (bob, works at, acme)"  # not JSON
+    triples[PASSAGES[2]] = []  # valid JSON, no triples
+    mem = built(llm=replier(triples=triples))
+    build = mem.stats()["hipporag"]["build"]
+    extraction = build["extraction"]
+    assert extraction["openie_status"] == {
+        "ok": 1,
+        "no_triples": 1,
+        "unparsed": 1,
+        "call_failed": 0,
+    }
+    assert extraction["extraction_failure_rate"] == pytest.approx(1 / 3)
+    assert extraction["empty_triple_rate"] == pytest.approx(2 / 3)
+    counts = build["failures"]["counts"]
+    assert counts["triples_unparsed"] == 1 and counts["no_triples"] == 1
+    assert mem.degraded == {"extraction_unparsed": 1}
+    assert mem.graph.phrases == ["alice smith", "acme corp", "berlin"]
+
+
+def test_failed_calls_are_counted_as_failures():
+    def reply(prompt):
+        return None if prompt.startswith("Build an RDF") else replier().reply(prompt)
+
+    mem = built(llm=ScriptedLLM(reply))
+    extraction = mem.stats()["hipporag"]["build"]["extraction"]
+    assert extraction["openie_status"]["call_failed"] == 3
+    assert mem.degraded == {"extraction_failed": 3}
+
+
+def test_budget_is_respected_and_the_overflow_counted():
+    mem = built()
+    sizes = sorted(len(t.split()) for t in PASSAGES)
+    items = mem.search("q", budget_tokens=sizes[0] + sizes[1] - 1)
+    assert sum(i.tokens for i in items) <= sizes[0] + sizes[1] - 1
+    assert len(items) < 3 and mem.stats()["hipporag"]["search"]["passages_over_budget"] >= 1
+    assert len(built(top_k=1).search("q", 1000)) == 1
+
+
+def test_snapshot_round_trip_gives_the_same_graph_and_ranking():
+    for variant in ("v1", "v2"):
+        mem = built(variant=variant)
+        state = mem.state()
+        arrays = {k: v for k, v in state.items() if isinstance(v, np.ndarray)}
+        plain = json.loads(json.dumps({k: v for k, v in state.items() if k not in arrays}))
+        again = HippoRAG(
+            llm=replier(),
+            embedder=HashingEmbedder(dim=1024),
+            tokenizer=WordTokenizer(),
+            **{**PROMPTS, "variant": variant},
+        )
+        again.load_state({**plain, **arrays})
+        assert again.graph.to_json() == mem.graph.to_json()
+        assert [i.node_id for i in again.search("q", 1000)] == [
+            i.node_id for i in mem.search("q", 1000)
+        ]
+        assert again.stats()["hipporag"]["build"] == mem.stats()["hipporag"]["build"]
+
+
+def test_v2_filter_keeps_facts_and_seeds_passages():
+    mem = built(variant="v2")
+    ranking = mem.rank("Where does Bob Jones work?")
+    record = mem.stats()["hipporag"]["search"]
+    assert ranking.mode == "ppr" and record["filter_calls"] == 1 and record["facts_kept"] == 1
+    # the kept fact's two phrases plus every passage but the least similar (its min-max score is 0)
+    assert ranking.seeds == 2 + 2
+    assert len(mem.search("Where does Bob Jones work?", 1000)) == 3  # v2 returns up to 5
+
+
+def test_v2_unreadable_filter_falls_back_to_dense_counted():
+    mem = built(variant="v2", llm=replier(filter_reply="I think facts 1 and 2."))
+    assert mem.rank("q").mode == "dense"
+    record = mem.stats()["hipporag"]["search"]
+    assert record["filter_unparsed"] == 1 and record["failures"]["counts"] == {"filter_unparsed": 1}
+
+
+def test_filter_output_is_matched_to_the_candidates():
+    candidates = [("a", "b", "c"), ("berlin", "capital of", "germany")]
+    assert match_facts([["Berlin", "capital of", "Germany"], ["a", "b", "c"]], candidates) == [1, 0]
+    assert match_facts([["berlin", "capital", "germany"]], candidates) == [1]  # closest
