@@ -1,0 +1,106 @@
+"""One agent step's reply read as a function call (the constrained JSON format).
+
+Every backend is asked for a JSON object (``ChatRequest.json_output``: a JSON grammar on the embedded
+llama.cpp model, ``response_format`` on OpenAI-compatible servers, guided JSON on vLLM):
+``{"thought": "...", "function": "<name>", "arguments": {...}}``. A reply that is not such an object,
+names no known function, or whose arguments do not fit the function is *malformed*: the loop counts it
+by kind and feeds the error back to the agent as a failed function result, as MemGPT's loop does
+(``agent.py`` ``handle_ai_response``: a parse error or unknown function becomes a "Failed" function
+response with a forced heartbeat).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+# function -> (required arguments, optional arguments), each name -> type. ``request_heartbeat``
+# (a boolean) is accepted by every function, as in the code.
+FUNCTIONS: dict[str, tuple[dict[str, type], dict[str, type]]] = {
+    "send_message": ({"message": str}, {}),
+    "core_memory_append": ({"name": str, "content": str}, {}),
+    "core_memory_replace": ({"name": str, "old_content": str, "new_content": str}, {}),
+    "conversation_search": ({"query": str}, {"page": int}),
+    "archival_memory_insert": ({"content": str}, {}),
+    "archival_memory_search": ({"query": str}, {"page": int}),
+}
+HEARTBEAT = "request_heartbeat"
+MALFORMED_KINDS = ("unparsed", "unknown_function", "bad_arguments")
+
+
+@dataclass
+class Call:
+    """A well-formed call: the function, its arguments (without the heartbeat flag) and the flag."""
+
+    function: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    heartbeat: bool = False
+    thought: str = ""
+
+
+class Malformed(Exception):
+    """The reply is not a usable call; ``kind`` is one of ``MALFORMED_KINDS``."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def _object(text: str) -> Any:
+    """The JSON object in the reply; a model may wrap it in prose or a code fence."""
+    text = text.strip()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        start, end = text.find("{"), text.rfind("}")
+        if start < 0 or end <= start:
+            raise
+        return json.loads(text[start : end + 1])
+
+
+def _fits(value: Any, kind: type) -> bool:
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, kind)
+
+
+def parse_call(text: str) -> Call:
+    """Read one reply as a call or raise ``Malformed`` naming what is wrong."""
+    try:
+        obj = _object(text)
+    except json.JSONDecodeError:
+        raise Malformed("unparsed", "the reply was not a JSON object") from None
+    if not isinstance(obj, dict):
+        raise Malformed("unparsed", "the reply was JSON but not an object")
+    name = obj.get("function")
+    if not isinstance(name, str) or name not in FUNCTIONS:
+        known = ", ".join(FUNCTIONS)
+        raise Malformed("unknown_function", f"no function named {name!r} (known: {known})")
+    args = obj.get("arguments", {})
+    if not isinstance(args, dict):
+        raise Malformed("bad_arguments", f"the arguments of {name} must be a JSON object")
+    args = dict(args)
+    heartbeat = args.pop(HEARTBEAT, obj.get(HEARTBEAT))
+    required, optional = FUNCTIONS[name]
+    missing = [a for a in required if a not in args]
+    unexpected = [a for a in args if a not in required and a not in optional]
+    wrong = [
+        a
+        for a, v in args.items()
+        if a in {**required, **optional} and not _fits(v, {**required, **optional}[a])
+    ]
+    if missing or unexpected or wrong:
+        parts = [
+            f"missing {', '.join(missing)}" if missing else "",
+            f"unexpected {', '.join(unexpected)}" if unexpected else "",
+            f"wrong type for {', '.join(wrong)}" if wrong else "",
+        ]
+        raise Malformed("bad_arguments", f"{name}: " + "; ".join(p for p in parts if p))
+    thought = obj.get("thought")
+    return Call(
+        name,
+        args,
+        heartbeat=heartbeat is True,  # the code ignores a flag that is not a boolean
+        thought=thought if isinstance(thought, str) else "",
+    )
