@@ -18,9 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memharness.memsys.memgpt.calls import Call, Malformed, parse_call
+from memharness.memsys.memgpt.calls import Call, Malformed, call_schema, parse_call
 from memharness.memsys.memgpt.stores import FunctionFailed
 from memharness.memsys.services.types import ChatRequest
+
+SCHEMA = call_schema()
 
 
 @dataclass(frozen=True)
@@ -222,6 +224,7 @@ class Loop:
                 max_tokens=s.step_max_tokens,
                 temperature=s.temperature,
                 json_output=True,
+                json_schema=SCHEMA,
             )
             prompt = "\n\n".join(f"[{r}]\n{t}" for r, t in request.messages)
             completion = self.llm.complete_one(request)

@@ -1,12 +1,14 @@
 """One agent step's reply read as a function call (the constrained JSON format).
 
-Every backend is asked for a JSON object (``ChatRequest.json_output``: a JSON grammar on the embedded
-llama.cpp model, ``response_format`` on OpenAI-compatible servers, guided JSON on vLLM):
-``{"thought": "...", "function": "<name>", "arguments": {...}}``. A reply that is not such an object,
-names no known function, or whose arguments do not fit the function is *malformed*: the loop counts it
-by kind and feeds the error back to the agent as a failed function result, as MemGPT's loop does
-(``agent.py`` ``handle_ai_response``: a parse error or unknown function becomes a "Failed" function
-response with a forced heartbeat).
+Every backend is asked for a JSON object of ``call_schema()`` (``ChatRequest.json_output`` and
+``json_schema``: a grammar on the embedded llama.cpp model, ``response_format: json_schema`` on
+OpenAI-compatible servers, guided JSON on vLLM):
+``{"thought": "...", "function": "<name>", "arguments": {...}}``. Native tool calls are not used: the
+harness's chat interface has none; the schema carries the same functions and arguments. A reply
+that is not such an object, names no known function, or whose arguments do not fit the function is
+*malformed*: the loop counts it by kind and feeds the error back to the agent as a failed function
+result, as MemGPT's loop does (``agent.py`` ``handle_ai_response``: a parse error or unknown function
+becomes a "Failed" function response with a forced heartbeat).
 """
 
 from __future__ import annotations
@@ -27,6 +29,35 @@ FUNCTIONS: dict[str, tuple[dict[str, type], dict[str, type]]] = {
 }
 HEARTBEAT = "request_heartbeat"
 MALFORMED_KINDS = ("unparsed", "unknown_function", "bad_arguments")
+
+
+def call_schema() -> str:
+    """The JSON Schema of one step's reply: a thought, then one of the functions with its arguments
+    (sent as ``ChatRequest.json_schema``; a backend that cannot constrain ignores it)."""
+    names = {str: "string", int: "integer"}
+    variants = []
+    for name, (required, optional) in FUNCTIONS.items():
+        props = {a: {"type": names[t]} for a, t in {**required, **optional}.items()}
+        if name != "send_message":
+            props[HEARTBEAT] = {"type": "boolean"}
+        variants.append(
+            {
+                "type": "object",
+                "properties": {
+                    "thought": {"type": "string"},
+                    "function": {"const": name},
+                    "arguments": {
+                        "type": "object",
+                        "properties": props,
+                        "required": list(required),
+                        "additionalProperties": False,
+                    },
+                },
+                "required": ["thought", "function", "arguments"],
+                "additionalProperties": False,
+            }
+        )
+    return json.dumps({"anyOf": variants}, sort_keys=True)
 
 
 @dataclass

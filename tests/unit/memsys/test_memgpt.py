@@ -9,7 +9,7 @@ import json
 
 import pytest
 from memharness.memsys.memgpt import MemGPT
-from memharness.memsys.memgpt.calls import Malformed, parse_call
+from memharness.memsys.memgpt.calls import FUNCTIONS, Malformed, parse_call
 from memharness.memsys.testing.doubles import HashingEmbedder, ScriptedLLM, WordTokenizer
 from memharness.memsys.types import Question, units_from_texts
 from omegaconf import OmegaConf
@@ -288,3 +288,14 @@ def test_a_snapshot_state_restores_the_stores():
     again.load_state(mem.state())
     assert [e.text for e in again.recall.entries] == [e.text for e in mem.recall.entries]
     assert len(again.archival.vectors) == 3
+
+
+def test_every_step_asks_for_json_of_the_call_schema_and_the_schema_covers_every_function():
+    script = Script([call("send_message", message="hi")])
+    ask(memory(script))
+    request = script.step_requests[0]
+    assert request.json_output and request.json_schema
+    variants = json.loads(request.json_schema)["anyOf"]
+    assert [v["properties"]["function"]["const"] for v in variants] == list(FUNCTIONS)
+    search = variants[list(FUNCTIONS).index("conversation_search")]["properties"]["arguments"]
+    assert search["required"] == ["query"] and search["properties"]["page"] == {"type": "integer"}
