@@ -32,32 +32,36 @@ MALFORMED_KINDS = ("unparsed", "unknown_function", "bad_arguments")
 
 
 def call_schema() -> str:
-    """The JSON Schema of one step's reply: a thought, then one of the functions with its arguments
-    (sent as ``ChatRequest.json_schema``; a backend that cannot constrain ignores it)."""
+    """The JSON Schema of one step's reply: a thought, a function name, and arguments of one of the
+    functions' shapes (sent as ``ChatRequest.json_schema``; a backend that cannot constrain ignores
+    it). The arguments are not tied to the named function in the schema (one branch per function
+    through the whole reply multiplies a grammar's work on llama.cpp), so ``parse_call`` still checks
+    them against the function and counts a mismatch as ``bad_arguments``."""
     names = {str: "string", int: "integer"}
-    variants = []
+    shapes = []
     for name, (required, optional) in FUNCTIONS.items():
         props = {a: {"type": names[t]} for a, t in {**required, **optional}.items()}
         if name != "send_message":
             props[HEARTBEAT] = {"type": "boolean"}
-        variants.append(
-            {
-                "type": "object",
-                "properties": {
-                    "thought": {"type": "string"},
-                    "function": {"const": name},
-                    "arguments": {
-                        "type": "object",
-                        "properties": props,
-                        "required": list(required),
-                        "additionalProperties": False,
-                    },
-                },
-                "required": ["thought", "function", "arguments"],
-                "additionalProperties": False,
-            }
-        )
-    return json.dumps({"anyOf": variants}, sort_keys=True)
+        shape = {
+            "type": "object",
+            "properties": props,
+            "required": list(required),
+            "additionalProperties": False,
+        }
+        if shape not in shapes:  # the two searches take the same arguments
+            shapes.append(shape)
+    schema = {
+        "type": "object",
+        "properties": {  # in the order the model writes them: the thought before the call
+            "thought": {"type": "string"},
+            "function": {"enum": list(FUNCTIONS)},
+            "arguments": {"anyOf": shapes},
+        },
+        "required": ["thought", "function", "arguments"],
+        "additionalProperties": False,
+    }
+    return json.dumps(schema)
 
 
 @dataclass
