@@ -53,6 +53,13 @@ def test_the_sent_message_is_the_prediction_and_the_steps_are_recorded(make_cfg,
     agent = [e["agent"] for e in stats.values()]
     assert sum(a["answered"] for a in agent) == len(samples)
     assert all(a["malformed_total"] == 0 and a["mean_steps_per_question"] == 2.0 for a in agent)
+    # every step is a cached call: a warm rerun makes no backend call and predicts the same
+    first = json.loads((tmp_path / "a" / "metrics.json").read_text())["calls"]["retrieve"]
+    run(_cfg(make_cfg, [["Showing", SEND], ["user_message", SEARCH]]), tmp_path / "b")
+    warm = json.loads((tmp_path / "b" / "metrics.json").read_text())["calls"]["retrieve"]
+    assert first["calls"] == 2 * len(samples) and warm["calls"] == 0
+    assert warm["cache_hits"] == first["calls"]
+    assert [s["prediction"] for s in _samples(tmp_path / "b")] == [s["prediction"] for s in samples]
 
 
 def test_the_step_cap_is_an_answer_failure_and_flat_answers_with_the_shared_prompt(
