@@ -41,12 +41,14 @@ def call_schema() -> str:
     shapes = []
     for name, (required, optional) in FUNCTIONS.items():
         props = {a: {"type": names[t]} for a, t in {**required, **optional}.items()}
-        if name != "send_message":
+        needed = list(required)
+        if name != "send_message":  # the code's schemas require the flag on every other function
             props[HEARTBEAT] = {"type": "boolean"}
+            needed.append(HEARTBEAT)
         shape = {
             "type": "object",
             "properties": props,
-            "required": list(required),
+            "required": needed,
             "additionalProperties": False,
         }
         if shape not in shapes:  # the two searches take the same arguments

@@ -300,5 +300,8 @@ def test_every_step_asks_for_json_of_the_call_schema_and_the_schema_covers_every
     assert schema["properties"]["function"]["enum"] == list(FUNCTIONS)
     shapes = schema["properties"]["arguments"]["anyOf"]
     search = next(s for s in shapes if "query" in s["properties"])
-    assert search["required"] == ["query"] and search["properties"]["page"] == {"type": "integer"}
+    assert search["required"] == ["query", "request_heartbeat"]  # the code's schemas require it
+    assert search["properties"]["page"] == {"type": "integer"}
+    send = next(s for s in shapes if "message" in s["properties"])
+    assert "request_heartbeat" not in send["properties"]
     assert len(shapes) == len(FUNCTIONS) - 1  # the two searches share one shape
