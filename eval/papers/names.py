@@ -27,8 +27,6 @@ PENDING_SYSTEMS = {
     "cam": "issue 9",
     "graphrag": "issue 10",
     "structmem": "issue 11",
-    "hipporag": "issue 26 (helper branch hipporag)",
-    "memgpt": "issue 26 (helper branch memgpt)",
 }
 PENDING_DATASETS = {
     "quality_mc": "issue 11 (QuALITY in multiple-choice mode)",

@@ -114,6 +114,11 @@ class Sample(_Record):
     partial: JSON | None = Field(
         None, description="a memory that answers itself: the parts that failed (GraphRAG global)"
     )
+    agent_steps: list[JSON] | None = Field(
+        None,
+        description="a function-calling memory (MemGPT): each step's function and status (ok, "
+        "failed, malformed:<kind>, call_failed) and heartbeat",
+    )
 
 
 class Metrics(_Record):

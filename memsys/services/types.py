@@ -14,8 +14,10 @@ class ChatRequest:
 
     ``choices`` asks the backend to constrain the output to one of the given
     strings (grammar, guided decoding or logit bias, as the backend allows);
-    ``json_output`` asks for a JSON object. Backends that cannot constrain
-    ignore both and the caller parses, counting failures.
+    ``json_output`` asks for a JSON object; ``json_schema`` (a JSON Schema, serialised) narrows it to
+    objects of that schema (a grammar on llama.cpp, ``response_format: json_schema`` on OpenAI-compatible
+    servers with ``json_mode``, guided JSON on vLLM). Backends that cannot constrain ignore them and the
+    caller parses, counting failures.
     """
 
     messages: tuple[tuple[str, str], ...]  # (role, content) pairs
@@ -25,6 +27,7 @@ class ChatRequest:
     stop: tuple[str, ...] = ()
     choices: tuple[str, ...] | None = None
     json_output: bool = False
+    json_schema: str | None = None  # a JSON Schema document; only read with json_output
 
     @classmethod
     def user(cls, prompt: str, system: str | None = None, **params: Any) -> ChatRequest:
@@ -37,6 +40,8 @@ class ChatRequest:
     def cache_key(self, model_id: str) -> str:
         """Hash of the model id, the messages and every generation parameter."""
         payload = {"kind": "chat", "model": model_id, **asdict(self)}
+        if payload["json_schema"] is None:  # keys of requests without a schema stay as they were
+            del payload["json_schema"]
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 

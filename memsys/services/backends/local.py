@@ -7,6 +7,7 @@ Qwen2.5-Coder-1.5B assembled from parts and hash-checked) and the MiniLM folder 
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from pathlib import Path
@@ -181,6 +182,8 @@ class LlamaCppBackend:
             kwargs["grammar"] = self._grammar(tuple(request.choices))
         elif request.json_output:
             kwargs["response_format"] = {"type": "json_object"}
+            if request.json_schema:  # llama-cpp-python compiles the schema into a grammar
+                kwargs["response_format"]["schema"] = json.loads(request.json_schema)
         with self._lock:
             try:
                 messages, cut = self._fit_prompt(request)

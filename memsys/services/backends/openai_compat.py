@@ -253,7 +253,14 @@ class OpenAIBackend:
         if request.choices:
             body.update(self._choice_fields(tuple(request.choices), request.max_tokens))
         elif request.json_output and self.json_mode:
-            body["response_format"] = {"type": "json_object"}
+            body["response_format"] = (
+                {
+                    "type": "json_schema",
+                    "json_schema": {"name": "reply", "schema": json.loads(request.json_schema)},
+                }
+                if request.json_schema
+                else {"type": "json_object"}
+            )
         return body
 
     def _choice_fields(self, choices: tuple[str, ...], max_tokens: int) -> dict[str, Any]:

@@ -7,6 +7,7 @@ gathers those calls into one ``vllm.LLM.chat`` call so the GPU sees full batches
 from __future__ import annotations
 
 import importlib.util
+import json
 import queue
 import threading
 from collections.abc import Callable, Sequence
@@ -123,7 +124,11 @@ def sampling_params(vllm: Any, request: ChatRequest, default_seed: int) -> Any:
     if request.choices:
         guided = {"choice": list(request.choices)}
     elif request.json_output:
-        guided = {"json_object": True}
+        guided = (
+            {"json": json.loads(request.json_schema)}
+            if request.json_schema
+            else {"json_object": True}
+        )
     if guided is not None:
         kwargs.update(_guided_kwargs(vllm, guided))
     return vllm.SamplingParams(**kwargs)

@@ -23,6 +23,7 @@ CHANGED = {
     "stop": ("y",),
     "choices": ("a", "c"),
     "json_output": True,
+    "json_schema": '{"type": "object"}',
 }
 
 
@@ -39,6 +40,16 @@ def test_every_generation_parameter_is_in_the_key():
         assert dataclasses.replace(BASE, **{name: value}).cache_key("m") != base, name
     assert BASE.cache_key("other-model") != base
     assert BASE.cache_key("m") == base  # content-addressed: same content, same key
+
+
+def test_a_request_without_a_schema_keeps_the_key_it_had_before_the_field_existed():
+    import hashlib
+    import json
+
+    payload = {"kind": "chat", "model": "m", **dataclasses.asdict(BASE)}
+    del payload["json_schema"]
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False)
+    assert BASE.cache_key("m") == hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
 def test_sampled_calls_are_cached_only_with_a_seed(tmp_path):

@@ -1,0 +1,307 @@
+"""MemGPT-lite with a scripted LLM (Packer et al. 2023; conf/memory/memgpt.yaml): every message in
+recall, paging by 5, archival insert and search, heartbeat chaining, the 75 % warning, the flush into
+a recursive summary at 100 %, malformed calls counted and fed back, the step cap, and the answer
+being what send_message sent; plus the flat variant."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from memharness.memsys.memgpt import MemGPT
+from memharness.memsys.memgpt.calls import FUNCTIONS, Malformed, parse_call
+from memharness.memsys.testing.doubles import HashingEmbedder, ScriptedLLM, WordTokenizer
+from memharness.memsys.types import Question, units_from_texts
+from omegaconf import OmegaConf
+
+from tests.paths import ROOT
+
+YAML = OmegaConf.to_container(OmegaConf.load(ROOT / "conf" / "memory" / "memgpt.yaml"))
+TEXTS = {
+    k: YAML[k] for k in YAML if k.endswith(("_prompt", "_message")) or k in ("persona", "human")
+}
+SUMMARY_MARK = "Reply with\nthe summary only"  # a line of summary_prompt
+
+
+def call(function: str, heartbeat: bool | None = None, **arguments) -> str:
+    if heartbeat is not None:
+        arguments["request_heartbeat"] = heartbeat
+    return json.dumps({"thought": "t", "function": function, "arguments": arguments})
+
+
+class Script:
+    """Replies to agent steps from a list, in order; summary requests get ``summary``. Records the
+    full message list of every step request."""
+
+    def __init__(self, steps: list[str], summary: str | None = "SUMMARY-1") -> None:
+        self.steps, self.summary = list(steps), summary
+        self.step_requests: list = []
+        self.summary_prompts: list[str] = []
+        self.llm = ScriptedLLM(lambda prompt: None)  # replaced below: we need the whole request
+        self.llm.complete = self.complete  # type: ignore[method-assign]
+
+    def complete(self, requests, desc=None):
+        from memharness.memsys.services.types import Completion
+
+        out = []
+        for r in requests:
+            last = r.messages[-1][1]
+            if r.json_output:
+                self.step_requests.append(r)
+                out.append(Completion(text=self.steps.pop(0)))
+            else:
+                assert SUMMARY_MARK.split("\n")[1] in last
+                self.summary_prompts.append(last)
+                out.append(
+                    Completion(text=self.summary)
+                    if self.summary is not None
+                    else Completion(text="", error="BackendError: scripted")
+                )
+        return out
+
+
+def memory(script: Script, **settings) -> MemGPT:
+    values = {**TEXTS, "top_k": 3, **settings}
+    return MemGPT(llm=script.llm, embedder=HashingEmbedder(), tokenizer=WordTokenizer(), **values)
+
+
+def session_units(n: int):
+    return units_from_texts(
+        [f"turn {i}: I like topic{i} and the color blue" for i in range(n)], "s1"
+    )
+
+
+def ask(mem: MemGPT, text: str = "What color do I like?"):
+    items = mem.retrieve(text, 10_000)
+    q = Question(id="q1", text=text, answers=("blue",), position=0)
+    return items, mem.answer(q, items)
+
+
+def user_turns(request) -> list[str]:
+    return [t for r, t in request.messages if r == "user"]
+
+
+def test_sessions_go_to_recall_not_to_the_context_and_the_answer_is_the_sent_message():
+    script = Script([call("send_message", message="You like blue.")])
+    mem = memory(script)
+    mem.insert(session_units(3))
+    items, completion = ask(mem)
+    assert completion.ok and completion.text == "You like blue."
+    first = script.step_requests[0]
+    assert all("topic1" not in text for _, text in first.messages)  # recall only, not in context
+    # the question and the sent message were added to recall after the 3 units
+    assert [e.role for e in mem.recall.entries] == ["user"] * 4 + ["assistant"]
+    assert mem.recall.entries[-1].text == "You like blue."
+    assert completion.extra["sample_fields"]["agent_steps"] == [
+        {"function": "send_message", "status": "ok"}
+    ]
+    assert items == []  # no search ran: nothing was shown to the agent
+    assert mem.stats()["agent"]["answered"] == 1
+
+
+def test_conversation_search_is_case_insensitive_and_paged_by_five_with_heartbeat_chaining():
+    script = Script(
+        [
+            call("conversation_search", True, query="BLUE"),
+            call("conversation_search", True, query="blue", page=1),
+            call("send_message", message="blue"),
+        ]
+    )
+    mem = memory(script)
+    mem.insert(session_units(7))
+    items, completion = ask(mem, "which one?")
+    assert completion.text == "blue"
+    page0 = user_turns(script.step_requests[1])[-1]
+    page1 = user_turns(script.step_requests[2])[-1]
+    assert "Showing 5 of 7 results (page 0/1)" in page0 and "turn 4:" in page0
+    assert "turn 5:" not in page0
+    assert "Showing 2 of 7 results (page 1/1)" in page1 and "turn 6:" in page1
+    assert "request_heartbeat was true" in page0  # the heartbeat handed control back
+    # the units shown to the agent are the retrieved items, first shown first
+    assert [i.source_unit_ids[0] for i in items] == [u.id for u in mem.units]
+    agent = mem.stats()["agent"]
+    assert agent["heartbeats"] == 2 and agent["steps"] == 3
+    assert agent["mean_steps_per_question"] == 3.0
+
+
+def test_a_call_without_heartbeat_ends_the_turn_as_a_counted_failure():
+    script = Script([call("conversation_search", query="blue"), call("send_message", message="x")])
+    mem = memory(script)
+    mem.insert(session_units(2))
+    _, completion = ask(mem)
+    assert not completion.ok and "yielded" in completion.error
+    assert len(script.step_requests) == 1  # control went back to the (silent) user
+    assert mem.stats()["agent"]["yielded"] == 1
+
+
+def test_archival_insert_then_search_by_embedding_in_pages_of_five():
+    script = Script(
+        [
+            call("archival_memory_insert", True, content=f"note {i} about gardening")
+            for i in range(6)
+        ]
+        + [
+            call("archival_memory_search", True, query="note 3 about gardening"),
+            call("archival_memory_search", True, query="note 3 about gardening", page=1),
+            call("send_message", message="done"),
+        ]
+    )
+    mem = memory(script)
+    _, completion = ask(mem)
+    assert completion.text == "done" and len(mem.archival.entries) == 6
+    page0 = user_turns(script.step_requests[7])[-1]
+    page1 = user_turns(script.step_requests[8])[-1]
+    assert "Showing 5 of 6 results (page 0/1)" in page0
+    assert page0.index("memory: note 3 about gardening") < page0.index("memory: note 0")
+    assert "Showing 1 of 6 results (page 1/1)" in page1
+
+
+def test_core_memory_edits_and_their_limit_fail_back_to_the_agent():
+    script = Script(
+        [
+            call("core_memory_append", True, name="human", content="Likes blue."),
+            call("core_memory_replace", True, name="human", old_content="blue", new_content="red"),
+            call("core_memory_append", True, name="human", content="x" * 50),
+            call("core_memory_replace", True, name="human", old_content="green", new_content="x"),
+            call("send_message", message="ok"),
+        ]
+    )
+    mem = memory(script, core_char_limit=40, persona="I am a companion.")
+    _, completion = ask(mem)
+    assert completion.ok and mem.core.blocks["human"] == "Likes red."
+    assert "Likes red." in script.step_requests[2].messages[0][1]  # core memory is in the context
+    assert "over its limit of 40" in user_turns(script.step_requests[3])[-1]
+    assert "not found in human" in user_turns(script.step_requests[4])[-1]
+    assert mem.stats()["agent"]["function_errors"] == 2
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind"),
+    [
+        ("I think the answer is blue", "unparsed"),
+        ('["send_message"]', "unparsed"),
+        (call("send_email", message="blue"), "unknown_function"),
+        (call("conversation_search", True, text="blue"), "bad_arguments"),
+        (call("conversation_search", True, query="blue", page="1"), "bad_arguments"),
+    ],
+)
+def test_a_malformed_call_is_counted_fed_back_and_retried_never_the_answer(reply, kind):
+    script = Script([reply, call("send_message", message="blue")])
+    mem = memory(script)
+    _, completion = ask(mem)
+    assert completion.text == "blue"  # the retried step's message, not the malformed reply
+    fed_back = user_turns(script.step_requests[1])[-1]
+    assert '"status": "Failed"' in fed_back and "call failed" in fed_back
+    agent = mem.stats()["agent"]
+    assert agent["malformed"] == {kind: 1} and agent["malformed_rate"] == 0.5
+    steps = completion.extra["sample_fields"]["agent_steps"]
+    assert steps[0] == {"function": None, "status": f"malformed:{kind}"}
+
+
+def test_parse_call_reads_the_heartbeat_flag_only_as_a_boolean():
+    assert parse_call(call("conversation_search", True, query="a")).heartbeat is True
+    assert parse_call(call("conversation_search", "yes", query="a")).heartbeat is False
+    with pytest.raises(Malformed):
+        parse_call('{"function": "send_message", "arguments": {}}')
+
+
+def test_the_step_cap_is_a_counted_failure():
+    script = Script([call("conversation_search", True, query="blue")] * 3)
+    mem = memory(script, max_steps=3)
+    mem.insert(session_units(1))
+    _, completion = ask(mem)
+    assert not completion.ok and "step_cap" in completion.error and completion.text == ""
+    assert len(script.step_requests) == 3
+    assert mem.stats()["agent"]["step_cap"] == 1
+
+
+def test_warning_at_75_percent_of_the_window_then_flush_into_a_recursive_summary_at_100():
+    # WordTokenizer: one token per word. The system prompt is about 300 words; each search result
+    # adds about 100. A window of 900 passes 75 % (675) before 100 %.
+    script = Script(
+        [call("conversation_search", True, query="blue")] * 7 + [call("send_message", message="m")]
+    )
+    mem = memory(script, context_window=900, step_max_tokens=10, page_size=5, summary_max_tokens=50)
+    mem.insert(session_units(5))
+    _, completion = ask(mem)
+    assert completion.text == "m"
+    agent = mem.stats()["agent"]
+    assert agent["warnings"] >= 1 and agent["flushes"] >= 1 and agent["evicted"] >= 1
+    warned = [
+        i
+        for i, r in enumerate(script.step_requests)
+        if "close to the context limit" in str(r.messages)
+    ]
+    summarised = [i for i, r in enumerate(script.step_requests) if "SUMMARY-1" in str(r.messages)]
+    assert warned and summarised and warned[0] < summarised[0]
+    tokens = WordTokenizer().count
+    sizes = [sum(tokens(t) for _, t in r.messages) + 10 for r in script.step_requests]
+    assert all(n <= 0.75 * 900 for n in sizes[: warned[0]]) and sizes[warned[0]] > 0.75 * 900
+    assert all(n <= 900 for n in sizes)  # the flush kept every step inside the window
+    assert sizes[summarised[0]] < sizes[summarised[0] - 1]  # the flush shrank the prompt
+    assert len(script.summary_prompts) == agent["flushes"] == 1
+    # the summary saw the evicted messages, oldest first: the question
+    assert "What color do I like?" in script.summary_prompts[0]
+
+
+def test_the_summary_is_recursive_and_a_failed_summary_is_counted():
+    script = Script(
+        [call("conversation_search", True, query="blue")] * 12 + [call("send_message", message="m")]
+    )
+    mem = memory(script, context_window=700, step_max_tokens=10, max_steps=20)
+    mem.insert(session_units(5))
+    ask(mem)
+    assert len(script.summary_prompts) >= 2
+    assert "summary of earlier messages: SUMMARY-1" in script.summary_prompts[1]
+    failing = Script(
+        [call("conversation_search", True, query="blue")] * 12
+        + [call("send_message", message="m")],
+        summary=None,
+    )
+    mem2 = memory(failing, context_window=700, step_max_tokens=10, max_steps=20)
+    mem2.insert(session_units(5))
+    ask(mem2)
+    agent = mem2.stats()["agent"]
+    assert agent["summary_failed"] == agent["flushes"] >= 1
+
+
+def test_the_flat_variant_is_cosine_top_k_answered_by_the_shared_prompt():
+    script = Script([])
+    mem = memory(script, variant="flat", top_k=2)
+    assert not mem.answers_itself
+    mem.insert(
+        units_from_texts(["the cat sat on the mat", "stock prices fell", "a cat and a mat"], "d")
+    )
+    items = mem.retrieve("cat on the mat", 10_000)
+    assert len(items) == 2 and {i.source_unit_ids[0] for i in items} == {
+        mem.units[0].id,
+        mem.units[2].id,
+    }
+    assert items[0].score >= items[1].score and not script.step_requests
+
+
+def test_a_snapshot_state_restores_the_stores():
+    script = Script([])
+    mem = memory(script, units_to="both")
+    mem.insert(session_units(3))
+    again = memory(Script([]), units_to="both")
+    again.load_state(mem.state())
+    assert [e.text for e in again.recall.entries] == [e.text for e in mem.recall.entries]
+    assert len(again.archival.vectors) == 3
+
+
+def test_every_step_asks_for_json_of_the_call_schema_and_the_schema_covers_every_function():
+    script = Script([call("send_message", message="hi")])
+    ask(memory(script))
+    request = script.step_requests[0]
+    assert request.json_output and request.json_schema
+    schema = json.loads(request.json_schema)
+    assert list(schema["properties"]) == ["thought", "function", "arguments"]
+    assert schema["properties"]["function"]["enum"] == list(FUNCTIONS)
+    shapes = schema["properties"]["arguments"]["anyOf"]
+    search = next(s for s in shapes if "query" in s["properties"])
+    assert search["required"] == ["query", "request_heartbeat"]  # the code's schemas require it
+    assert search["properties"]["page"] == {"type": "integer"}
+    send = next(s for s in shapes if "message" in s["properties"])
+    assert "request_heartbeat" not in send["properties"]
+    assert len(shapes) == len(FUNCTIONS) - 1  # the two searches share one shape
