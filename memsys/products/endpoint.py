@@ -96,8 +96,11 @@ def chat_request(body: dict[str, Any], ignored: Counter[str]) -> ChatRequest:
         pairs.append((str(m["role"]), message_text(m.get("content"))))
     fmt = body.get("response_format") or {}
     kind = fmt.get("type", "text") if isinstance(fmt, dict) else fmt
-    if kind not in ("text", "json_object"):
-        raise RequestRefused(f"response_format {kind!r} is not served (text or json_object)")
+    if kind not in ("text", "json_object", "json_schema"):
+        raise RequestRefused(
+            f"response_format {kind!r} is not served (text, json_object or json_schema)"
+        )
+    schema = response_schema(fmt, kind)
     stop = body.get("stop") or ()
     max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or DEFAULT_MAX_TOKENS
     return ChatRequest(
@@ -108,8 +111,23 @@ def chat_request(body: dict[str, Any], ignored: Counter[str]) -> ChatRequest:
         ),
         seed=body.get("seed"),
         stop=(stop,) if isinstance(stop, str) else tuple(stop),
-        json_output=kind == "json_object",
+        json_output=kind in ("json_object", "json_schema"),
+        json_schema=json.dumps(schema, sort_keys=True) if schema is not None else None,
     )
+
+
+def response_schema(fmt: Any, kind: str) -> dict[str, Any] | None:
+    """The JSON Schema a ``response_format`` asks for: OpenAI's ``{type: json_schema, json_schema:
+    {name, schema}}`` or llama.cpp server's ``{type: json_object, schema}``; None for plain JSON."""
+    if kind == "json_schema":
+        spec = fmt.get("json_schema") if isinstance(fmt, dict) else None
+        schema = spec.get("schema") if isinstance(spec, dict) else None
+        if not isinstance(schema, dict):
+            raise RequestRefused("response_format json_schema needs json_schema.schema (an object)")
+        return schema
+    if kind == "json_object" and isinstance(fmt, dict) and isinstance(fmt.get("schema"), dict):
+        return fmt["schema"]
+    return None
 
 
 def embed_inputs(body: dict[str, Any]) -> list[str]:

@@ -55,6 +55,28 @@ def test_chat_goes_through_the_cache_and_the_callers_stage(served):
     assert endpoint.stats()["chat"] == 2 and endpoint.stats()["ignored_params"] == {"top_p": 2}
 
 
+def test_json_schema_formats_reach_the_backend_as_the_schema(served):
+    _, client, chat, _, _ = served
+    schema = {"type": "object", "properties": {"memory": {"type": "array"}}, "required": ["memory"]}
+    openai_form = {"type": "json_schema", "json_schema": {"name": "m", "schema": schema}}
+    llama_form = {"type": "json_object", "schema": schema}
+    for i, fmt in enumerate((openai_form, llama_form)):
+        client.chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": f"remember {i}"}],
+            temperature=0,
+            response_format=fmt,
+        )
+    for sent in chat.requests:
+        assert sent.json_output and json.loads(sent.json_schema) == schema
+    with pytest.raises(openai.BadRequestError, match="json_schema.schema"):
+        client.chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": "x"}],
+            response_format={"type": "json_schema", "json_schema": {"name": "m"}},
+        )
+
+
 def test_failed_call_is_answered_once_without_client_retries(served):
     endpoint, client, chat, meter, _ = served
     with pytest.raises(openai.InternalServerError) as err:
