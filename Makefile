@@ -60,7 +60,10 @@ demo: setup  ## sweep three memory systems on the sample's dialogues with the em
 test: setup product-mem0  ## lint, then every test, the slow ones with the real embedded models and local servers included
 	$(PY) -m ruff format --check .
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q
+	# the fast tier on both cores; the slow tier (real models, local servers) one test at a time, since
+	# llama.cpp's threads spin-wait and two models on two cores slow each other down
+	$(PY) -m pytest -q -m "not slow" -n 2
+	$(PY) -m pytest -q -m slow
 
 test-full: test demo  ## the tests, then the whole demo pipeline
 
