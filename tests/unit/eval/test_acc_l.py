@@ -113,3 +113,22 @@ def test_judge_all_keeps_the_best_verdict_over_references_and_counts_unclear(cfg
     )
     assert summary["metric"] == "acc_l" and summary["unclear"] == 1
     assert summary["verdict"] == "reply.strip().lower() == 'yes'" and summary["per_reference"]
+
+
+def test_the_summary_eval_config_gives_room_for_a_summary_and_keeps_acc_l():
+    from memharness.eval.run.validate import validate_config
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose(
+            config_name="config",
+            overrides=[
+                "dataset=odsum_meeting",
+                "eval=summary",
+                "data_dir=/tmp/x",
+                "cache.path=/tmp/x/c",
+            ],
+        )
+    validate_config(cfg)
+    assert cfg.eval.answer.max_tokens == 500 and "{context}" in cfg.eval.answer.prompt
+    assert cfg.eval.judge.prompt == _compose("odsum_meeting").eval.judge.prompt  # judging unchanged
+    assert cfg.judge.official.metric == "acc_l"
