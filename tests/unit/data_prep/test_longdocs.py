@@ -260,3 +260,40 @@ def test_hub_path_composes_validates_and_downloads_or_says_where_to_place_the_fi
     assert isinstance(err.value.__cause__, DatasetError)
     msg = str(err.value.__cause__)
     assert str(tmp_path / name) in msg and "dataset.loader.path=" in msg and "\n" not in msg
+
+
+# ---------------------------------------------------------------- the original NarrativeQA release
+
+DEEPMIND = FIX / "narrativeqa_deepmind"
+
+
+def test_narrativeqa_deepmind_layout_cuts_stories_at_their_markers():
+    ds = narrativeqa.load(str(DEEPMIND), source="deepmind")
+    book, movie = ds.episodes
+    assert [q.id for q in book.questions] == ["0a1b2c3d4e5f-1", "0a1b2c3d4e5f-2"]
+    assert book.questions[1].answers == ("A bell for the chapel", "a chapel bell")
+    text = " ".join(u.text for u in book.units)
+    assert text.startswith("THE SALT ROAD") and text.endswith("End of the Project")  # markers kept
+    assert "START OF THIS PROJECT" not in text and "boilerplate" not in text
+    script = " ".join(u.text for u in movie.units)
+    assert script.startswith("FADE IN") and script.endswith("THE END") and "<b>" not in script
+    assert movie.questions[0].categories == {"kind": "movie"}
+    assert ds.metadata["split"] == "test" and ds.metadata["stories_missing"] == 0
+
+
+def test_narrativeqa_deepmind_missing_stories_are_counted_and_bad_csv_named(tmp_path):
+    shutil.copytree(DEEPMIND, tmp_path / "n")
+    next((tmp_path / "n" / "tmp").glob("1f2e*.content")).unlink()
+    ds = narrativeqa.load(str(tmp_path / "n"), source="deepmind")
+    assert ds.num_questions == 2
+    assert (ds.metadata["stories_missing"], ds.metadata["questions_skipped"]) == (1, 1)
+    with pytest.raises(
+        DatasetError, match="no question to ask"
+    ):  # the train story was never fetched
+        narrativeqa.load(str(tmp_path / "n"), source="deepmind", split="train")
+    qaps = tmp_path / "n" / "qaps.csv"
+    qaps.write_text(qaps.read_text().replace("answer1,", "answer_one,", 1))
+    with pytest.raises(DatasetError, match=r"qaps\.csv:2: missing column 'answer1'"):
+        narrativeqa.load(str(tmp_path / "n"), source="deepmind")
+    with pytest.raises(DatasetError, match=r"no documents\.csv .*google-deepmind/narrativeqa"):
+        narrativeqa.load(str(tmp_path), source="deepmind")
