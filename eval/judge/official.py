@@ -3,14 +3,18 @@
 A dataset with an official protocol (conf/judge/official/<dataset>.yaml, merged into
 ``judge.official`` by conf/config.yaml) has every generative answer judged twice by the ``judge=``
 model: by the harness prompt (``eval.judge``, metric ``judge``, audited) and by the benchmark's
-own prompt, picked by the question's category (``category``: LongMemEval's question type). An id
-containing ``abstention_id_contains`` gets the abstention prompt instead. The verdict is
-LongMemEval's rule, ``'yes' in reply.lower()``: a reply is never unparsed (``constrained: true``
-limits it to yes / no). The per-question verdict is the metric ``official_judge``; ``summary``
-gives the accuracies as the benchmark prints them (``print_qa_metrics.py``): per type,
-task-averaged (the mean of the per-type accuracies), overall, and abstention accuracy apart
-(abstention items also count in their type). An empty answer is wrong and not judged, as with
-the harness judge.
+own prompt, picked by the question's category (``category``: LongMemEval's question type; null:
+the one prompt ``prompts.default``). An id containing ``abstention_id_contains`` gets the
+abstention prompt instead. The verdict rule (``verdict``) is the benchmark's: LongMemEval's
+``'yes' in reply.lower()`` (``contains_yes``, never unparsed) or CAM's ACC-L
+``reply.strip().lower() == 'yes'`` (``exact_yes``: anything else is 0, and replies that are
+neither yes nor no are counted as ``unclear``). With ``per_reference`` each reference is judged
+on its own and the best verdict counts (CAM's max over ODSum-Story's four summaries); otherwise
+the references are joined into one prompt. The per-question verdict is the metric named by
+``metric`` (``official_judge``, or ``acc_l`` for CAM); ``summary`` gives the accuracies as the
+benchmark prints them (``print_qa_metrics.py``): per category, task-averaged (the mean of the
+per-category accuracies), overall, and abstention accuracy apart (abstention items also count in
+their category). An empty answer is wrong and not judged, as with the harness judge.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.types import Question
 from omegaconf import DictConfig, OmegaConf
 
-METRIC = "official_judge"
+METRIC = "official_judge"  # the metric a protocol writes unless it names its own (``metric``)
+VERDICTS = ("contains_yes", "exact_yes")
 
 
 def settings(cfg: DictConfig) -> dict[str, Any] | None:
@@ -38,34 +43,71 @@ def is_abstention(question_id: str, proto: Mapping[str, Any]) -> bool:
     return bool(mark) and mark in question_id
 
 
-def prompt_for(question: Question, prediction: str, proto: Mapping[str, Any]) -> str:
-    """The protocol's prompt for one answer; an unknown category is refused, naming it."""
+def metric_name(proto: Mapping[str, Any]) -> str:
+    """The metric the protocol's verdicts are written under."""
+    return str(proto.get("metric") or METRIC)
+
+
+def _category(question: Question, proto: Mapping[str, Any]) -> str:
+    return (
+        "default" if proto.get("category") is None else question.categories.get(proto["category"])
+    )
+
+
+def prompt_for(
+    question: Question, prediction: str, proto: Mapping[str, Any], reference: str | None = None
+) -> str:
+    """The protocol's prompt for one answer (against ``reference``, else every reference joined);
+    an unknown category is refused, naming it."""
     if is_abstention(question.id, proto) and proto.get("abstention_prompt"):
         template = proto["abstention_prompt"]
     else:
-        key = question.categories.get(proto["category"])
+        key = _category(question, proto)
         if key not in proto["prompts"]:
             raise ValueError(
                 f"judge.official ({proto['name']}): question {question.id} has "
                 f"{proto['category']}={key!r}, which has no prompt (known: {sorted(proto['prompts'])})"
             )
         template = proto["prompts"][key]
-    reference = " / ".join(question.answers)
+    if reference is None:
+        reference = " / ".join(question.answers)
     return template.format(question=question.text, reference=reference, prediction=prediction)
 
 
-def request(question: Question, prediction: str, proto: Mapping[str, Any]) -> ChatRequest:
+def requests_for(
+    question: Question, prediction: str, proto: Mapping[str, Any]
+) -> list[ChatRequest]:
+    """One request, or one per reference with ``per_reference``."""
     choices = ("yes", "no") if proto.get("constrained") else None
-    return ChatRequest.user(
-        prompt_for(question, prediction, proto),
-        max_tokens=int(proto["max_tokens"]),
-        choices=choices,
-    )
+    refs = list(question.answers) if proto.get("per_reference") and question.answers else [None]
+    return [
+        ChatRequest.user(
+            prompt_for(question, prediction, proto, ref),
+            max_tokens=int(proto["max_tokens"]),
+            choices=choices,
+        )
+        for ref in refs
+    ]
 
 
-def verdict(reply: str) -> float:
-    """LongMemEval's rule: correct when the reply contains 'yes', whatever else it says."""
+def request(question: Question, prediction: str, proto: Mapping[str, Any]) -> ChatRequest:
+    return requests_for(question, prediction, {**proto, "per_reference": False})[0]
+
+
+def verdict(reply: str, rule: str = "contains_yes") -> float:
+    """``contains_yes`` (LongMemEval): correct when the reply contains 'yes', whatever else it
+    says. ``exact_yes`` (CAM's ACC-L): correct only when the whole reply, stripped and lower-cased,
+    is 'yes' ("Yes." is 0, as in CAM's code)."""
+    if rule == "exact_yes":
+        return float(reply.strip().lower() == "yes")
+    if rule != "contains_yes":
+        raise ValueError(f"judge.official.verdict must be one of {VERDICTS}, got {rule!r}")
     return float("yes" in reply.lower())
+
+
+def unclear(reply: str) -> bool:
+    """A reply that is neither a bare yes nor a bare no (scored 0 under ``exact_yes``, counted)."""
+    return reply.strip().lower() not in ("yes", "no")
 
 
 def judge_all(
@@ -80,19 +122,25 @@ def judge_all(
     ]
     for _, r in todo:
         if r.get("answer_empty"):  # wrong, never judged
-            r["metrics"][METRIC] = 0.0
+            r["metrics"][metric_name(proto)] = 0.0
             r["official_judge_status"] = "answer_empty"
     todo = [(q, r) for q, r in todo if not r.get("answer_empty")]
-    requests = [request(q, r["prediction"], proto) for q, r in todo]
+    per_question = [requests_for(q, r["prediction"], proto) for q, r in todo]
+    flat = [req for reqs in per_question for req in reqs]
     with services.meter.stage("judge"):
-        completions = judges.primary.complete(requests, desc=f"{proto['name']} judge")
-    for (_, record), comp in zip(todo, completions, strict=False):
-        record["official_judge_reply"] = comp.text
-        if not comp.ok:
+        completions = judges.primary.complete(flat, desc=f"{proto['name']} judge")
+    rule, metric, at = str(proto.get("verdict") or "contains_yes"), metric_name(proto), 0
+    for (_, record), reqs in zip(todo, per_question, strict=True):
+        comps, at = completions[at : at + len(reqs)], at + len(reqs)
+        texts = [c.text for c in comps]
+        record["official_judge_reply"] = texts[0] if len(texts) == 1 else " | ".join(texts)
+        if len(comps) < len(reqs) or not all(c.ok for c in comps):
             record.update(official_judge_status="judge_failed")
             continue
-        record["official_judge_status"] = "parsed"
-        record["metrics"][METRIC] = verdict(comp.text)
+        record["official_judge_status"] = (
+            "unclear" if rule == "exact_yes" and all(unclear(t) for t in texts) else "parsed"
+        )
+        record["metrics"][metric] = max(verdict(t, rule) for t in texts)
 
 
 def accuracies(samples: Sequence[Mapping[str, Any]], proto: Mapping[str, Any]) -> dict[str, Any]:
@@ -101,11 +149,13 @@ def accuracies(samples: Sequence[Mapping[str, Any]], proto: Mapping[str, Any]) -
     type is missing; ``categories_missing`` names them)."""
     by_type: dict[str, list[float]] = {str(k): [] for k in proto["prompts"]}
     abstention: list[float] = []
+    metric, category = metric_name(proto), proto.get("category")
     for s in samples:
-        value = s["metrics"].get(METRIC)
+        value = s["metrics"].get(metric)
         if value is None:
             continue
-        by_type.setdefault(str(s["categories"].get(proto["category"])), []).append(value)
+        key = "default" if category is None else s["categories"].get(category)
+        by_type.setdefault(str(key), []).append(value)
         if is_abstention(str(s["question_id"]), proto):
             abstention.append(value)
     present = {k: v for k, v in by_type.items() if v}
@@ -133,13 +183,20 @@ def summary(
     if proto is None or not bool(cfg.eval.judge.enabled):
         return None
     statuses = [s.get("official_judge_status") for s in samples]
+    rule = str(proto.get("verdict") or "contains_yes")
     return {
         "protocol": proto["name"],
+        "metric": metric_name(proto),
         "model": judges.primary.model_id if judges is not None else None,
-        "verdict": "'yes' in reply.lower()",
-        "category": proto["category"],
+        "verdict": {
+            "contains_yes": "'yes' in reply.lower()",
+            "exact_yes": "reply.strip().lower() == 'yes'",
+        }[rule],
+        "per_reference": bool(proto.get("per_reference")),
+        "category": proto.get("category"),
         "questions": len(samples),
         "not_judged": sum(st is None for st in statuses),  # failed earlier (counted in counts)
         "judge_failed": statuses.count("judge_failed"),
+        "unclear": statuses.count("unclear"),  # exact_yes: neither yes nor no (scored 0)
         **accuracies(samples, proto),
     }

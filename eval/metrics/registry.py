@@ -207,6 +207,14 @@ METRICS: tuple[Metric, ...] = (
         "scores",
         "the benchmark's own judge prompts and verdict rule (dataset=longmemeval)",
     ),
+    Metric(
+        "acc_l",
+        True,
+        "accuracy",
+        "scores",
+        "CAM's ACC-L: the judge says the answer agrees with a reference summary (yes / no, the best "
+        "over the references; conf/judge/official/cam_acc_l.yaml, dataset=qmsum | odsum_*)",
+    ),
 )
 _BY_NAME = {m.name: m for m in METRICS if not m.prefix}
 _PREFIXES = [m for m in METRICS if m.prefix]

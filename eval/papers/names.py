@@ -30,10 +30,6 @@ PENDING_SYSTEMS = {
 }
 PENDING_DATASETS = {
     "quality_mc": "issue 11 (QuALITY in multiple-choice mode)",
-    "narrativeqa": "issue 26 (helper branch longdocs)",
-    "qmsum": "issue 26 (helper branch longdocs)",
-    "odsum_story": "issue 26 (helper branch longdocs)",
-    "odsum_meeting": "issue 26 (helper branch longdocs)",
 }
 CATEGORY_LABELS: dict[str, dict[str, tuple[str, ...]]] = {
     "type": {

@@ -102,10 +102,14 @@ class Sample(_Record):
     judge_lenient_status: str | None = Field(None, description="the lenient judge's status")
     judge2_status: str | None = Field(None, description="the second judge's status")
     official_judge_reply: str | None = Field(
-        None, description="the benchmark's own judge's raw reply (judge.official)"
+        None,
+        description="the benchmark's own judge's raw reply (judge.official); with per_reference "
+        "the replies to each reference joined by ' | '",
     )
     official_judge_status: str | None = Field(
-        None, description="parsed | judge_failed | answer_empty (judge.official)"
+        None,
+        description="parsed | unclear (exact_yes: neither yes nor no, scored 0) | judge_failed | "
+        "answer_empty (judge.official)",
     )
     closed_book: JSON | None = Field(None, description="the same question answered with no memory")
     degraded: dict[str, int] | None = Field(
@@ -163,7 +167,8 @@ class Metrics(_Record):
     official_judge: JSON | None = Field(
         None,
         description="the benchmark's own judge (judge.official, eval/judge/official.py): protocol, "
-        "model, per-category, task-averaged, overall and abstention accuracy",
+        "metric (official_judge | acc_l), model, verdict rule, per-category, task-averaged, "
+        "overall and abstention accuracy, unclear replies",
     )
     data: JSON = Field(description="dataset name, revision, files, checksum, subset")
     time: JSON = Field(

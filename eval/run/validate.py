@@ -184,10 +184,15 @@ class OfficialJudgeSettings(TypedDict):
     """``judge.official``: a benchmark's own judge protocol (eval/judge/official.py)."""
 
     name: Annotated[str, NonEmpty()]
-    category: Annotated[str, NonEmpty()]  # the question category that picks the prompt
+    category: Annotated[str, NonEmpty()] | None  # the category that picks the prompt; null: default
     abstention_id_contains: str | None  # question ids containing this get the abstention prompt
     max_tokens: Positive
     constrained: bool
+    metric: NotRequired[
+        Literal["official_judge", "acc_l"]
+    ]  # the metric the verdicts are written under
+    verdict: NotRequired[Literal["contains_yes", "exact_yes"]]  # the benchmark's verdict rule
+    per_reference: NotRequired[bool]  # judge each reference apart and keep the best verdict
     prompts: Annotated[
         dict[str, Annotated[str, Placeholders("question", "reference", "prediction")]], NonEmpty()
     ]
