@@ -23,6 +23,7 @@ def test_run_py_cam_fm_extracts_entities_for_every_chunk(tmp_path):
         "memory.selection_max_tokens=24",
         "memory.fm_extract_max_tokens=96",
         "memory.fm_max_gleanings=0",
+        "memory.hierarchy=false",  # the foundational network only: extraction is under test, not summaries
         "eval.judge.calibration_max=0",
         timeout=1800,
     )
