@@ -92,7 +92,8 @@ def test_run_py_on_the_fixture_with_the_embedded_default(tmp_path):
         "memory=memorystream",
         "dataset=locomo",
         f"dataset.loader.path={FILE}",
-        "eval.judge.calibration_max=2",
+        "eval.judge.calibration_max=0",  # the judge audit's canaries and lenient pass: not this test's subject
+        "eval.judge_audit.lenient=false",
         timeout=3600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
