@@ -22,8 +22,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+from memharness.eval.papers.load import load_all
 from memharness.eval.papers.names import harness_problems
-from memharness.eval.papers.store import Cell, Paper, Table, load_all
+from memharness.eval.papers.store import Cell, Paper, Table
 
 NUMBER = re.compile(r"(?<![\w.])[-+−]?\d[\d,]*(?:\.\d+)?")
 WORDS = {"an": 1, "a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "ten": 10}

@@ -27,10 +27,11 @@ from typing import Any
 
 import yaml
 from memharness.eval.papers import plot as paper_plot
+from memharness.eval.papers.load import load_all
 from memharness.eval.papers.match import STATUS_TEXT, Resolved, resolve_table
 from memharness.eval.papers.names import conf_dir
 from memharness.eval.papers.runs import PaperReportError, Run, load_runs
-from memharness.eval.papers.store import FOLDER, Paper, PublishedError, Table, load_all
+from memharness.eval.papers.store import FOLDER, Paper, PublishedError, Table
 from memharness.memsys.services import files as fileio
 from memharness.memsys.services.formats import latex_escape, markdown_cell
 

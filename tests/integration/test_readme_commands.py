@@ -243,7 +243,7 @@ def test_the_checker_itself_can_fail(work, command, kind):
 def test_readme_table_commands_run_on_a_dataset_their_table_reads():
     """A paper-table experiment shown with dataset=X must run on a dataset the table's cells read,
     else the paper_report command after it can only print 'not run' (dataset=sample did, for Table 4)."""
-    from memharness.eval.papers.store import load_all
+    from memharness.eval.papers.load import load_all
 
     datasets: dict[str, set[str]] = {}
     for paper in load_all():

@@ -8,13 +8,12 @@ import pytest
 import yaml
 from memharness.data_prep import multihop, novelqa, quality
 from memharness.eval.papers.check import check_paper, numbers_in, papers_candidates, papers_folder
+from memharness.eval.papers.load import load_all, load_paper
 from memharness.eval.papers.names import CATEGORY_LABELS, harness_problems, position_labels
 from memharness.eval.papers.store import (
     FOLDER,
     Identity,
     PublishedError,
-    load_all,
-    load_paper,
     normalize_model_id,
 )
 from paths import TESTS
