@@ -24,18 +24,16 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from memharness.memsys.graphrag.chunks import TextUnit, make_text_units
 from memharness.memsys.graphrag.common import FailureLog, build_provenance
-from memharness.memsys.graphrag.communities import Community, hierarchical_leiden
+from memharness.memsys.graphrag.communities import hierarchical_leiden
 from memharness.memsys.graphrag.extract import ExtractSettings, run_extraction
 from memharness.memsys.graphrag.index import GraphIndex
 from memharness.memsys.graphrag.merge import (
-    Graph,
     SummarySettings,
     merge_graph,
     summarize_descriptions,
 )
 from memharness.memsys.graphrag.reports import (
     ContextBuilder,
-    Report,
     ReportSettings,
     generate_reports,
 )
@@ -50,12 +48,13 @@ from memharness.memsys.graphrag.search_local import (
     local_settings,
     local_settings_problems,
 )
+from memharness.memsys.graphrag.to_store import add_communities, add_entities
 from memharness.memsys.hierarchy import traverse
 from memharness.memsys.hierarchy.memory import HierarchicalMemory, retrieval_record
 from memharness.memsys.hierarchy.store import HierarchyStore
 from memharness.memsys.services.types import Completion
 from memharness.memsys.settings import NonEmpty, Placeholders, Range
-from memharness.memsys.types import Question, RetrievedItem, Unit, content_id
+from memharness.memsys.types import Question, RetrievedItem, Unit
 
 log = logging.getLogger(__name__)
 DELIMITERS = ("entity_types", "tuple_delimiter", "record_delimiter", "completion_delimiter")
@@ -256,7 +255,7 @@ class GraphRAG(HierarchicalMemory):
             extraction.entities, extraction.relations, text_units, log, self.missing_endpoint
         )
         summarize_descriptions(self.llm, graph, self._summary_settings(), self.tokenizer, log)
-        self._add_entities(graph)
+        add_entities(self.store, self.embedder, graph)
         timings["merge_s"] = time.perf_counter() - start - timings["extract_s"]
         seed = self.seed if self.leiden_seed is None else self.leiden_seed
         edges = [(r.source, r.target, _positive(r.weight, log, r.id)) for r in graph.relations]
@@ -289,7 +288,7 @@ class GraphRAG(HierarchicalMemory):
             self._report_settings(),
             log,
         )
-        self._add_communities(graph, communities, reports)
+        add_communities(self.store, self.embedder, graph, communities, reports)
         timings["reports_s"] = time.perf_counter() - report_start
         self.index = GraphIndex(self.store, self.text_units)
         self._record_degradation(log)
@@ -369,84 +368,6 @@ class GraphRAG(HierarchicalMemory):
             max_words=self.report_max_words,
             max_tokens=self.report_max_tokens,
         )
-
-    def _add_entities(self, graph: Graph) -> None:
-        """Entities become level-0 atoms (node index = entity position); relationships, edges with meta."""
-        texts = [f"{e.name}: {e.description}" for e in graph.entities]
-        vectors = self.embedder.embed(texts) if texts else np.zeros((0, 0), np.float32)
-        for e, text, vector in zip(graph.entities, texts, vectors, strict=False):
-            self.store.add_node(
-                content_id("graphrag-entity", e.name, prefix="e-"),
-                text,
-                vector,
-                level=0,
-                units=e.units,
-                meta={
-                    "name": e.name,
-                    "type": e.type,
-                    "description": e.description,
-                    "text_units": e.chunks,
-                    "frequency": e.frequency,
-                    "degree": e.degree,
-                },
-            )
-        for r in graph.relations:
-            a, b = graph.entities[r.source].name, graph.entities[r.target].name
-            r.id = content_id("graphrag-relation", a, b, prefix="r-")
-            self.store.add_edge(r.source, r.target, r.weight)
-            self.store.meta[r.source].setdefault("relations", []).append(
-                {
-                    "id": r.id,
-                    "target": self.store.ids[r.target],
-                    "description": r.description,
-                    "weight": r.weight,
-                    "rank": r.rank,
-                    "text_units": r.chunks,
-                    "units": list(r.units),
-                }
-            )
-
-    def _add_communities(
-        self, graph: Graph, communities: Sequence[Community], reports: dict[int, Report]
-    ) -> None:
-        """Community nodes, deepest level first, above their sub-communities or entities."""
-        if not communities:
-            return
-        levels = max(c.level for c in communities) + 1
-        ordered = sorted(communities, key=lambda c: (-c.level, c.key))
-        texts = [
-            reports[c.key].text
-            if reports[c.key].ok
-            else f"Community {c.key} (no report): "
-            + ", ".join(graph.entities[m].name for m in c.members)
-            for c in ordered
-        ]
-        vectors = self.embedder.embed(texts)
-        node_of: dict[int, int] = {}
-        for c, text, vector in zip(ordered, texts, vectors, strict=False):
-            r = reports[c.key]
-            children = [node_of[k] for k in c.children] if c.children else list(c.members)
-            names = sorted(graph.entities[m].name for m in c.members)
-            node_of[c.key] = self.store.add_node(
-                content_id("graphrag-community", c.level, names, prefix="c-"),
-                text,
-                vector,
-                level=levels - c.level,
-                children=children,
-                meta={
-                    "community": c.key,
-                    "community_level": c.level,
-                    "parent": c.parent,
-                    "size": len(c.members),
-                    "report_status": r.status,
-                    "title": r.title,
-                    "summary": r.summary,
-                    "rating": r.rating,
-                    "rating_explanation": r.rating_explanation,
-                    "findings": r.findings,
-                    "context_tokens": r.context_tokens,
-                },
-            )
 
     # ------------------------------------------------------------------ retrieval
     def _local(self) -> LocalSearch:

@@ -8,6 +8,7 @@ import pytest
 from graphrag_fakes import TEXTS, StepLLM, responder, unit
 from memharness.memsys.graphrag import GraphRAG
 from memharness.memsys.graphrag.search_local import LocalSearch
+from memharness.memsys.graphrag.to_store import add_entities
 from memharness.memsys.testing.doubles import HashingEmbedder, WordTokenizer
 from memharness.memsys.types import Question
 
@@ -401,7 +402,7 @@ def test_relationship_order_in_network_first_then_shared_neighbours_capped_per_e
     for r in graph.relations:
         r.rank = graph.entities[r.source].degree + graph.entities[r.target].degree
     memory = GraphRAG(embedder=HashingEmbedder(dim=128), tokenizer=WordTokenizer())
-    memory._add_entities(graph)
+    add_entities(memory.store, memory.embedder, graph)
     index = GraphIndex(memory.store, {})
     search = LocalSearch(index, {"top_k_relationships": 1}, WordTokenizer())
     order = [
