@@ -21,10 +21,11 @@ def misses(value: Any, target: str) -> bool:
 
 
 def print_figures(figures: dict[str, Any], targets: dict[str, str], width: int = 36) -> None:
-    """One line per figure (floats to 3 decimals), its target beside it where one is set and
-    ``MISS`` after a figure that misses it."""
+    """One line per figure (floats to 3 decimals, below 0.001 in scientific notation), its target
+    beside it where one is set and ``MISS`` after a figure that misses it."""
     for key, value in figures.items():
-        shown = f"{value:.3f}" if isinstance(value, float) else value
+        small = isinstance(value, float) and 0 < abs(value) < 1e-3
+        shown = f"{value:.2e}" if small else f"{value:.3f}" if isinstance(value, float) else value
         target = targets.get(key)
         flag = "  MISS" if target is not None and misses(value, target) else ""
         print(f"  {key:{width}s} {shown}" + (f"   (target {target}){flag}" if target else ""))

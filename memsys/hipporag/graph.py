@@ -24,6 +24,7 @@ from typing import Any
 import igraph as ig
 import numpy as np
 from memharness.memsys.hipporag.extract import PassageTriples, Triple
+from memharness.memsys.hipporag.ppr import DEFAULTS, PPRSettings, Result, Transition
 
 TRIPLE, SYNONYM, PASSAGE = "triple", "synonym", "passage"
 _BLOCK = 1024  # rows of the phrase-similarity matrix held at once
@@ -41,6 +42,7 @@ class PhraseGraph:
     edges: dict[tuple[int, int], float] = field(default_factory=dict)
     kinds: dict[tuple[int, int], str] = field(default_factory=dict)
     _graph: ig.Graph | None = field(default=None, repr=False)
+    _transition: Transition | None = field(default=None, repr=False)
     _cache: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
@@ -78,8 +80,10 @@ class PhraseGraph:
 
     def passages_per_phrase(self) -> np.ndarray:
         """How many passages hold each phrase (HippoRAG's ``phrase_to_num_doc``)."""
-        pp = self._index()["pp"]
-        return np.bincount(pp[:, 1], minlength=len(self.phrases)).astype(float)
+        x = self._index()
+        if "held_by" not in x:  # per graph, not per query
+            x["held_by"] = np.bincount(x["pp"][:, 1], minlength=len(self.phrases)).astype(float)
+        return x["held_by"]
 
     def specificity(self) -> np.ndarray:
         """1 / passages holding the phrase; 1 for a phrase held by none."""
@@ -115,19 +119,37 @@ class PhraseGraph:
             self._graph = g
         return self._graph
 
-    def ppr(self, reset: np.ndarray, damping: float, implementation: str = "prpack") -> np.ndarray:
+    def transition(self) -> Transition:
+        """The sparse weight matrix for the power iteration, built once per graph."""
+        if self._transition is None:
+            self._transition = Transition(self.n_nodes, self.edges)
+        return self._transition
+
+    def ppr_run(
+        self, reset: np.ndarray, damping: float, settings: PPRSettings | None = None
+    ) -> Result:
         """Personalised PageRank over the undirected weighted graph; ``damping`` is the probability
-        of following an edge (igraph's convention, HippoRAG's 0.5)."""
+        of following an edge (igraph's convention, HippoRAG's 0.5); ``settings`` pick the engine
+        (``ppr.py``)."""
+        cfg = {**DEFAULTS, **(settings or {})}
         if self.n_nodes == 0:
-            return np.zeros(0)
+            return Result(np.zeros(0))
+        if cfg["engine"] == "power":
+            return self.transition().power(reset, damping, cfg["tol"], cfg["max_iter"])
         scores = self.igraph().personalized_pagerank(
             damping=damping,
             directed=False,
             weights="weight" if self.edges else None,
-            reset=[float(x) for x in reset],
-            implementation=implementation,
+            reset=np.asarray(reset, dtype=float).tolist(),
+            implementation=cfg["engine"],
         )
-        return np.asarray(scores, dtype=float)
+        return Result(np.asarray(scores, dtype=float))
+
+    def ppr(
+        self, reset: np.ndarray, damping: float, settings: PPRSettings | None = None
+    ) -> np.ndarray:
+        """The scores of :meth:`ppr_run`."""
+        return self.ppr_run(reset, damping, settings).scores
 
     def to_json(self) -> dict[str, Any]:
         pairs = sorted(self.edges)

@@ -43,6 +43,7 @@ from memharness.memsys.hipporag.graph import (
     collect,
     min_max,
 )
+from memharness.memsys.hipporag.ppr import PPRSettings, ppr_settings
 from memharness.memsys.settings import Placeholders, Range
 from memharness.memsys.types import RetrievedItem, Unit
 
@@ -58,7 +59,7 @@ class HippoRAG(MemorySystem):
     name = "hipporag"
     retrieval_settings = (
         "damping",
-        "ppr_implementation",
+        "ppr",
         "specificity",
         "passage_score",
         "top_k",
@@ -83,7 +84,7 @@ class HippoRAG(MemorySystem):
         synonym_threshold: Annotated[float, Range(-1, 1)] = 0.8,
         synonym_max_neighbours: Annotated[int, Range(0)] = 100,
         damping: Annotated[float, Range(0, 1, hi_open=True)] = 0.5,
-        ppr_implementation: Literal["prpack", "arpack"] = "prpack",
+        ppr: PPRSettings | None = None,
         specificity: bool = True,
         passage_score: Literal["facts", "phrases"] = "facts",
         top_k: Annotated[int, Range(1)] | None = None,
@@ -107,7 +108,7 @@ class HippoRAG(MemorySystem):
         self.extract_max_tokens = int(extract_max_tokens)
         self.synonym_threshold = float(synonym_threshold)
         self.synonym_max_neighbours = int(synonym_max_neighbours)
-        self.ppr_implementation = ppr_implementation
+        self.ppr = ppr_settings(ppr)
         self.damping, self.specificity, self.passage_score = (
             float(damping),
             specificity,
@@ -270,7 +271,7 @@ class HippoRAG(MemorySystem):
                 self.damping,
                 self.passage_score,
                 self.specificity,
-                self.ppr_implementation,
+                self.ppr,
             )
         query = self._embed([question])[0]
         dense = self.vectors["passage_vectors"] @ query
@@ -287,7 +288,7 @@ class HippoRAG(MemorySystem):
             self.linking_top_k,
             self.passage_node_weight,
             self.damping,
-            self.ppr_implementation,
+            self.ppr,
         )
 
     def search(self, question: str, budget_tokens: int) -> list[RetrievedItem]:
@@ -301,6 +302,9 @@ class HippoRAG(MemorySystem):
         self._bump("ranking_seconds", time.perf_counter() - start)
         self._bump(f"mode_{ranking.mode}")
         self._bump("seeds", ranking.seeds)
+        self._bump("ppr_iterations", ranking.iterations)
+        if not ranking.converged:
+            self._bump("ppr_not_converged")
         order = np.argsort(-ranking.scores, kind="stable")[: self.top_k]
         items = [
             RetrievedItem(

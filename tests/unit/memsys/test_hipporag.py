@@ -220,10 +220,11 @@ def test_the_reference_tells_each_planted_mutation_apart(mutation):
     assert any(moved)
 
 
-def test_arpack_gives_the_same_scores_as_prpack():
+@pytest.mark.parametrize("engine", ["prpack", "arpack"])
+def test_igraph_engines_give_the_power_iterations_scores(engine):
     seeds = ["Berlin", "Germany"]
     a = built(llm=replier(query_entities=seeds)).rank("q").scores
-    b = built(llm=replier(query_entities=seeds), ppr_implementation="arpack").rank("q").scores
+    b = built(llm=replier(query_entities=seeds), ppr={"engine": engine}).rank("q").scores
     assert b.tolist() == pytest.approx(a.tolist(), abs=1e-8)
 
 
