@@ -82,3 +82,13 @@ def test_the_matrix_is_built_once_per_graph_and_a_capped_run_is_counted(monkeypa
 def test_a_bad_ppr_setting_is_one_clear_error(given, message):
     with pytest.raises(ValueError, match=message):
         ppr_settings(given)
+
+
+@pytest.mark.parametrize("engine", ["prpack", "arpack"])
+def test_v2_passage_scores_are_the_same_with_igraph(engine):
+    """v2 ranks passages by their own PageRank (passage nodes after the phrases): the engines agree."""
+    question = "Where does Bob Jones work?"
+    power = built(variant="v2").rank(question)
+    other = built(variant="v2", ppr={"engine": engine}).rank(question)
+    assert power.mode == other.mode == "ppr" and power.iterations > 0 == other.iterations
+    assert power.scores.tolist() == pytest.approx(other.scores.tolist(), abs=1e-10)
