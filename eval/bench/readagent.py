@@ -69,6 +69,7 @@ def stub_reply(request: ChatRequest) -> str:
 def scripted_run(turns: int = 2_000, questions: int = 5, latency_s: float = LATENCY_S) -> dict:
     """(a): see the module docstring."""
     tokenizer = get_tokenizer()
+    tokenizer.count("loaded before timing")
     chat = ScriptedChat(reply=stub_reply, latency_s=0.0)
     llm = LLM(chat, meter=Meter(), progress=False, retry=RetryPolicy(max_retries=0))
     memory = ReadAgent(llm=llm, tokenizer=tokenizer, **settings())
@@ -103,7 +104,9 @@ def scripted_run(turns: int = 2_000, questions: int = 5, latency_s: float = LATE
         "questions": questions,
         "backend_latency_s": latency_s,
         "lookup_calls_per_question": lookup_calls / questions,
-        "harness_per_call_over_latency": wall / max(lookup_calls, 1) / latency_s,
+        "harness_per_call_over_latency": (
+            wall / max(lookup_calls, 1) / latency_s if latency_s else None
+        ),
         "tokens_per_question": read_tokens / questions,
         "full_context_tokens": full,
         "tokens_over_full_context": read_tokens / questions / full,
