@@ -15,6 +15,7 @@ experiment. Hyperparameters and every prompt: ``conf/memory/graphrag.yaml``; see
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterator, Sequence
 from typing import Annotated, Any, Literal
@@ -61,7 +62,12 @@ PROMPTS = (
 
 
 def default_prompts() -> dict[str, str]:
-    """The prompts of conf/memory/graphrag.yaml (the one place they are written)."""
+    """The prompts of conf/memory/graphrag.yaml (the one place they are written); read once."""
+    return dict(_read_default_prompts())
+
+
+@functools.cache
+def _read_default_prompts() -> dict[str, str]:
     from importlib.resources import files
 
     from omegaconf import OmegaConf
