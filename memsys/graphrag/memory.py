@@ -15,28 +15,19 @@ experiment. Hyperparameters and every prompt: ``conf/memory/graphrag.yaml``; see
 
 from __future__ import annotations
 
+import functools
 import logging
-import time
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from memharness.memsys.graphrag.chunks import TextUnit, make_text_units
+from memharness.memsys.graphrag.build import BuildSettings, LeidenSettings, build_graph
+from memharness.memsys.graphrag.chunks import TextUnit
 from memharness.memsys.graphrag.common import FailureLog, build_provenance
-from memharness.memsys.graphrag.communities import hierarchical_leiden
-from memharness.memsys.graphrag.extract import ExtractSettings, run_extraction
+from memharness.memsys.graphrag.extract import ExtractSettings
 from memharness.memsys.graphrag.index import GraphIndex
-from memharness.memsys.graphrag.merge import (
-    SummarySettings,
-    merge_graph,
-    summarize_descriptions,
-)
-from memharness.memsys.graphrag.reports import (
-    ContextBuilder,
-    ReportSettings,
-    generate_reports,
-)
+from memharness.memsys.graphrag.merge import SummarySettings
+from memharness.memsys.graphrag.reports import ReportSettings
 from memharness.memsys.graphrag.search_global import (
     GlobalSearch,
     GlobalSearchSettings,
@@ -48,7 +39,6 @@ from memharness.memsys.graphrag.search_local import (
     local_settings,
     local_settings_problems,
 )
-from memharness.memsys.graphrag.to_store import add_communities, add_entities
 from memharness.memsys.hierarchy import traverse
 from memharness.memsys.hierarchy.memory import HierarchicalMemory, retrieval_record
 from memharness.memsys.hierarchy.store import HierarchyStore
@@ -72,7 +62,12 @@ PROMPTS = (
 
 
 def default_prompts() -> dict[str, str]:
-    """The prompts of conf/memory/graphrag.yaml (the one place they are written)."""
+    """The prompts of conf/memory/graphrag.yaml (the one place they are written); read once."""
+    return dict(_read_default_prompts())
+
+
+@functools.cache
+def _read_default_prompts() -> dict[str, str]:
     from importlib.resources import files
 
     from omegaconf import OmegaConf
@@ -165,57 +160,37 @@ class GraphRAG(HierarchicalMemory):
         )
         self.chunk_size, self.chunk_overlap = chunk_size, int(chunk_overlap)
         self.entity_types, self.extraction_format = list(entity_types), extraction_format
-        self.max_gleanings, self.extract_max_tokens = int(max_gleanings), int(extract_max_tokens)
+        self.missing_endpoint, self.leiden_seed = missing_endpoint, leiden_seed
+        self.entity_types_case, self.leiden_backend = entity_types_case, leiden_backend
+        self.report_relationships, self.description_separator = (
+            report_relationships,
+            description_separator,
+        )
         self.tuple_delimiter, self.record_delimiter = tuple_delimiter, record_delimiter
-        self.entity_types_case, self.line_records = entity_types_case, bool(line_records)
-        self.completion_delimiter, self.missing_endpoint = completion_delimiter, missing_endpoint
-        self.summary_threshold_tokens, self.summary_max_input_tokens = (
-            int(summary_threshold_tokens),
-            int(summary_max_input_tokens),
-        )
-        self.summary_max_words, self.summary_max_tokens = (
-            int(summary_max_words),
-            int(summary_max_tokens),
-        )
-        self.description_separator = description_separator
-        self.max_cluster_size, self.use_lcc, self.leiden_seed = (
-            int(max_cluster_size),
-            bool(use_lcc),
-            leiden_seed,
-        )
-        self.leiden_resolution, self.leiden_iterations = (
-            float(leiden_resolution),
-            int(leiden_iterations),
-        )
-        self.leiden_backend, self.leiden_randomness = leiden_backend, float(leiden_randomness)
-        self.report_max_input_tokens, self.report_max_words = (
-            int(report_max_input_tokens),
-            int(report_max_words),
-        )
-        self.report_relationships = report_relationships
-        self.report_substitution = bool(report_substitution)
-        self.report_max_tokens, self.max_failures_kept = (
-            int(report_max_tokens),
-            int(max_failures_kept),
-        )
+        self.completion_delimiter = completion_delimiter
+        numbers = {
+            int: (
+                "max_gleanings", "extract_max_tokens", "summary_threshold_tokens",
+                "summary_max_input_tokens", "summary_max_words", "summary_max_tokens",
+                "max_cluster_size", "leiden_iterations", "report_max_input_tokens",
+                "report_max_words", "report_max_tokens", "max_failures_kept",
+            ),
+            float: ("leiden_resolution", "leiden_randomness"),
+            bool: ("line_records", "use_lcc", "report_substitution"),
+        }  # fmt: skip
+        given_values = locals()
+        for cast, keys in numbers.items():
+            for key in keys:
+                setattr(self, key, cast(given_values[key]))
         self.local_search, self.global_search = (
             local_settings(local_search),
             global_settings(global_search),
         )
-        given = {
-            "extract_prompt": extract_prompt,
-            "extract_json_prompt": extract_json_prompt,
-            "continue_prompt": continue_prompt,
-            "loop_prompt": loop_prompt,
-            "summarize_prompt": summarize_prompt,
-            "report_prompt": report_prompt,
-            "map_prompt": map_prompt,
-            "reduce_prompt": reduce_prompt,
-            "reduce_mc_prompt": reduce_mc_prompt,
-        }
-        defaults = default_prompts() if any(v is None for v in given.values()) else {}
-        for key, value in given.items():
-            setattr(self, key, value if value is not None else defaults[key])
+        # null prompts are the ones in conf/memory/graphrag.yaml
+        missing = [key for key in PROMPTS if given_values[key] is None]
+        defaults = default_prompts() if missing else {}
+        for key in PROMPTS:
+            setattr(self, key, defaults[key] if key in missing else given_values[key])
         self.text_units: dict[str, TextUnit] = {}
         self.build_record: dict[str, Any] = {}
         self.search_failures = FailureLog(self.max_failures_kept)
@@ -242,85 +217,16 @@ class GraphRAG(HierarchicalMemory):
 
     # ------------------------------------------------------------------ build
     def build(self, units: Sequence[Unit]) -> None:
-        """Rebuild everything from ``units``: extraction, merge, communities, reports."""
-        log, timings, start = FailureLog(self.max_failures_kept), {}, time.perf_counter()
+        """Rebuild everything from ``units``: extraction, merge, communities, reports (build.py)."""
         # a rebuild starts over: earlier retrievals point at the previous store, earlier failures are gone
         self.store, self.retrievals, self.index, self._global = HierarchyStore(), [], None, None
         self.degradation.clear()
-        text_units = make_text_units(units, self.tokenizer, self.chunk_size, self.chunk_overlap)
-        self.text_units = {tu.id: tu for tu in text_units}
-        extraction = run_extraction(self.llm, text_units, self._extract_settings(), log)
-        timings["extract_s"] = time.perf_counter() - start
-        graph = merge_graph(
-            extraction.entities, extraction.relations, text_units, log, self.missing_endpoint
+        built = build_graph(
+            self.store, units, self.llm, self.embedder, self.tokenizer, self._build_settings()
         )
-        summarize_descriptions(self.llm, graph, self._summary_settings(), self.tokenizer, log)
-        add_entities(self.store, self.embedder, graph)
-        timings["merge_s"] = time.perf_counter() - start - timings["extract_s"]
-        seed = self.seed if self.leiden_seed is None else self.leiden_seed
-        edges = [(r.source, r.target, _positive(r.weight, log, r.id)) for r in graph.relations]
-        communities, leiden = hierarchical_leiden(
-            len(graph.entities),
-            edges,
-            self.max_cluster_size,
-            seed,
-            self.use_lcc,
-            self.leiden_resolution,
-            self.leiden_iterations,
-            self.leiden_backend,
-            self.leiden_randomness,
-        )
-        incident: list[list[int]] = [[] for _ in graph.entities]
-        for i, r in enumerate(graph.relations):
-            incident[r.source].append(i)
-            incident[r.target].append(i)
-        report_start = time.perf_counter()
-        reports, report_record = generate_reports(
-            self.llm,
-            ContextBuilder(
-                graph,
-                incident,
-                self.tokenizer,
-                self.report_relationships,
-                self.report_substitution,
-            ),
-            communities,
-            self._report_settings(),
-            log,
-        )
-        add_communities(self.store, self.embedder, graph, communities, reports)
-        timings["reports_s"] = time.perf_counter() - report_start
+        self.text_units, self.build_record = built.text_units, built.record
         self.index = GraphIndex(self.store, self.text_units)
-        self._record_degradation(log)
-        self.build_record = {
-            "units": len(units),
-            "text_units": len(text_units),
-            "chunking": "dataset units"
-            if self.chunk_size is None
-            else f"{self.chunk_size}/{self.chunk_overlap} tokens",
-            "llm_calls": {
-                **extraction.calls,
-                "summarize": graph.summary_calls,
-                "report": report_record["calls"],
-                "total": sum(extraction.calls.values())
-                + graph.summary_calls
-                + report_record["calls"],
-            },
-            "extraction": {
-                "replies": extraction.replies,
-                "entity_records": len(extraction.entities),
-                "relationship_records": len(extraction.relations),
-            },
-            "graph": {
-                "entities": len(graph.entities),
-                "relationships": len(graph.relations),
-                "descriptions_summarised": graph.summarised,
-            },
-            "communities": leiden,
-            "reports": {k: v for k, v in report_record.items() if k != "calls"},
-            "failures": log.to_json(),
-            "seconds": {**timings, "total_s": time.perf_counter() - start},
-        }
+        self._record_degradation(built.log)
 
     def _record_degradation(self, log: FailureLog) -> None:
         """Outputs the structure was built without (the runner flags questions answered from it)."""
@@ -332,12 +238,11 @@ class GraphRAG(HierarchicalMemory):
         self.degrade("report_failed", c["report_failed"])
         self.degrade("report_unparsed", c["report_unparsed"])
 
-    def _extract_settings(self) -> ExtractSettings:
-        prompt = (
-            self.extract_prompt if self.extraction_format == "records" else self.extract_json_prompt
-        )
-        return ExtractSettings(
-            prompt=prompt,
+    def _build_settings(self) -> BuildSettings:
+        """The build's settings grouped by step (memsys/graphrag/build.py)."""
+        json_format = self.extraction_format == "json"
+        extract = ExtractSettings(
+            prompt=self.extract_json_prompt if json_format else self.extract_prompt,
             continue_prompt=self.continue_prompt,
             loop_prompt=self.loop_prompt,
             entity_types=self.entity_types,
@@ -350,9 +255,7 @@ class GraphRAG(HierarchicalMemory):
             entity_types_case=self.entity_types_case,
             line_records=self.line_records,
         )
-
-    def _summary_settings(self) -> SummarySettings:
-        return SummarySettings(
+        summary = SummarySettings(
             prompt=self.summarize_prompt,
             threshold_tokens=self.summary_threshold_tokens,
             max_input_tokens=self.summary_max_input_tokens,
@@ -360,13 +263,32 @@ class GraphRAG(HierarchicalMemory):
             max_tokens=self.summary_max_tokens,
             separator=self.description_separator,
         )
-
-    def _report_settings(self) -> ReportSettings:
-        return ReportSettings(
+        report = ReportSettings(
             prompt=self.report_prompt,
             max_input_tokens=self.report_max_input_tokens,
             max_words=self.report_max_words,
             max_tokens=self.report_max_tokens,
+        )
+        leiden = LeidenSettings(
+            max_cluster_size=self.max_cluster_size,
+            seed=self.seed if self.leiden_seed is None else self.leiden_seed,
+            use_lcc=self.use_lcc,
+            resolution=self.leiden_resolution,
+            iterations=self.leiden_iterations,
+            backend=self.leiden_backend,
+            randomness=self.leiden_randomness,
+        )
+        return BuildSettings(
+            extract,
+            summary,
+            report,
+            leiden,
+            chunk_size=self.chunk_size,
+            chunk_overlap=self.chunk_overlap,
+            missing_endpoint=self.missing_endpoint,
+            report_relationships=self.report_relationships,
+            report_substitution=self.report_substitution,
+            max_failures_kept=self.max_failures_kept,
         )
 
     # ------------------------------------------------------------------ retrieval
@@ -447,43 +369,22 @@ class GraphRAG(HierarchicalMemory):
     def answer(
         self, question: Question, items: Sequence[RetrievedItem], multiple_choice: bool = False
     ) -> Completion:
-        """Global search's reduce step; the no-data answer (no call) when no scored point remains.
-
-        When every map batch of this question failed or could not be read, there is no answer: a
-        failed completion (the runner records ``answer_failed``). When only some did, the answer is
-        reduced from the rest and flagged (``sample_fields: {"partial": ...}`` on the question's record).
-        """
-        record = self.search_record["global"]
+        """Global search's reduce step (``GlobalSearch.answer``): a failed completion when every map
+        batch of this question failed (the runner records ``answer_failed``)."""
         outcome = (
             self._map_outcome[1]
             if self._map_outcome and self._map_outcome[0] == question.text
             else {}
         )
-        broken = outcome.get("map_failed", 0) + outcome.get("map_unparsed", 0)
-        if broken and broken == outcome["map_calls"]:
-            _bump(record, "map_all_failed")
-            return Completion(
-                text="",
-                error=f"global map: {broken}/{broken} batches failed or unparsed",
-                extra={"prompt": ""},
-            )
-        flags = {"sample_fields": {"partial": dict(outcome)}} if broken else {}
-        if not items:
-            _bump(record, "no_data_answers")
-            return Completion(
-                text=self.global_search["no_data_answer"],
-                extra={"prompt": "", "no_data": True, **flags},
-            )
-        request = self._global_search().reduce_request(
-            question.text, items, question.options if multiple_choice else None, question.id
+        return self._global_search().answer(
+            self.llm,
+            question,
+            items,
+            multiple_choice,
+            outcome,
+            self.search_record["global"],
+            self.search_failures,
         )
-        completion = self.llm.complete([request], desc="graphrag reduce")[0]
-        _bump(record, "reduce_calls")
-        if not completion.ok:
-            _bump(record, "reduce_failed")
-            self.search_failures.add("reduce_failed", completion.error or "", question=question.id)
-        prompt = "\n\n".join(content for _, content in request.messages)
-        return replace(completion, extra={**completion.extra, "prompt": prompt, **flags})
 
     # ------------------------------------------------------------------ diagnostics and persistence
     def stats(self) -> dict[str, Any]:
@@ -534,11 +435,3 @@ class GraphRAG(HierarchicalMemory):
 
 def _bump(record: dict[str, Any], key: str, n: int = 1) -> None:
     record[key] = record.get(key, 0) + n
-
-
-def _positive(weight: float, log: FailureLog, rel_id: str) -> float:
-    """Leiden needs positive weights: a summed strength <= 0 clusters as 1e-6 (the stored weight is kept); counted."""
-    if weight > 0:
-        return weight
-    log.add("nonpositive_weight", str(weight), relationship=rel_id)
-    return 1e-6

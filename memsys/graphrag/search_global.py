@@ -29,14 +29,14 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal, TypedDict
 
 from memharness.memsys.graphrag.common import FailureLog, fill, parse_json_object
 from memharness.memsys.graphrag.index import GraphIndex
-from memharness.memsys.services.types import ChatRequest
+from memharness.memsys.services.types import ChatRequest, Completion
 from memharness.memsys.settings import NonEmpty, Range
-from memharness.memsys.types import RetrievedItem, content_id, option_letters
+from memharness.memsys.types import Question, RetrievedItem, content_id, option_letters
 
 GLOBAL_DEFAULTS = {
     "community_level": 2,
@@ -320,6 +320,50 @@ class GlobalSearch:
             max_tokens=int(self.s["reduce_max_tokens"]),
             temperature=0.0,
         )
+
+    def answer(
+        self,
+        llm: Any,
+        question: Question,
+        items: Sequence[RetrievedItem],
+        multiple_choice: bool,
+        outcome: dict[str, int],
+        record: dict[str, Any],
+        failures: FailureLog,
+    ) -> Completion:
+        """The reduce step over the kept points (``outcome``: this question's map-call counts).
+
+        Every map batch failed or unreadable: a failed completion. Some did: the answer is reduced
+        from the rest and flagged (``sample_fields: {"partial": ...}``). No point kept: the no-data
+        answer, without a call.
+        """
+        broken = outcome.get("map_failed", 0) + outcome.get("map_unparsed", 0)
+        if broken and broken == outcome["map_calls"]:
+            _bump(record, "map_all_failed")
+            return Completion(
+                text="",
+                error=f"global map: {broken}/{broken} batches failed or unparsed",
+                extra={"prompt": ""},
+            )
+        flags = {"sample_fields": {"partial": dict(outcome)}} if broken else {}
+        if not items:
+            _bump(record, "no_data_answers")
+            return Completion(
+                text=self.s["no_data_answer"], extra={"prompt": "", "no_data": True, **flags}
+            )
+        options = question.options if multiple_choice else None
+        request = self.reduce_request(question.text, items, options, question.id)
+        completion = llm.complete([request], desc="graphrag reduce")[0]
+        _bump(record, "reduce_calls")
+        if not completion.ok:
+            _bump(record, "reduce_failed")
+            failures.add("reduce_failed", completion.error or "", question=question.id)
+        prompt = "\n\n".join(content for _, content in request.messages)
+        return replace(completion, extra={**completion.extra, "prompt": prompt, **flags})
+
+
+def _bump(record: dict[str, Any], key: str, n: int = 1) -> None:
+    record[key] = record.get(key, 0) + n
 
 
 def _cited_reports(description: str) -> list[int]:
