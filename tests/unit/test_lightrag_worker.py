@@ -35,6 +35,11 @@ def test_documents_per_session_group_consecutive_units_of_a_session():
     assert [uid for uid, _ in docs[0]["lines"]] == ["u-1", "u-2"]
 
 
+def test_a_batch_document_holds_every_unit():
+    (doc,) = u.documents(UNITS, "batch")
+    assert doc["id"] == "doc-u-1" and [uid for uid, _ in doc["lines"]] == ["u-1", "u-2", "u-3"]
+
+
 def test_documents_per_unit_are_one_each():
     docs = u.documents(UNITS, "unit")
     assert [(d["id"], d["text"]) for d in docs] == [
@@ -83,7 +88,7 @@ def test_context_becomes_items_in_section_order_with_their_units():
     "given,message",
     [
         ({"mode": "fast"}, "option mode='fast'"),
-        ({"document": "turn"}, "option document='turn'"),
+        ({"document": "turn"}, "option document='turn': use session, unit or batch"),
         ({"sections": ["chunks", "facts"]}, "option sections="),
         ({"sections": []}, "option sections="),
         ({"top_n": 3}, r"unknown LightRAG option\(s\) \['top_n'\]"),
@@ -124,3 +129,12 @@ def test_identical_documents_are_inserted_once_and_their_units_kept():
     fresh, duplicates, merged = u.place(again, lines, texts)
     assert [d["id"] for d in fresh] == ["doc-u-8"] and (duplicates, merged) == (1, 1)
     assert u.units_in("Ann: ok", lines["doc-u-1"]) == ["u-1", "u-7"]  # the chunk names both
+
+
+def test_an_extraction_reply_without_rows_or_end_marker_is_unparsed():
+    system = "...`entity<|#|>entity_name<|#|>entity_type<|#|>entity_description`..."
+    assert w.extraction_unparsed(system, "I am not sure what you mean.")
+    assert not w.extraction_unparsed(system, "<|COMPLETE|>")  # nothing to extract: fine
+    assert not w.extraction_unparsed(system, "entity<|#|>Ann<|#|>Person<|#|>A runner.")
+    assert not w.extraction_unparsed("You extract keywords.", "no rows here")  # not extraction
+    assert not w.extraction_unparsed(None, "no rows here")

@@ -21,13 +21,14 @@ def unit_line(unit: dict[str, Any]) -> str:
 
 
 def documents(units: list[dict[str, Any]], per: str) -> list[dict[str, Any]]:
-    """Units -> LightRAG documents ``{id, text, lines: [(unit id, line)]}``: one per unit, or one
-    per run of consecutive units of the same session (``per`` = ``unit`` | ``session``)."""
+    """Units -> LightRAG documents ``{id, text, lines: [(unit id, line)]}``: one per unit, one per
+    run of consecutive units of the same session, or one for all (``per`` = unit | session | batch)."""
     docs: list[dict[str, Any]] = []
     for unit in units:
         line = unit_line(unit)
         session = str(unit.get("session"))
-        if per == "session" and docs and docs[-1]["session"] == session:
+        joins = per == "batch" or (per == "session" and docs and docs[-1]["session"] == session)
+        if joins and docs:
             docs[-1]["lines"].append((str(unit["id"]), line))
             continue
         docs.append({"id": f"doc-{unit['id']}", "session": session, "lines": [(unit["id"], line)]})

