@@ -11,7 +11,7 @@ DEMO_ARGS := 'dataset.loader.parts=[dialogues]' dataset.budget_tokens=200
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: help setup demo test test-full bench tables papers golden clean clean-cache product-mem0 product-amem
+.PHONY: help setup demo test test-full bench tables papers golden clean clean-cache product-mem0 product-amem product-lightrag
 
 help:  ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -51,6 +51,8 @@ product-mem0: .venvs/mem0/.installed  ## install mem0 OSS (mem0ai 2.2.1) in .ven
 	touch $@
 
 product-amem: .venvs/amem/.installed  ## install A-Mem (PyPI a-mem 0.2.6, 2.1 GB) in .venvs/amem for memory=amem
+
+product-lightrag: .venvs/lightrag/.installed  ## install LightRAG (lightrag-hku 1.5.7, 330 MB) in .venvs/lightrag for memory=lightrag
 
 demo: setup  ## sweep three memory systems on the sample's dialogues with the embedded models, then table + plot
 	$(PY) run.py -m memory=full_context,memorystream,memtree dataset=sample $(DEMO_ARGS) hydra.sweep.dir=results/sweeps/demo
