@@ -126,6 +126,11 @@ CAPS = [
 ]
 
 
+# Two questions on one dialogue episode (9 turns): one build, about a third of the news episode's
+# extraction calls; the build, the counting and both searches are the same code on either episode.
+DIALOGUE = "dataset.loader.parts=[dialogues]"
+
+
 def _real_run(tmp_path: Path, memory: str, cache: Path) -> Path:
     out = tmp_path / memory
     cmd = [
@@ -133,11 +138,14 @@ def _real_run(tmp_path: Path, memory: str, cache: Path) -> Path:
         "run.py",
         f"memory={memory}",
         "dataset=sample",
+        DIALOGUE,
         "dataset.limit=2",
         "llm=local_tiny",
         f"hydra.run.dir={out}",
         f"cache.path={cache}",
         "progress=false",
+        "eval.judge.calibration_max=0",  # the judge audit's canaries and lenient pass: not the subject
+        "eval.judge_audit.lenient=false",
         *CAPS,
     ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}

@@ -31,7 +31,7 @@ def test_run_py_on_the_fixture_with_the_embedded_default(name, tmp_path):
         "memory=full_context",
         f"dataset={name}",
         f"dataset.loader.path={CASES[name]}",
-        "dataset.limit=2",  # two questions per dataset: the path under test, not the scores
+        "dataset.limit=1",  # one question per dataset: the path under test, not the scores
         f"hydra.run.dir={out}",
         "progress=false",
         "eval.judge.calibration_max=0",  # the judge audit's canaries: not this test's subject

@@ -16,7 +16,8 @@ RETRIEVALS = ("single", "rerank", "iterative")
 
 @pytest.mark.slow
 def test_mixed_iterative_on_the_sample_with_the_real_embedded_models(tmp_path):
-    """SmolLM2-135M + MiniLM. About 65 LLM calls (3 per chunk): a few minutes on an idle 2-core CPU with the
+    """SmolLM2-135M + MiniLM, two questions on one dialogue episode (3 LLM calls per chunk to build
+    it, then the thoughts, answers and judge calls): a minute or two on an idle 2-core CPU with the
     output caps lowered; one llama.cpp thread, as its spinning threads crawl when the cores are shared
     (35 s vs 70 s per extraction call measured at load 20), hence also the long timeout."""
     proc = run_py(
@@ -25,6 +26,7 @@ def test_mixed_iterative_on_the_sample_with_the_real_embedded_models(tmp_path):
         "memory.structure=mixed",
         "memory.retrieval=iterative",
         "dataset=sample",
+        "dataset.loader.parts=[dialogues]",  # two questions on one dialogue episode: one build
         "dataset.limit=2",
         "llm=local_tiny",
         "llm.backend.n_threads=1",
@@ -37,6 +39,7 @@ def test_mixed_iterative_on_the_sample_with_the_real_embedded_models(tmp_path):
         "memory.top_t=5",
         "memory.top_k=10",
         "eval.judge.calibration_max=0",
+        "eval.judge_audit.lenient=false",  # the audit's lenient pass: not this test's subject
         timeout=3600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
