@@ -121,7 +121,8 @@ class Sample(_Record):
     agent_steps: list[JSON] | None = Field(
         None,
         description="a function-calling memory (MemGPT): each step's function and status (ok, "
-        "failed, malformed:<kind>, call_failed) and heartbeat",
+        "failed, malformed:<kind>, call_failed), heartbeat, and forced: true on a send_message "
+        "the loop's last step was restricted to (memory.final_send)",
     )
 
 

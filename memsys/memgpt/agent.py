@@ -23,6 +23,7 @@ from memharness.memsys.memgpt.stores import FunctionFailed
 from memharness.memsys.services.types import ChatRequest
 
 SCHEMA = call_schema()
+FINAL_SCHEMA = call_schema(("send_message",))
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,8 @@ class LoopSettings:
     summary_max_tokens: int
     function_return_chars: int
     temperature: float
+    final_send: bool = False
+    final_step_message: str = ""
 
 
 @dataclass
@@ -57,6 +60,9 @@ class LoopCounts:
     functions: Counter = field(default_factory=Counter)  # function -> well-formed calls
     heartbeats: int = 0  # control handed back: request_heartbeat, failed or malformed calls
     step_cap: int = 0  # questions that reached max_steps without a message
+    forced_final_sends: int = (
+        0  # answers sent on the last step, where only send_message was allowed
+    )
     yielded: int = 0  # questions whose agent ended its turn without sending a message
     call_failed: int = 0  # questions whose LLM call failed after the backend's retries
     warnings: int = 0
@@ -80,6 +86,7 @@ class LoopCounts:
             "functions": dict(self.functions),
             "heartbeats": self.heartbeats,
             "step_cap": self.step_cap,
+            "forced_final_sends": self.forced_final_sends,
             "yielded": self.yielded,
             "call_failed": self.call_failed,
             "warnings": self.warnings,
@@ -216,7 +223,11 @@ class Loop:
         steps: list[dict[str, Any]] = []
         outcome: Outcome | None = None
         prompt = ""
-        for _ in range(s.max_steps):
+        for step in range(s.max_steps):
+            # ours (final_send): the last allowed step may only send a message; counted, and marked
+            forced = s.final_send and step == s.max_steps - 1
+            if forced and s.final_step_message:
+                self.queue.append(("user", packaged("system_alert", s.final_step_message, None)))
             system = context()
             self.pressure(system)
             request = ChatRequest(
@@ -224,7 +235,7 @@ class Loop:
                 max_tokens=s.step_max_tokens,
                 temperature=s.temperature,
                 json_output=True,
-                json_schema=SCHEMA,
+                json_schema=FINAL_SCHEMA if forced else SCHEMA,
             )
             prompt = "\n\n".join(f"[{r}]\n{t}" for r, t in request.messages)
             completion = self.llm.complete_one(request)
@@ -244,8 +255,15 @@ class Loop:
                 continue
             counts.functions[call.function] += 1
             if call.function == "send_message":
-                steps.append({"function": "send_message", "status": "ok"})
+                steps.append(
+                    {
+                        "function": "send_message",
+                        "status": "ok",
+                        **({"forced": True} if forced else {}),
+                    }
+                )
                 counts.answered += 1
+                counts.forced_final_sends += forced
                 outcome = Outcome("sent", message=call.arguments["message"])
                 break
             try:

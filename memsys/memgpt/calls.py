@@ -31,15 +31,20 @@ HEARTBEAT = "request_heartbeat"
 MALFORMED_KINDS = ("unparsed", "unknown_function", "bad_arguments")
 
 
-def call_schema() -> str:
+def call_schema(functions: tuple[str, ...] | None = None) -> str:
     """The JSON Schema of one step's reply: a thought, a function name, and arguments of one of the
     functions' shapes (sent as ``ChatRequest.json_schema``; a backend that cannot constrain ignores
     it). The arguments are not tied to the named function in the schema (one branch per function
     through the whole reply multiplies a grammar's work on llama.cpp), so ``parse_call`` still checks
-    them against the function and counts a mismatch as ``bad_arguments``."""
+    them against the function and counts a mismatch as ``bad_arguments``. ``functions`` restricts the
+    schema to those functions (the loop's forced final ``send_message``); None = all of them."""
     names = {str: "string", int: "integer"}
+    allowed = list(FUNCTIONS) if functions is None else [f for f in FUNCTIONS if f in functions]
+    if not allowed:
+        raise ValueError(f"call_schema: none of {functions!r} is a function")
     shapes = []
-    for name, (required, optional) in FUNCTIONS.items():
+    for name in allowed:
+        required, optional = FUNCTIONS[name]
         props = {a: {"type": names[t]} for a, t in {**required, **optional}.items()}
         needed = list(required)
         if name != "send_message":  # the code's schemas require the flag on every other function
@@ -57,7 +62,7 @@ def call_schema() -> str:
         "type": "object",
         "properties": {  # in the order the model writes them: the thought before the call
             "thought": {"type": "string"},
-            "function": {"enum": list(FUNCTIONS)},
+            "function": {"enum": allowed},
             "arguments": {"anyOf": shapes},
         },
         "required": ["thought", "function", "arguments"],

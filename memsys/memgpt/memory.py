@@ -72,6 +72,7 @@ class MemGPT(MemorySystem):
         evict_fraction: Annotated[float, Range(0.0, 1.0)] = 0.75,
         keep_last: Annotated[int, Range(0)] = 3,
         max_steps: Annotated[int, Range(1)] = 10,
+        final_send: bool = False,
         step_max_tokens: Annotated[int, Range(1)] = 256,
         summary_max_tokens: Annotated[int, Range(1)] = 256,
         function_return_chars: Annotated[int, Range(1)] = 3000,
@@ -84,6 +85,7 @@ class MemGPT(MemorySystem):
         warning_message: str = "Memory pressure: save what matters.",
         heartbeat_message: str = "Function called with request_heartbeat=true: your turn.",
         failed_heartbeat_message: str = "The function call failed: your turn.",
+        final_step_message: str = "",
     ) -> None:
         super().__init__(llm, embedder, tokenizer)
         self.variant, self.units_to, self.page_size, self.top_k = (

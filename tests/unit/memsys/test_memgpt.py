@@ -215,6 +215,51 @@ def test_the_step_cap_is_a_counted_failure():
     assert mem.stats()["agent"]["step_cap"] == 1
 
 
+def schema_functions(request) -> list[str]:
+    return json.loads(request.json_schema)["properties"]["function"]["enum"]
+
+
+def test_final_send_allows_only_send_message_on_the_last_step_and_counts_the_answer():
+    script = Script(
+        [call("conversation_search", True, query="blue")] * 2 + [call("send_message", message="b")]
+    )
+    mem = memory(script, max_steps=3, final_send=True)
+    mem.insert(session_units(1))
+    _, completion = ask(mem)
+    assert completion.ok and completion.text == "b"
+    first, second, last = script.step_requests
+    assert schema_functions(first) == schema_functions(second) == list(FUNCTIONS)
+    assert schema_functions(last) == ["send_message"]
+    shapes = json.loads(last.json_schema)["properties"]["arguments"]["anyOf"]
+    assert [sorted(s["properties"]) for s in shapes] == [["message"]]
+    alert = YAML["final_step_message"].split(":")[0]
+    assert alert in user_turns(last)[-1] and all(alert not in t for t in user_turns(second))
+    steps = completion.extra["sample_fields"]["agent_steps"]
+    assert steps[-1] == {"function": "send_message", "status": "ok", "forced": True}
+    agent = mem.stats()["agent"]
+    assert agent["forced_final_sends"] == 1 and agent["answered"] == 1 and agent["step_cap"] == 0
+
+
+def test_final_send_does_not_touch_an_earlier_message_and_a_failed_last_step_stays_a_failure():
+    script = Script([call("send_message", message="early")])
+    mem = memory(script, max_steps=3, final_send=True)
+    _, completion = ask(mem)
+    assert completion.text == "early" and schema_functions(script.step_requests[0]) != [
+        "send_message"
+    ]
+    assert mem.stats()["agent"]["forced_final_sends"] == 0
+    # a backend that ignores the schema, or a malformed last reply: no answer, a counted step_cap
+    for last in (call("conversation_search", True, query="blue"), "no json here"):
+        script = Script([call("conversation_search", True, query="blue"), last])
+        mem = memory(script, max_steps=2, final_send=True)
+        _, completion = ask(mem)
+        assert not completion.ok and completion.text == "" and "step_cap" in completion.error
+        agent = mem.stats()["agent"]
+        assert (
+            agent["step_cap"] == 1 and agent["forced_final_sends"] == 0 and agent["answered"] == 0
+        )
+
+
 def test_warning_at_75_percent_of_the_window_then_flush_into_a_recursive_summary_at_100():
     # WordTokenizer: one token per word. The system prompt is about 300 words; each search result
     # adds about 100. A window of 900 passes 75 % (675) before 100 %.
