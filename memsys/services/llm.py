@@ -20,13 +20,14 @@ import contextvars
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Protocol
 
 from memharness.memsys.services.budget import Budget
 from memharness.memsys.services.cache import CallCache
 from memharness.memsys.services.deadline import Deadline
 from memharness.memsys.services.meter import Meter, current_stage
+from memharness.memsys.services.pool import ThreadPool
 from memharness.memsys.services.retry import Retrier, RetryPolicy
 from memharness.memsys.services.secrets import redact_text
 from memharness.memsys.services.types import (
@@ -81,7 +82,7 @@ class LLM:
         self.progress = progress
         self.progress_min_batch = progress_min_batch
         self._retrier = Retrier(self.retry, self.meter, deadline, budget, "chat call")
-        self._pool = ThreadPoolExecutor(max_workers=self.max_in_flight, thread_name_prefix="llm")
+        self._pool = ThreadPool(self.max_in_flight)
         self._slots = threading.BoundedSemaphore(
             self.max_in_flight
         )  # backend calls in flight, all threads
@@ -300,4 +301,4 @@ class LLM:
         return Logprob(logprob=total, tokens=tokens)
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool.shutdown()
