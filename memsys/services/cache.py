@@ -116,6 +116,25 @@ class CallCache:
             raise self._unavailable("read", err) from None
         return json.loads(row[0]) if row else None
 
+    def get_chats(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        """The cached replies among ``keys`` (one query per 500 keys, not one per key)."""
+        found: dict[str, dict[str, Any]] = {}
+        try:
+            for conn in (self._conn(), self._shared()):
+                todo = [k for k in dict.fromkeys(keys) if k not in found]
+                if conn is None or not todo:
+                    continue
+                for start in range(0, len(todo), 500):
+                    batch = todo[start : start + 500]
+                    marks = ",".join("?" * len(batch))
+                    for key, value in conn.execute(
+                        f"SELECT key, value FROM chat WHERE key IN ({marks})", batch
+                    ):
+                        found[key] = json.loads(value)
+        except sqlite3.Error as err:
+            raise self._unavailable("read", err) from None
+        return found
+
     def _unavailable(self, verb: str, err: BaseException) -> CacheUnavailable:
         return CacheUnavailable(
             f"cannot {verb} the call cache {self.setting}={str(self.path)!r} ({_reason(err)}); "
