@@ -18,6 +18,7 @@ import ssl
 import threading
 import time
 import urllib.parse
+import urllib.request
 from typing import Any
 
 from memharness.memsys.services.deadline import Deadline
@@ -84,6 +85,15 @@ class _Reply:
         return json.loads(self.content)
 
 
+def _proxy_for(parts: urllib.parse.SplitResult) -> tuple[str, int] | None:
+    """The (host, port) of the environment's proxy for this URL, or None (none set, or NO_PROXY)."""
+    proxy = urllib.request.getproxies().get(parts.scheme)
+    if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    where = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    return where.hostname or "", where.port or 80
+
+
 def _dropped(conn: http.client.HTTPConnection) -> bool:
     """Whether an idle kept-alive connection is unusable: closed by the server (readable at EOF) or
     holding bytes nobody asked for."""
@@ -112,6 +122,11 @@ class HttpClient:
         self._host = parts.hostname or ""
         self._port = parts.port or (443 if self._https else 80)
         self._prefix = parts.path.rstrip("/")
+        # A proxy from the environment (HTTP(S)_PROXY, NO_PROXY), as httpx honoured: an https server
+        # through a CONNECT tunnel, an http one by its absolute URL on the proxy's connection.
+        self._proxy = _proxy_for(parts)
+        if self._proxy is not None and not self._https:
+            self._prefix = f"http://{parts.netloc}{self._prefix}"
         self._headers = {
             "Content-Type": "application/json",
             "Accept": "application/json",
@@ -125,12 +140,15 @@ class HttpClient:
         self._open = threading.BoundedSemaphore(pool)
 
     def _connect(self, timeout: float, connect_timeout: float) -> http.client.HTTPConnection:
+        host, port = self._proxy or (self._host, self._port)
         if self._https:
             conn: http.client.HTTPConnection = http.client.HTTPSConnection(
-                self._host, self._port, timeout=connect_timeout, context=tls_context()
+                host, port, timeout=connect_timeout, context=tls_context()
             )
+            if self._proxy is not None:
+                conn.set_tunnel(self._host, self._port)
         else:
-            conn = http.client.HTTPConnection(self._host, self._port, timeout=connect_timeout)
+            conn = http.client.HTTPConnection(host, port, timeout=connect_timeout)
         conn.connect()
         # Headers and body go out as two writes: without TCP_NODELAY the body may wait for an ACK.
         conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
