@@ -69,8 +69,8 @@ test: setup product-mem0  ## lint, then every test, the slow ones with the real 
 
 test-full: test demo  ## the tests, then the whole demo pipeline
 
-bench: setup  ## speed and efficiency ratios, each measured in one run
-	$(PY) -m memharness.eval.bench
+bench: setup  ## speed and efficiency ratios, each measured in one run (BENCH="backends raptor": only those)
+	$(PY) -m memharness.eval.bench $(BENCH)
 
 tables: setup  ## tables and plots from every run and sweep folder under results/
 	$(PY) -m memharness.eval.report.comparison results/runs results/sweeps --out results/tables --name comparison

@@ -1,4 +1,6 @@
-"""Run every benchmark module in ``eval/bench/`` and write the figures to results/bench/."""
+"""Run the benchmark modules in ``eval/bench/`` (all, or those named: ``python -m
+memharness.eval.bench backends scaling``; ``make bench BENCH="backends scaling"``) and write the
+figures to results/bench/figures.json."""
 
 from __future__ import annotations
 
@@ -14,9 +16,13 @@ from memharness.memsys.services.files import json_text
 
 
 def main(names: list[str]) -> None:
-    modules = names or sorted(
+    known = sorted(
         m.name for m in pkgutil.iter_modules(bench.__path__) if not m.name.startswith("_")
     )
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        sys.exit(f"no benchmark module {', '.join(unknown)}; expected some of: {', '.join(known)}")
+    modules = names or known
     figures = {}
     for name in modules:
         print(f"== bench {name}", flush=True)

@@ -40,6 +40,7 @@ from memharness.memsys.graphrag.merge import Entity, Graph, Relation
 from memharness.memsys.graphrag.reports import Report
 from memharness.memsys.graphrag.search_global import GlobalSearch
 from memharness.memsys.graphrag.search_local import LocalSearch
+from memharness.memsys.graphrag.to_store import add_communities, add_entities
 from memharness.memsys.services.embed import Embedder
 from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.tokens import get_tokenizer
@@ -222,8 +223,8 @@ def synthetic_memory(graph: Graph, communities: list, report_words: int = 150) -
         )
         for c in communities
     }
-    memory._add_entities(graph)
-    memory._add_communities(graph, communities, reports)
+    add_entities(memory.store, memory.embedder, graph)
+    add_communities(memory.store, memory.embedder, graph, communities, reports)
     from memharness.memsys.graphrag.chunks import TextUnit
 
     n_units = len(graph.entities) // 5 + 1

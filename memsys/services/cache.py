@@ -46,6 +46,9 @@ class CallCache:
             Path(read_from) if read_from is not None else None
         )  # a shared cache, read only
         self._local = threading.local()
+        # One writer at a time inside this process: SQLite lets a blocked writer poll with sleeps of
+        # up to tens of milliseconds (busy_timeout), which delayed every reply of a concurrent batch.
+        self._write_lock = threading.Lock()
         try:
             if self.path.is_dir():
                 raise IsADirectoryError(21, "it is a folder, not a file", str(self.path))
@@ -65,16 +68,17 @@ class CallCache:
     def _write(self, sql: str, rows: list[tuple] | tuple, many: bool = False) -> None:
         conn = self._conn()
         try:
-            if many:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    conn.executemany(sql, rows)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-            else:
-                conn.execute(sql, rows)
+            with self._write_lock:
+                if many:
+                    conn.execute("BEGIN IMMEDIATE")
+                    try:
+                        conn.executemany(sql, rows)
+                        conn.execute("COMMIT")
+                    except BaseException:
+                        conn.execute("ROLLBACK")
+                        raise
+                else:
+                    conn.execute(sql, rows)
         except sqlite3.Error as err:
             raise self._unavailable("write", err) from None
 
@@ -111,6 +115,25 @@ class CallCache:
         except sqlite3.Error as err:
             raise self._unavailable("read", err) from None
         return json.loads(row[0]) if row else None
+
+    def get_chats(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        """The cached replies among ``keys`` (one query per 500 keys, not one per key)."""
+        found: dict[str, dict[str, Any]] = {}
+        try:
+            for conn in (self._conn(), self._shared()):
+                todo = [k for k in dict.fromkeys(keys) if k not in found]
+                if conn is None or not todo:
+                    continue
+                for start in range(0, len(todo), 500):
+                    batch = todo[start : start + 500]
+                    marks = ",".join("?" * len(batch))
+                    for key, value in conn.execute(
+                        f"SELECT key, value FROM chat WHERE key IN ({marks})", batch
+                    ):
+                        found[key] = json.loads(value)
+        except sqlite3.Error as err:
+            raise self._unavailable("read", err) from None
+        return found
 
     def _unavailable(self, verb: str, err: BaseException) -> CacheUnavailable:
         return CacheUnavailable(

@@ -20,13 +20,14 @@ import contextvars
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Protocol
 
 from memharness.memsys.services.budget import Budget
 from memharness.memsys.services.cache import CallCache
 from memharness.memsys.services.deadline import Deadline
 from memharness.memsys.services.meter import Meter, current_stage
+from memharness.memsys.services.pool import ThreadPool
 from memharness.memsys.services.retry import Retrier, RetryPolicy
 from memharness.memsys.services.secrets import redact_text
 from memharness.memsys.services.types import (
@@ -81,7 +82,7 @@ class LLM:
         self.progress = progress
         self.progress_min_batch = progress_min_batch
         self._retrier = Retrier(self.retry, self.meter, deadline, budget, "chat call")
-        self._pool = ThreadPoolExecutor(max_workers=self.max_in_flight, thread_name_prefix="llm")
+        self._pool = ThreadPool(self.max_in_flight)
         self._slots = threading.BoundedSemaphore(
             self.max_in_flight
         )  # backend calls in flight, all threads
@@ -107,6 +108,12 @@ class LLM:
         stage = current_stage()
         if len(requests) == 1:
             return [self._one(requests[0], stage)]
+        # the cache's replies in one query, served here: a warm batch needs no thread at all
+        keys = [
+            r.cache_key(self.model_id) if self.cache is not None and r.cacheable else None
+            for r in requests
+        ]
+        hits = self.cache.get_chats([k for k in keys if k]) if self.cache is not None else {}
         bar = None
         if self.progress and len(requests) >= self.progress_min_batch:
             bar = tqdm(
@@ -114,11 +121,14 @@ class LLM:
             )  # None: off when not a TTY
         # each request runs in a copy of the caller's context: the meter's per-episode scope follows it
         futures = [
-            self._pool.submit(contextvars.copy_context().run, self._one, r, stage) for r in requests
+            None
+            if key in hits
+            else self._pool.submit(contextvars.copy_context().run, self._one, r, stage)
+            for r, key in zip(requests, keys, strict=True)
         ]
         results = []
-        for fut in futures:
-            results.append(fut.result())
+        for fut, key in zip(futures, keys, strict=True):
+            results.append(self._hit(hits[key], stage) if fut is None else fut.result())
             if bar is not None:
                 bar.update(1)
                 t = self.meter.stages[stage]
@@ -140,17 +150,7 @@ class LLM:
             return self._call_and_keep(request, stage, None)
         hit = self.cache.get_chat(key)
         if hit is not None:
-            return self._served(
-                Completion(
-                    text=hit["text"],
-                    prompt_tokens=hit.get("prompt_tokens", 0),
-                    completion_tokens=hit.get("completion_tokens", 0),
-                    cached=True,
-                    extra=hit.get("extra", {}),
-                ),
-                hit.get("latency_s"),
-                stage,
-            )
+            return self._hit(hit, stage)
         with self._pending_lock:
             first = self._pending.get(key)
             if first is None:
@@ -181,6 +181,20 @@ class LLM:
         finally:
             with self._pending_lock:
                 self._pending.pop(key, None)
+
+    def _hit(self, hit: dict, stage: str) -> Completion:
+        """A reply from the cache."""
+        return self._served(
+            Completion(
+                text=hit["text"],
+                prompt_tokens=hit.get("prompt_tokens", 0),
+                completion_tokens=hit.get("completion_tokens", 0),
+                cached=True,
+                extra=dict(hit.get("extra") or {}),
+            ),
+            hit.get("latency_s"),
+            stage,
+        )
 
     def _served(self, completion: Completion, latency_s: float | None, stage: str) -> Completion:
         """A reply the method used without a backend call (the cache, or an identical call in flight)."""
@@ -300,4 +314,4 @@ class LLM:
         return Logprob(logprob=total, tokens=tokens)
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool.shutdown()

@@ -170,3 +170,30 @@ def test_openai_embedder_batches_and_caches(tmp_path):
     assert np.array_equal(vecs, again)
     assert stats["embed_requests"] == 3 and stats["embed_texts"] == 10
     assert meter.stages["other"].embed_cache_hits == 10
+
+
+def test_a_proxy_from_the_environment_carries_the_requests(monkeypatch):
+    """HTTP_PROXY is honoured: the request goes to the proxy, addressed by the server's absolute URL."""
+    from memharness.memsys.testing.fault_server import FaultConfig, FaultServer
+
+    with FaultServer(FaultConfig()) as proxy:  # its routes match the absolute URL's path
+        monkeypatch.setenv("HTTP_PROXY", proxy.url.removesuffix("/v1"))
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        backend = OpenAIBackend(
+            model="m", base_url="http://server.invalid:9/v1", api_key_env=None, timeout_s=5
+        )
+        reply = backend.chat(ChatRequest.user("hello"))
+        backend.close()
+        assert reply.text and proxy.stats()["chat_requests"] == 1
+        monkeypatch.setenv("NO_PROXY", "server.invalid")
+        direct = OpenAIBackend(
+            model="m",
+            base_url="http://server.invalid:9/v1",
+            api_key_env=None,
+            check_connection=False,
+            timeout_s=5,
+        )
+        with pytest.raises(BackendError, match="connection error"):
+            direct.chat(ChatRequest.user("hello"))
+        assert proxy.stats()["chat_requests"] == 1

@@ -1,4 +1,4 @@
-"""OpenAI-compatible HTTP backends (OpenAI, vLLM's and llama.cpp's servers) over httpx.
+"""OpenAI-compatible HTTP backends (OpenAI, vLLM's and llama.cpp's servers) over ``http.client``.
 
 Every transport or protocol problem becomes a ``BackendError``: 429, 408, 409 and 5xx,
 timeouts, connection errors and malformed bodies are retryable (429 carries the
@@ -11,19 +11,20 @@ HTTP client's headers.
 
 from __future__ import annotations
 
-import email.utils
-import functools
 import hashlib
 import json
 import logging
 import os
-import ssl
-import time
 import typing
 from typing import Annotated, Any, Literal
 
-import httpx
 import numpy as np
+from memharness.memsys.services.backends.http_client import (  # noqa: F401 (re-exported)
+    HttpClient,
+    error_for_status,
+    parse_retry_after,
+    tls_context,
+)
 from memharness.memsys.services.deadline import Deadline
 from memharness.memsys.services.retry import RetryPolicy
 from memharness.memsys.services.secrets import register_secret_env
@@ -41,7 +42,6 @@ HttpUrl = Annotated[
 ]
 KeyEnv = Annotated[str | None, EnvVarName()]
 Seconds = Annotated[float, Range(0, lo_open=True)]
-_RETRYABLE_STATUS = {408, 409, 425, 429}
 # httpx logs every request at INFO; thousands of lines per run drown the progress bars.
 logging.getLogger("httpx").setLevel(logging.WARNING)
 
@@ -58,123 +58,6 @@ def read_api_key(env_name: str | None, setting: str) -> str | None:
             f"or set {setting}=null for a server without authentication"
         )
     return key
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or an HTTP date)."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value)
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
-
-
-def error_for_status(
-    response: httpx.Response, base_url: str, path: str = "", key_setting: str = "api_key_env"
-) -> BackendError:
-    """Map an HTTP error response to a BackendError (retryable or not) naming the endpoint."""
-    status = response.status_code
-    retryable = status in _RETRYABLE_STATUS or status >= 500
-    detail = " ".join(response.text[:300].split())
-    hint = (
-        (
-            f" (the server rejected the key from the environment variable named by {key_setting}, "
-            "or the key lacks access to this endpoint)"
-        )
-        if status in (401, 403)
-        else ""
-    )
-    return BackendError(
-        f"HTTP {status} from {base_url}{path}{hint}: {detail}",
-        retryable=retryable,
-        retry_after=parse_retry_after(response.headers.get("Retry-After")),
-        status=status,
-    )
-
-
-@functools.cache
-def tls_context() -> ssl.SSLContext:
-    """One verifying TLS context per process, shared by every client: building one loads the CA
-    bundle (tens to hundreds of milliseconds), which each backend of each run paid before."""
-    return httpx.create_ssl_context()
-
-
-class _HttpClient:
-    """A pooled httpx client that posts JSON and raises BackendError on any failure."""
-
-    def __init__(
-        self, base_url: str, api_key: str | None, timeout_s: float, pool: int, setting: str
-    ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.setting = setting
-        self.timeout_s = timeout_s
-        self.deadline: Deadline | None = (
-            None  # set by the factory: requests end by the run's deadline
-        )
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        limits = httpx.Limits(max_connections=pool, max_keepalive_connections=pool)
-        # A busy server may be slow to accept; connecting gets at least 5 s whatever the read timeout.
-        timeout = httpx.Timeout(timeout_s, connect=max(timeout_s, 5.0))
-        self._client = httpx.Client(
-            base_url=self.base_url,
-            headers=headers,
-            timeout=timeout,
-            limits=limits,
-            verify=tls_context(),
-        )
-
-    def check_reachable(self) -> None:
-        """Fail fast with a ConfigError if the server cannot be reached or rejects the key."""
-        try:
-            response = self._client.get("/models", timeout=10.0)
-        except httpx.HTTPError as err:
-            raise ConfigError(
-                f"cannot reach the server at {self.setting}={self.base_url}: "
-                f"{type(err).__name__}: {err}"
-            ) from None
-        if response.status_code in (401, 403):
-            raise ConfigError(
-                f"the server at {self.setting}={self.base_url} rejected the API key "
-                f"(HTTP {response.status_code})"
-            )
-
-    def post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
-        timeout: Any = httpx.USE_CLIENT_DEFAULT
-        if self.deadline is not None:
-            self.deadline.check(f"POST {self.base_url}{path}")
-            timeout = httpx.Timeout(
-                self.deadline.cap(self.timeout_s),
-                connect=self.deadline.cap(max(self.timeout_s, 5.0)),
-            )
-        try:
-            response = self._client.post(path, json=payload, timeout=timeout)
-        except httpx.TimeoutException as err:
-            raise BackendError(
-                f"timed out calling {self.base_url}{path}: {type(err).__name__}", retryable=True
-            ) from None
-        except httpx.HTTPError as err:  # connection refused/reset, protocol errors
-            raise BackendError(
-                f"connection error calling {self.base_url}{path} ({self.setting}): "
-                f"{type(err).__name__}: {err}",
-                retryable=True,
-            ) from None
-        if response.status_code >= 400:
-            raise error_for_status(
-                response, self.base_url, path, self.setting.replace("base_url", "api_key_env")
-            )
-        try:
-            return response.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise BackendError(
-                f"malformed JSON body from {self.base_url}{path}: {response.text[:120]!r}",
-                retryable=True,
-                status=response.status_code,
-            ) from None
-
-    def close(self) -> None:
-        self._client.close()
 
 
 class OpenAIBackend:
@@ -221,7 +104,7 @@ class OpenAIBackend:
         self.logit_bias_encoding = logit_bias_encoding
         self.extra_body = dict(extra_body or {})
         key = read_api_key(api_key_env, f"{setting_prefix}.api_key_env")
-        self._http = _HttpClient(base_url, key, timeout_s, pool_size, f"{setting_prefix}.base_url")
+        self._http = HttpClient(base_url, key, timeout_s, pool_size, f"{setting_prefix}.base_url")
         if check_connection:
             self._http.check_reachable()
 
@@ -369,7 +252,7 @@ class OpenAIEmbedBackend:
         self.max_retries = max_retries
         self.base_delay_s = base_delay_s
         key = read_api_key(api_key_env, "embedder.backend.api_key_env")
-        self._http = _HttpClient(base_url, key, timeout_s, pool_size, "embedder.backend.base_url")
+        self._http = HttpClient(base_url, key, timeout_s, pool_size, "embedder.backend.base_url")
         if check_connection:
             self._http.check_reachable()
 

@@ -30,3 +30,12 @@ def test_print_figures_flags_only_the_misses(capsys):
     assert "(target >= 0.9)" in lines["held"] and "MISS" not in lines["held"]
     assert lines["missed"].endswith("(target <= 1.5)  MISS")
     assert "target" not in lines["free"]
+
+
+def test_an_unknown_bench_module_is_one_clear_line_naming_the_known_ones():
+    from memharness.eval.bench.__main__ import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["backends", "nosuch"])
+    assert "no benchmark module nosuch" in str(info.value)
+    assert "backends" in str(info.value) and "raptor" in str(info.value)

@@ -120,3 +120,22 @@ def test_threads_share_one_cache(tmp_path, threads):
     llm.complete([ChatRequest.user(f"q{i % 10}") for i in range(10)])
     llm.complete([ChatRequest.user(f"q{i % 10}") for i in range(40)])
     assert backend.calls == 10
+
+
+def test_a_batch_is_looked_up_in_one_query_and_served_without_a_backend_call(tmp_path):
+    requests = [ChatRequest.user(f"q{i}") for i in range(20)]
+    cold = LLM(
+        ScriptedChat(reply=lambda r: r.messages[-1][1] + "!"), cache=CallCache(tmp_path / "c")
+    )
+    first = cold.complete(requests)
+    cold.close()
+    backend = ScriptedChat(reply=lambda r: "never")
+    cache = CallCache(tmp_path / "c")
+    assert set(cache.get_chats([f"nope{i}" for i in range(3)])) == set()
+    warm = LLM(backend, cache=cache)
+    again = warm.complete([*requests, ChatRequest.user("new")])
+    warm.close()
+    assert [c.text for c in again[:-1]] == [c.text for c in first] == [f"q{i}!" for i in range(20)]
+    assert all(c.cached for c in again[:-1]) and not again[-1].cached and again[-1].text == "never"
+    assert warm.meter.stages["other"].cache_hits == 20 and warm.meter.stages["other"].calls == 1
+    assert warm.meter.intrinsic["other"].calls == 21
