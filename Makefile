@@ -42,15 +42,17 @@ setup: $(STAMP)  ## create .venv and install the package, the embedded models an
 
 product-mem0: .venvs/mem0/.installed  ## install mem0 OSS (mem0ai 2.2.1) in .venvs/mem0 for memory=mem0
 
-# A-Mem pulls sentence-transformers: the CPU torch goes in first so that nothing pulls a CUDA build.
+# A-Mem pulls sentence-transformers: the CPU torch goes in first so that nothing pulls a CUDA build;
+# then the pinned list without resolving (--no-deps): it leaves out what the worker never imports
+# (a-mem's MCP server, chromadb's Kubernetes and ONNX extras, litellm's AWS client; see the file).
 .venvs/amem/.installed: memsys/products/requirements/amem.txt
 	rm -rf .venvs/amem
 	$(PYTHON) -m venv .venvs/amem
 	.venvs/amem/bin/python -m pip install -q --disable-pip-version-check torch==2.13.0
-	.venvs/amem/bin/python -m pip install -q --disable-pip-version-check -r $<
+	.venvs/amem/bin/python -m pip install -q --disable-pip-version-check --no-deps -r $<
 	touch $@
 
-product-amem: .venvs/amem/.installed  ## install A-Mem (PyPI a-mem 0.2.6, 2.1 GB) in .venvs/amem for memory=amem
+product-amem: .venvs/amem/.installed  ## install A-Mem (PyPI a-mem 0.2.6, 1.8 GB: 0.75 GB is torch) in .venvs/amem for memory=amem
 
 product-lightrag: .venvs/lightrag/.installed  ## install LightRAG (lightrag-hku 1.5.7, 330 MB) in .venvs/lightrag for memory=lightrag
 

@@ -81,8 +81,10 @@ class ProductMemory(MemorySystem):
         options: dict[str, Any] | None = None,
         timeout_s: Annotated[float, Range(1)] = 600.0,
         keep_store: bool = False,
+        prompt_tokens: Annotated[int, Range(1)] | None = None,
     ) -> None:
         super().__init__(llm, embedder, tokenizer)
+        self.prompt_tokens = prompt_tokens  # checked before the run (``prompt_needs``), not here
         self.product, self.top_k, self.options = product, top_k, dict(options or {})
         self.timeout_s, self.keep_store = timeout_s, keep_store
         self.python = venv_python(product, python)
@@ -100,6 +102,22 @@ class ProductMemory(MemorySystem):
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._last_stats: dict[str, Any] = {}
         self._finalizer: weakref.finalize | None = None
+
+    @classmethod
+    def prompt_needs(cls, settings: dict[str, Any], dataset: dict[str, Any], count: Any):
+        """The product's longest prompt as its YAML declares it (``prompt_tokens``, measured: the
+        product's prompts live in its own venv) and its reply cap (``options.max_tokens``), so the
+        run check (``eval/run/validate.py``) refuses a fixed context that would cut every call."""
+        prompt = settings.get("prompt_tokens")
+        if prompt is None:
+            return
+        output = (settings.get("options") or {}).get("max_tokens") or 0
+        yield (
+            f"prompts (up to {prompt} tokens: memory.prompt_tokens)",
+            "memory.options.max_tokens",
+            int(prompt),
+            int(output),
+        )
 
     # -- lifetime ---------------------------------------------------------------------------------
     def start(self) -> None:

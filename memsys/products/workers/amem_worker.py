@@ -268,6 +268,11 @@ class AMemWorker:
     def _meter_llm(self) -> None:
         """Wrap the product's LLM call: force temperature / max_tokens, count calls and unusable replies."""
         llm = self.system.llm_controller.llm
+        client = getattr(llm, "client", None)
+        if client is not None and hasattr(client, "with_options"):
+            # the SDK would give up after 600 s and send the call again behind itself; the harness
+            # owns deadlines and retries (a call on the embedded model can take minutes under load)
+            llm.client = client.with_options(timeout=None, max_retries=0)
         original = llm.get_completion
         temperature = self.options["temperature"]
         max_tokens = self.options["max_tokens"]

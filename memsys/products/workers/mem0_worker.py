@@ -110,6 +110,18 @@ class Mem0Worker:
 
         mem0_main.generate_additive_extraction_prompt = dated
 
+    def _wait_for_the_harness(self) -> None:
+        """mem0's OpenAI clients wait for the endpoint as long as it takes, and never retry.
+
+        The SDK's defaults (a 600 s read timeout, then 2 retries) would give up on a call the embedded
+        model is still computing (a first mem0 call, 8k prompt tokens, takes over 10 minutes on 2 busy
+        CPU cores) and queue the same request again behind it. The harness owns deadlines and retries
+        (llm.retry, eval deadlines; the adapter's timeout_s while no call is in flight)."""
+        for part in (self.memory.llm, self.memory.embedding_model):
+            client = getattr(part, "client", None)
+            if client is not None and hasattr(client, "with_options"):
+                part.client = client.with_options(timeout=None, max_retries=0)
+
     def config(self, folder: Path) -> dict[str, Any]:
         base_url = os.environ["OPENAI_BASE_URL"]
         dims = int(os.environ["MEMHARNESS_EMBED_DIM"])
@@ -165,6 +177,7 @@ class Mem0Worker:
         folder = STORE / f"memory-{self.resets}"
         folder.mkdir(parents=True, exist_ok=True)
         self.memory = Memory.from_config(self.config(folder))
+        self._wait_for_the_harness()
         self.roles = {}
         self.counts = Counter(prompts_dated=self.counts["prompts_dated"])
         return {}

@@ -143,3 +143,24 @@ def test_a_worker_making_model_calls_is_not_timed_out(services):
     mem.insert(UNITS)
     assert chat.calls == 4 and mem.degraded == {} and mem.stats()["adapter"]["added"] == 3
     mem.close()
+
+
+def _run_values(n_ctx, memory_yaml="mem0", **memory):
+    """The resolved values the run check sees: the product's YAML with ``memory`` over it."""
+    import yaml
+    from paths import ROOT
+
+    settings = yaml.safe_load((ROOT / "conf" / "memory" / f"{memory_yaml}.yaml").read_text())
+    settings.update(memory)
+    return {"llm": {"backend": {"n_ctx": n_ctx}}, "memory": settings, "dataset": {}}
+
+
+def test_mem0_prompts_refuse_a_window_that_would_cut_them():
+    from memharness.eval.run.validate import context_problems
+
+    (line,) = context_problems(_run_values(4096))  # llm=local
+    assert "llm.backend.n_ctx=4096" in line and "memory.prompt_tokens" in line
+    assert "llm=local_16k" in line and "11064" in line  # 9,000 prompt + 2,000 reply + 64 spare
+    assert context_problems(_run_values(16384)) == []  # llm=local_16k
+    assert context_problems(_run_values(4096, prompt_tokens=None)) == []  # check waived
+    assert context_problems(_run_values(4096, "amem")) == []  # A-Mem declares no long prompt
