@@ -44,10 +44,16 @@ def compose_plain(group: str | None, option: str | None) -> dict[str, Any]:
     return copy.deepcopy(_composed(group, option))
 
 
+# Options whose shipped pairing is not the default LLM: mem0's prompts (~9,000 tokens) do not fit the
+# default 4,096-token window, so the run check refuses it and names llm=local_16k (docs/products/mem0.md).
+PAIRED = {("memory", "mem0"): ["llm=local_16k"]}
+
+
 @functools.cache
 def _composed(group: str | None, option: str | None) -> dict[str, Any]:
+    chosen = [f"{group}={option}", *PAIRED.get((group, option), [])] if group else []
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = compose("config", overrides=BASE + ([f"{group}={option}"] if group else []))
+        cfg = compose("config", overrides=BASE + chosen)
     return resolve(cfg)
 
 
