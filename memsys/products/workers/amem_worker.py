@@ -199,13 +199,7 @@ class AMemWorker:
         self.counts: Counter[str] = Counter()
 
     def handlers(self) -> dict[str, Callable[[dict[str, Any]], dict[str, Any]]]:
-        return {
-            "hello": self.hello,
-            "reset": self.reset,
-            "ingest": self.ingest,
-            "search": self.search,
-            "stats": self.stats,
-        }
+        return protocol.handlers_of(self)
 
     def hello(self, request: dict[str, Any]) -> dict[str, Any]:
         if self.system is None:

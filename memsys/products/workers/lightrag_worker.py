@@ -137,13 +137,7 @@ class LightRAGWorker:
         logging.getLogger("lightrag").addHandler(self.logged)
 
     def handlers(self) -> dict[str, Callable[[dict[str, Any]], dict[str, Any]]]:
-        return {
-            "hello": self.hello,
-            "reset": self.reset,
-            "ingest": self.ingest,
-            "search": self.search,
-            "stats": self.stats,
-        }
+        return protocol.handlers_of(self)
 
     def hello(self, request: dict[str, Any]) -> dict[str, Any]:
         from importlib.metadata import PackageNotFoundError, version

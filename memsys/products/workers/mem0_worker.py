@@ -286,13 +286,7 @@ def main() -> None:
     sys.stdout = sys.stderr
     worker = Mem0Worker()
     protocol.serve(
-        {
-            "hello": worker.hello,
-            "reset": worker.reset,
-            "ingest": worker.ingest,
-            "search": worker.search,
-            "stats": worker.stats,
-        },
+        protocol.handlers_of(worker),
         stdout=replies,
     )
 

@@ -32,6 +32,11 @@ Handler = Callable[[dict[str, Any]], dict[str, Any]]
 OPS = ("hello", "reset", "ingest", "search", "stats", "close")
 
 
+def handlers_of(worker: Any) -> dict[str, Handler]:
+    """The worker's methods named after the operations (``close`` is served by ``serve`` itself)."""
+    return {op: getattr(worker, op) for op in OPS if op != "close"}
+
+
 def serve(handlers: dict[str, Handler], stdin: Any = None, stdout: Any = None) -> None:
     """Answer requests line by line until ``close`` or end of input."""
     stdin = stdin or sys.stdin
