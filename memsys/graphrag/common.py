@@ -37,6 +37,11 @@ def parse_json_object(reply: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def bump(record: dict[str, Any], key: str, n: int = 1) -> None:
+    """Add ``n`` to the counter ``key`` of a search or build record."""
+    record[key] = record.get(key, 0) + n
+
+
 class FailureLog:
     """Counts of every failure kind, plus the first ``cap`` raw replies that caused one.
 

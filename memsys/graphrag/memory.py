@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from memharness.memsys.graphrag.build import BuildSettings, LeidenSettings, build_graph
 from memharness.memsys.graphrag.chunks import TextUnit
-from memharness.memsys.graphrag.common import FailureLog, build_provenance
+from memharness.memsys.graphrag.common import FailureLog, build_provenance, bump
 from memharness.memsys.graphrag.extract import ExtractSettings
 from memharness.memsys.graphrag.index import GraphIndex
 from memharness.memsys.graphrag.merge import SummarySettings
@@ -335,14 +335,14 @@ class GraphRAG(HierarchicalMemory):
             return super().search(question, budget_tokens)
         self.search_record["queries"] += 1
         if self.store.is_empty():
-            _bump(self.search_record[self.traversal], "empty_memory")
+            bump(self.search_record[self.traversal], "empty_memory")
             return []
         if self.traversal == "local":
             result = self._local().search(self.embedder.embed([question])[0], budget_tokens)
             record = self.search_record["local"]
-            _bump(record, "entities_selected", len(result.entities))
+            bump(record, "entities_selected", len(result.entities))
             for section, used in result.used.items():
-                _bump(record, f"{section}_tokens", used)
+                bump(record, f"{section}_tokens", used)
             nodes = result.communities + [v for v, _ in result.entities]
             items = result.items
         else:
@@ -351,7 +351,7 @@ class GraphRAG(HierarchicalMemory):
             items = g.reduce_items(points, budget_tokens)
             record["points_kept"] = len(items)
             for k, v in record.items():
-                _bump(self.search_record["global"], k, v)
+                bump(self.search_record["global"], k, v)
             self._map_outcome = (
                 question,
                 {k: record[k] for k in ("map_calls", "map_failed", "map_unparsed")},
@@ -431,7 +431,3 @@ class GraphRAG(HierarchicalMemory):
             state.get("search_failures"), self.max_failures_kept
         )
         self.index, self._global = GraphIndex(self.store, self.text_units), None
-
-
-def _bump(record: dict[str, Any], key: str, n: int = 1) -> None:
-    record[key] = record.get(key, 0) + n

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal, TypedDict
 
-from memharness.memsys.graphrag.common import FailureLog, fill, parse_json_object
+from memharness.memsys.graphrag.common import FailureLog, bump, fill, parse_json_object
 from memharness.memsys.graphrag.index import GraphIndex
 from memharness.memsys.services.types import ChatRequest, Completion
 from memharness.memsys.settings import NonEmpty, Range
@@ -339,7 +339,7 @@ class GlobalSearch:
         """
         broken = outcome.get("map_failed", 0) + outcome.get("map_unparsed", 0)
         if broken and broken == outcome["map_calls"]:
-            _bump(record, "map_all_failed")
+            bump(record, "map_all_failed")
             return Completion(
                 text="",
                 error=f"global map: {broken}/{broken} batches failed or unparsed",
@@ -347,23 +347,19 @@ class GlobalSearch:
             )
         flags = {"sample_fields": {"partial": dict(outcome)}} if broken else {}
         if not items:
-            _bump(record, "no_data_answers")
+            bump(record, "no_data_answers")
             return Completion(
                 text=self.s["no_data_answer"], extra={"prompt": "", "no_data": True, **flags}
             )
         options = question.options if multiple_choice else None
         request = self.reduce_request(question.text, items, options, question.id)
         completion = llm.complete([request], desc="graphrag reduce")[0]
-        _bump(record, "reduce_calls")
+        bump(record, "reduce_calls")
         if not completion.ok:
-            _bump(record, "reduce_failed")
+            bump(record, "reduce_failed")
             failures.add("reduce_failed", completion.error or "", question=question.id)
         prompt = "\n\n".join(content for _, content in request.messages)
         return replace(completion, extra={**completion.extra, "prompt": prompt, **flags})
-
-
-def _bump(record: dict[str, Any], key: str, n: int = 1) -> None:
-    record[key] = record.get(key, 0) + n
 
 
 def _cited_reports(description: str) -> list[int]:
