@@ -1,6 +1,7 @@
 """Run the benchmark modules in ``eval/bench/`` (all, or those named: ``python -m
 memharness.eval.bench backends scaling``; ``make bench BENCH="backends scaling"``) and write the
-figures to results/bench/figures.json."""
+figures to results/bench/figures.json. Every module runs under the runner's process settings
+(``run.switch_interval_s`` of conf/config.yaml), so its figures are those of a run."""
 
 from __future__ import annotations
 
@@ -13,6 +14,10 @@ from pathlib import Path
 from memharness.eval import bench
 from memharness.memsys.services import files as fileio
 from memharness.memsys.services.files import json_text
+from memharness.memsys.services.pool import switch_interval
+from omegaconf import OmegaConf
+
+CONFIG = Path(__file__).resolve().parents[2] / "conf" / "config.yaml"  # the runner's defaults
 
 
 def main(names: list[str]) -> None:
@@ -24,11 +29,14 @@ def main(names: list[str]) -> None:
         sys.exit(f"no benchmark module {', '.join(unknown)}; expected some of: {', '.join(known)}")
     modules = names or known
     figures = {}
-    for name in modules:
-        print(f"== bench {name}", flush=True)
-        start = time.perf_counter()
-        figures[name] = importlib.import_module(f"memharness.eval.bench.{name}").main()
-        print(f"   ({time.perf_counter() - start:.1f} s)", flush=True)
+    interval = OmegaConf.load(CONFIG).run.get("switch_interval_s")
+    print(f"GIL switch interval: {interval} s (run.switch_interval_s)", flush=True)
+    with switch_interval(interval):
+        for name in modules:
+            print(f"== bench {name}", flush=True)
+            start = time.perf_counter()
+            figures[name] = importlib.import_module(f"memharness.eval.bench.{name}").main()
+            print(f"   ({time.perf_counter() - start:.1f} s)", flush=True)
     out = Path("results/bench")
     out.mkdir(parents=True, exist_ok=True)
     fileio.write_text(out / "figures.json", json_text(figures, indent=1, default=str))

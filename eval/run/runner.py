@@ -28,6 +28,7 @@ from memharness.eval.run.validate import validate_config
 from memharness.memsys.base import MemorySystem
 from memharness.memsys.services.factory import Services, build_services
 from memharness.memsys.services.meter import current_scope
+from memharness.memsys.services.pool import switch_interval
 from memharness.memsys.services.progress import Progress
 from memharness.memsys.services.secrets import redact
 from memharness.memsys.services.types import ConfigError
@@ -335,38 +336,41 @@ def run(
         bar=bool(cfg.get("progress", True)),
     ).start()
     judges = None
-    try:
-        # no judging, no judge backend to load (the closed-book pass then scores by exact match)
-        judges = (
-            build_judges(cfg, services) if cfg.eval.judge.enabled else Judges(primary=services.llm)
-        )
-        snapshots = Snapshots(cfg, services, dataset.name, out_dir)
-        pending, memory_stats = episodes.run_episodes(
-            dataset.episodes,
-            cfg,
-            services,
-            partial(
-                evaluate_episode,
-                cfg=cfg,
-                services=services,
-                out_dir=out_dir,
-                judges=judges,
-                snapshots=snapshots,
-            ),
-            progress.episode_done,
-        )
-        if cfg.eval.get("closed_book", {}).get("enabled", False):
-            progress.set_stage("closed_book")
-            closed_book.closed_book_pass(pending, cfg, services, judges)
-        reliability = None
-        if cfg.eval.judge.enabled:
-            progress.set_stage("audit")
-            reliability = judge_audit.audit(pending, cfg, services, judges)
-    finally:
-        progress.close()
-        if judges is not None:
-            judges.close()
-        services.close()
+    with switch_interval(cfg.get("run", {}).get("switch_interval_s")):
+        try:
+            # no judging, no judge backend to load (the closed-book pass then scores by exact match)
+            judges = (
+                build_judges(cfg, services)
+                if cfg.eval.judge.enabled
+                else Judges(primary=services.llm)
+            )
+            snapshots = Snapshots(cfg, services, dataset.name, out_dir)
+            pending, memory_stats = episodes.run_episodes(
+                dataset.episodes,
+                cfg,
+                services,
+                partial(
+                    evaluate_episode,
+                    cfg=cfg,
+                    services=services,
+                    out_dir=out_dir,
+                    judges=judges,
+                    snapshots=snapshots,
+                ),
+                progress.episode_done,
+            )
+            if cfg.eval.get("closed_book", {}).get("enabled", False):
+                progress.set_stage("closed_book")
+                closed_book.closed_book_pass(pending, cfg, services, judges)
+            reliability = None
+            if cfg.eval.judge.enabled:
+                progress.set_stage("audit")
+                reliability = judge_audit.audit(pending, cfg, services, judges)
+        finally:
+            progress.close()
+            if judges is not None:
+                judges.close()
+            services.close()
     samples = [record for _, _, record in pending]
     failures.finalize(samples)
     sections = {

@@ -54,6 +54,9 @@ class RunControlSettings(TypedDict):
     """``run.*``: how the episodes of a run are scheduled."""
 
     episodes_in_flight: Positive | None  # episodes evaluated at once (1 = sequential; null = auto)
+    switch_interval_s: NotRequired[
+        Annotated[float, Range(0, lo_open=True)] | None
+    ]  # GIL switch interval
 
 
 class SnapshotSettings(TypedDict):

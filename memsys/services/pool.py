@@ -9,14 +9,21 @@ one owed: a few chains of starts run side by side and the submitter queues its b
 Starting them all at once instead makes hundreds of threads fight for the GIL (each waking every
 few milliseconds to ask for it), which costs far more CPU than it saves. Workers are reused and
 live until ``shutdown``.
+
+``switch_interval`` sets the interpreter's GIL switch interval for a run: every thread waiting for the
+GIL wakes once per interval, so when hundreds of request threads get their replies together the
+default 5 ms turns into a storm of wake-ups (measured: 1,520 replies to 600-word prompts took 4.6 s
+wall and 7 s CPU at 5 ms, 1.6 s and 1.1 s CPU at 50 ms).
 """
 
 from __future__ import annotations
 
 import _thread
+import contextlib
 import queue
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import Any
 
@@ -94,3 +101,15 @@ class ThreadPool:
             if item is not _STOP:
                 item[0].cancel()
         self._queue.put(_STOP)
+
+
+@contextlib.contextmanager
+def switch_interval(seconds: float | None) -> Iterator[None]:
+    """Run the block with ``sys.setswitchinterval(seconds)`` (None: unchanged); restore it after."""
+    previous = sys.getswitchinterval()
+    if seconds is not None:
+        sys.setswitchinterval(seconds)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(previous)

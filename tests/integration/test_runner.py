@@ -261,3 +261,23 @@ def test_a_memory_that_fails_to_build_fails_its_episode_questions_and_the_run_go
     assert all("greyhound" in s["error"] and "judge" not in s["metrics"] for s in failed)
     assert metrics["counts"]["build_failed"] == len(failed) == 3
     assert metrics["counts"]["scored"] == len(samples) - 3
+
+
+def test_the_run_evaluates_under_the_configured_switch_interval_and_restores_it(
+    make_cfg, tmp_path, monkeypatch
+):
+    import sys
+
+    from memharness.eval.run import episodes
+
+    seen, real = [], episodes.run_episodes
+    monkeypatch.setattr(
+        episodes,
+        "run_episodes",
+        lambda *a, **k: seen.append(sys.getswitchinterval()) or real(*a, **k),
+    )
+    before = sys.getswitchinterval()
+    cfg = make_cfg("memory=full_context", "dataset.limit=2", "run.switch_interval_s=0.031")
+    run(cfg, tmp_path / "run")
+    assert seen == [pytest.approx(0.031)]
+    assert sys.getswitchinterval() == before

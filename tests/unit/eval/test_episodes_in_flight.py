@@ -50,3 +50,10 @@ def test_in_order_keeps_item_order_whatever_the_workers():
     items = list(range(20))
     assert in_order(items, work, 8, lambda reason: None) == [x * x for x in items]
     assert in_order(items, work, 1, lambda reason: None) == [x * x for x in items]
+
+
+@pytest.mark.parametrize("value", [0, -0.01, "fast"])
+def test_a_bad_switch_interval_is_refused_naming_the_setting(make_cfg, value):
+    validate_config(make_cfg("run.switch_interval_s=null"))  # null: the interpreter's own
+    with pytest.raises(ConfigError, match="switch_interval_s"):
+        validate_config(make_cfg(f"run.switch_interval_s={value}"))

@@ -54,3 +54,17 @@ def test_shutdown_cancels_queued_calls_and_refuses_new_ones():
     assert all(f.cancelled() for f in queued)
     with pytest.raises(RuntimeError, match="shut down"):
         pool.submit(time.sleep, 0)
+
+
+def test_switch_interval_is_set_for_the_block_and_restored_after_an_error():
+    import sys
+
+    from memharness.memsys.services.pool import switch_interval
+
+    before = sys.getswitchinterval()
+    with pytest.raises(KeyError), switch_interval(0.042):
+        assert sys.getswitchinterval() == pytest.approx(0.042)
+        raise KeyError("inside")
+    assert sys.getswitchinterval() == before
+    with switch_interval(None):  # null leaves the interpreter's own
+        assert sys.getswitchinterval() == before
