@@ -52,6 +52,61 @@ class BuildSettings:
     max_failures_kept: int = 20
 
 
+def build_settings_of(memory: Any) -> BuildSettings:
+    """The build's settings grouped by step, from the flat YAML keys a memory holds as attributes
+    (conf/memory/graphrag.yaml; GraphRAG-lite and the systems built on it)."""
+    json_format = memory.extraction_format == "json"
+    extract = ExtractSettings(
+        prompt=memory.extract_json_prompt if json_format else memory.extract_prompt,
+        continue_prompt=memory.continue_prompt,
+        loop_prompt=memory.loop_prompt,
+        entity_types=memory.entity_types,
+        format=memory.extraction_format,
+        max_gleanings=memory.max_gleanings,
+        max_tokens=memory.extract_max_tokens,
+        tuple_delimiter=memory.tuple_delimiter,
+        record_delimiter=memory.record_delimiter,
+        completion_delimiter=memory.completion_delimiter,
+        entity_types_case=memory.entity_types_case,
+        line_records=memory.line_records,
+    )
+    summary = SummarySettings(
+        prompt=memory.summarize_prompt,
+        threshold_tokens=memory.summary_threshold_tokens,
+        max_input_tokens=memory.summary_max_input_tokens,
+        max_words=memory.summary_max_words,
+        max_tokens=memory.summary_max_tokens,
+        separator=memory.description_separator,
+    )
+    report = ReportSettings(
+        prompt=memory.report_prompt,
+        max_input_tokens=memory.report_max_input_tokens,
+        max_words=memory.report_max_words,
+        max_tokens=memory.report_max_tokens,
+    )
+    leiden = LeidenSettings(
+        max_cluster_size=memory.max_cluster_size,
+        seed=memory.seed if memory.leiden_seed is None else memory.leiden_seed,
+        use_lcc=memory.use_lcc,
+        resolution=memory.leiden_resolution,
+        iterations=memory.leiden_iterations,
+        backend=memory.leiden_backend,
+        randomness=memory.leiden_randomness,
+    )
+    return BuildSettings(
+        extract,
+        summary,
+        report,
+        leiden,
+        chunk_size=memory.chunk_size,
+        chunk_overlap=memory.chunk_overlap,
+        missing_endpoint=memory.missing_endpoint,
+        report_relationships=memory.report_relationships,
+        report_substitution=memory.report_substitution,
+        max_failures_kept=memory.max_failures_kept,
+    )
+
+
 @dataclass
 class BuiltGraph:
     """What a build leaves: the text units, the build record (stats) and the failure log."""

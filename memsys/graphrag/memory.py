@@ -21,13 +21,10 @@ from collections.abc import Iterator, Sequence
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from memharness.memsys.graphrag.build import BuildSettings, LeidenSettings, build_graph
+from memharness.memsys.graphrag.build import build_graph, build_settings_of
 from memharness.memsys.graphrag.chunks import TextUnit
 from memharness.memsys.graphrag.common import FailureLog, build_provenance, bump
-from memharness.memsys.graphrag.extract import ExtractSettings
 from memharness.memsys.graphrag.index import GraphIndex
-from memharness.memsys.graphrag.merge import SummarySettings
-from memharness.memsys.graphrag.reports import ReportSettings
 from memharness.memsys.graphrag.search_global import (
     GlobalSearch,
     GlobalSearchSettings,
@@ -222,7 +219,7 @@ class GraphRAG(HierarchicalMemory):
         self.store, self.retrievals, self.index, self._global = HierarchyStore(), [], None, None
         self.degradation.clear()
         built = build_graph(
-            self.store, units, self.llm, self.embedder, self.tokenizer, self._build_settings()
+            self.store, units, self.llm, self.embedder, self.tokenizer, build_settings_of(self)
         )
         self.text_units, self.build_record = built.text_units, built.record
         self.index = GraphIndex(self.store, self.text_units)
@@ -237,59 +234,6 @@ class GraphRAG(HierarchicalMemory):
         self.degrade("summary_unparsed", c["summary_empty"])
         self.degrade("report_failed", c["report_failed"])
         self.degrade("report_unparsed", c["report_unparsed"])
-
-    def _build_settings(self) -> BuildSettings:
-        """The build's settings grouped by step (memsys/graphrag/build.py)."""
-        json_format = self.extraction_format == "json"
-        extract = ExtractSettings(
-            prompt=self.extract_json_prompt if json_format else self.extract_prompt,
-            continue_prompt=self.continue_prompt,
-            loop_prompt=self.loop_prompt,
-            entity_types=self.entity_types,
-            format=self.extraction_format,
-            max_gleanings=self.max_gleanings,
-            max_tokens=self.extract_max_tokens,
-            tuple_delimiter=self.tuple_delimiter,
-            record_delimiter=self.record_delimiter,
-            completion_delimiter=self.completion_delimiter,
-            entity_types_case=self.entity_types_case,
-            line_records=self.line_records,
-        )
-        summary = SummarySettings(
-            prompt=self.summarize_prompt,
-            threshold_tokens=self.summary_threshold_tokens,
-            max_input_tokens=self.summary_max_input_tokens,
-            max_words=self.summary_max_words,
-            max_tokens=self.summary_max_tokens,
-            separator=self.description_separator,
-        )
-        report = ReportSettings(
-            prompt=self.report_prompt,
-            max_input_tokens=self.report_max_input_tokens,
-            max_words=self.report_max_words,
-            max_tokens=self.report_max_tokens,
-        )
-        leiden = LeidenSettings(
-            max_cluster_size=self.max_cluster_size,
-            seed=self.seed if self.leiden_seed is None else self.leiden_seed,
-            use_lcc=self.use_lcc,
-            resolution=self.leiden_resolution,
-            iterations=self.leiden_iterations,
-            backend=self.leiden_backend,
-            randomness=self.leiden_randomness,
-        )
-        return BuildSettings(
-            extract,
-            summary,
-            report,
-            leiden,
-            chunk_size=self.chunk_size,
-            chunk_overlap=self.chunk_overlap,
-            missing_endpoint=self.missing_endpoint,
-            report_relationships=self.report_relationships,
-            report_substitution=self.report_substitution,
-            max_failures_kept=self.max_failures_kept,
-        )
 
     # ------------------------------------------------------------------ retrieval
     def _local(self) -> LocalSearch:
