@@ -21,7 +21,12 @@ from typing import Any, Literal
 import pytest
 from hydra import compose, initialize_config_dir
 from memharness.eval.run.runner import run
-from memharness.eval.run.validate import config_leaves, config_problems, resolve
+from memharness.eval.run.validate import (
+    config_leaves,
+    config_problems,
+    context_problems,
+    resolve,
+)
 from memharness.memsys.services.types import ConfigError
 from memharness.memsys.settings import Check, ChoicesFrom, Range, unwrap
 from omegaconf import OmegaConf
@@ -44,17 +49,35 @@ def compose_plain(group: str | None, option: str | None) -> dict[str, Any]:
     return copy.deepcopy(_composed(group, option))
 
 
-# Options whose shipped pairing is not the default LLM: mem0's prompts (~9,000 tokens) do not fit the
-# default 4,096-token window, so the run check refuses it and names llm=local_16k (docs/products/mem0.md).
-PAIRED = {("memory", "mem0"): ["llm=local_16k"]}
+@functools.cache
+def _composed(group: str | None, option: str | None) -> dict[str, Any]:
+    chosen = [f"{group}={option}"] if group else []
+    values = _compose(tuple(chosen))
+    if group == "memory" and context_problems(values):
+        values = _compose(tuple(chosen + _fitting_llm(values)))
+    return values
 
 
 @functools.cache
-def _composed(group: str | None, option: str | None) -> dict[str, Any]:
-    chosen = [f"{group}={option}", *PAIRED.get((group, option), [])] if group else []
+def _compose(overrides: tuple[str, ...]) -> dict[str, Any]:
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = compose("config", overrides=BASE + chosen)
-    return resolve(cfg)
+        return resolve(compose("config", overrides=BASE + list(overrides)))
+
+
+def _fitting_llm(values: dict[str, Any]) -> list[str]:
+    """A memory whose prompts do not fit the default LLM's window is refused by the run check
+    (mem0, docs/products/mem0.md); its shipped values are fuzzed with the smallest shipped LLM
+    whose window fits them (``llm=local_16k``)."""
+    windows = {}
+    for path in (CONF / "llm").glob("*.yaml"):
+        n_ctx = (OmegaConf.load(path).get("backend") or {}).get("n_ctx")
+        if isinstance(n_ctx, int):
+            windows[path.stem] = n_ctx
+    for name in sorted(windows, key=windows.get):
+        fitted = dict(values, llm={**values["llm"], "backend": {"n_ctx": windows[name]}})
+        if not context_problems(fitted):
+            return [f"llm={name}"]
+    pytest.fail(f"{values['memory']['name']}: no shipped LLM has a window its prompts fit")
 
 
 def _members(hint: Any) -> tuple[list[Any], bool]:
