@@ -8,8 +8,8 @@ the full key, the bad value and what is allowed::
 
 ``check_target(section, key)`` checks a ``_target_`` section against the target's declarations
 (unknown keys, missing required keys, every value, the target's own ``check_settings`` rules).
-``leaves(value, hint, key)`` lists every scalar or list setting with its hint (for the fuzz test
-and for documentation).
+``memsys.settings_leaves`` lists every scalar or list setting with its hint (for the fuzz test and
+for documentation).
 
 Whether a value is of a declared type is decided by pydantic's strict validation (no coercion);
 what stays here is the walk that names each problem's own key and words it in one line, the
@@ -23,8 +23,7 @@ import functools
 import json
 import types
 import typing
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Union
 
 from memharness.memsys.settings import (
@@ -43,7 +42,7 @@ from memharness.memsys.settings import (
 )
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
-_UNION = (Union, types.UnionType)
+UNION_TYPES = (Union, types.UnionType)  # typing.get_origin of Optional[X] and of X | None
 
 
 def show(value: Any) -> str:
@@ -104,9 +103,9 @@ def describe(hint: Any, owner: Any = None) -> str:
     base, markers = unwrap(hint)
     origin, args = typing.get_origin(base), typing.get_args(base)
     if any(isinstance(m, EnvVarName) for m in markers):
-        optional = origin in _UNION and type(None) in args
+        optional = origin in UNION_TYPES and type(None) in args
         return ("null or " if optional else "") + "the name of an environment variable"
-    if origin in _UNION:
+    if origin in UNION_TYPES:
         parts = [describe(a, owner) for a in args if a is not type(None)]
         return " or ".join((["null"] if type(None) in args else []) + parts)
     rng = next((m for m in markers if isinstance(m, Range)), None)
@@ -163,7 +162,7 @@ def check_value(value: Any, hint: Any, key: str, owner: Any = None) -> list[str]
     if any(isinstance(m, EnvVarName) for m in markers):
         return _check_env_name(value, base, key)
     origin = typing.get_origin(base)
-    if origin in _UNION:
+    if origin in UNION_TYPES:
         return _check_union(value, hint, base, markers, key, owner)
     problems = _check_type(value, base, key, owner)
     if problems == [_MISMATCH]:
@@ -280,7 +279,11 @@ def _check_env_name(value: Any, base: Any, key: str) -> list[str]:
     """Never echo the value: it may be the key itself."""
     from memharness.memsys.services.secrets import register_secret_env, register_secret_value
 
-    if value is None and typing.get_origin(base) in _UNION and type(None) in typing.get_args(base):
+    if (
+        value is None
+        and typing.get_origin(base) in UNION_TYPES
+        and type(None) in typing.get_args(base)
+    ):
         return []
     if isinstance(value, str) and value and not looks_like_key(value):
         register_secret_env(value)
@@ -293,7 +296,7 @@ def _check_env_name(value: Any, base: Any, key: str) -> list[str]:
         "Export the key in a variable and pass that variable's name"
         + (
             ", or null for a server without authentication"
-            if typing.get_origin(base) in _UNION
+            if typing.get_origin(base) in UNION_TYPES
             else ""
         )
     ]
@@ -334,7 +337,11 @@ def check_field(value: Any, hint: Any, key: str, owner: Any = None) -> list[str]
     inst = next((m for m in markers if isinstance(m, Instantiated)), None)
     if inst is None:
         return check_value(value, hint, key, owner)
-    if value is None and typing.get_origin(base) in _UNION and type(None) in typing.get_args(base):
+    if (
+        value is None
+        and typing.get_origin(base) in UNION_TYPES
+        and type(None) in typing.get_args(base)
+    ):
         return []
     return check_target(value, key, inst)
 
@@ -368,61 +375,3 @@ def check_target(section: Any, key: str, spec: Instantiated | None = None) -> li
         values = {k: v for k, v in section.items() if not str(k).startswith("_")}
         problems += [f"{join(key, rel)}: {message}" for rel, message in hook(values)]
     return problems
-
-
-# ----------------------------------------------------------------------------- discovery (fuzz test, docs)
-
-
-@dataclass(frozen=True)
-class Leaf:
-    key: str  # as the checker's messages name it
-    path: tuple[Any, ...]  # the keys to reach it in the plain config
-    hint: Any
-    value: Any
-    owner: Any
-
-
-def leaves(value: Any, hint: Any, path: tuple[Any, ...] = (), owner: Any = None) -> Iterator[Leaf]:
-    """Every scalar or list setting under ``path`` with its declared hint."""
-    base, markers = unwrap(hint)
-    inst = next((m for m in markers if isinstance(m, Instantiated)), None)
-    if inst is not None and isinstance(value, Mapping) and isinstance(value.get("_target_"), str):
-        obj = locate(value["_target_"])
-        fields = {name: (h, req) for name, h, req in inst.extra}
-        fields.update(
-            {
-                n: (s.hint, s.required)
-                for n, s in declared_settings(obj, inst.services).settings.items()
-            }
-        )
-        yield from leaves_of(value, fields, path, obj)
-        return
-    if typing.get_origin(base) in _UNION and isinstance(value, Mapping):
-        nested = [
-            m
-            for m in typing.get_args(base)
-            if is_schema(unwrap(m)[0]) or typing.get_origin(unwrap(m)[0]) in (dict, Mapping)
-        ]
-        if len(nested) == 1:
-            yield from leaves(value, nested[0], path, owner)
-            return
-    if is_schema(base) and isinstance(value, Mapping):
-        yield from leaves_of(value, schema_fields(base), path, owner)
-    elif typing.get_origin(base) in (dict, Mapping) and isinstance(value, Mapping):
-        args = typing.get_args(base)
-        for k, v in value.items():
-            yield from leaves(v, args[1] if len(args) == 2 else Any, (*path, k), owner)
-    else:
-        yield Leaf(".".join(map(str, path)), path, hint, value, owner)
-
-
-def leaves_of(
-    value: Mapping,
-    fields: dict[str, tuple[Any, bool]],
-    path: tuple[Any, ...] = (),
-    owner: Any = None,
-) -> Iterator[Leaf]:
-    """The leaves of a section with named keys (only the keys present in ``value``)."""
-    for name, (hint, _) in fields.items():
-        if name in value:
-            yield from leaves(value[name], hint, (*path, name), owner)

@@ -21,7 +21,8 @@ from memharness.eval.metrics import registry
 from memharness.memsys.services.retry import RetryPolicy
 from memharness.memsys.services.types import ConfigError
 from memharness.memsys.settings import SERVICES, Check, Instantiated, NonEmpty, Placeholders, Range
-from memharness.memsys.settings_check import Leaf, check_mapping, leaves_of, schema_fields
+from memharness.memsys.settings_check import check_mapping, schema_fields
+from memharness.memsys.settings_leaves import Leaf, leaves_of
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
