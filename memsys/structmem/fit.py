@@ -1,4 +1,7 @@
-"""The longest prompts structural memory sends, estimated from its settings before anything loads.
+"""The prompts structural memory sends, checked from its settings before anything loads:
+``settings_problems`` finds a prompt or output cap the chosen structure and retrieval need but lack;
+``prompt_needs`` estimates the longest prompt of each call kind.
+
 
 A backend with a fixed context (llama.cpp's ``n_ctx``) cuts a prompt that does not fit in the middle
 (counted as ``prompt_cuts``); a rerank batch or a thought prompt cut that way loses documents silently.
@@ -76,3 +79,49 @@ def prompt_needs(
                 prompt,
                 int(settings.get("thought_max_tokens", 256)),
             )
+
+
+def settings_problems(settings: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """(key, problem) for each prompt or output cap the chosen structure and retrieval need but lack
+    (structural memory's cross-field rules)."""
+    prompts = settings.get("prompts") or {}
+    caps = settings.get("extract_max_tokens")
+    known = (*LLM_KINDS, "rerank", "thought")
+    for name in sorted(set(prompts) - set(known)):  # a typo would otherwise be ignored
+        yield (
+            f"prompts.{name}",
+            f"is not a prompt of structural memory; known: {', '.join(known)}",
+        )
+    for name in sorted(set(caps or {}) - set(LLM_KINDS)):
+        yield (
+            f"extract_max_tokens.{name}",
+            f"is not an extraction kind; known: {', '.join(LLM_KINDS)}",
+        )
+    for kind in kinds_of(settings.get("structure", "chunks")):
+        if kind in LLM_KINDS:
+            yield from _placeholders(f"prompts.{kind}", prompts.get(kind, ""), ("text",))
+            if caps is not None and kind not in caps:
+                yield (
+                    "extract_max_tokens",
+                    f"has no entry for {kind!r} (structure={settings.get('structure')})",
+                )
+    retrieval = settings.get("retrieval", "single")
+    if retrieval == "rerank":
+        yield from _placeholders(
+            "prompts.rerank",
+            prompts.get("rerank", ""),
+            ("question", "documents", "output_format"),
+        )
+        fmt = settings.get("rerank_format", "json")
+        if fmt not in (settings.get("rerank_formats") or {}):
+            yield "rerank_formats", f"has no entry for rerank_format={fmt!r}"
+    if retrieval == "iterative":
+        yield from _placeholders(
+            "prompts.thought", prompts.get("thought", ""), ("context", "question")
+        )
+
+
+def _placeholders(name: str, prompt: str, needed: tuple[str, ...]):
+    missing = [p for p in needed if "{" + p + "}" not in (prompt or "")]
+    if missing:
+        yield name, f"must contain the placeholder(s) {', '.join('{' + p + '}' for p in missing)}"

@@ -38,12 +38,6 @@ from memharness.memsys.types import RetrievedItem, Unit, content_id
 _PREFIX = {"chunks": "c-", "triples": "t-", "atomic_facts": "a-", "summaries": "s-"}
 
 
-def _placeholders(name: str, prompt: str, needed: Sequence[str]):
-    missing = [p for p in needed if "{" + p + "}" not in (prompt or "")]
-    if missing:
-        yield name, f"must contain the placeholder(s) {', '.join('{' + p + '}' for p in missing)}"
-
-
 class StructuralMemory(HierarchicalMemory):
     """Chunks / triples / atomic facts / summaries / mixed memory with single, rerank or iterative
     retrieval; hyperparameters are documented in ``conf/memory/structmem.yaml``."""
@@ -150,41 +144,7 @@ class StructuralMemory(HierarchicalMemory):
     @classmethod
     def check_settings(cls, settings: dict[str, Any]):
         """Cross-field rules: the prompts and output caps the chosen structure and retrieval need."""
-        prompts = settings.get("prompts") or {}
-        caps = settings.get("extract_max_tokens")
-        known = (*extraction.LLM_KINDS, "rerank", "thought")
-        for name in sorted(set(prompts) - set(known)):  # a typo would otherwise be ignored
-            yield (
-                f"prompts.{name}",
-                f"is not a prompt of structural memory; known: {', '.join(known)}",
-            )
-        for name in sorted(set(caps or {}) - set(extraction.LLM_KINDS)):
-            yield (
-                f"extract_max_tokens.{name}",
-                f"is not an extraction kind; known: {', '.join(extraction.LLM_KINDS)}",
-            )
-        for kind in extraction.kinds_of(settings.get("structure", "chunks")):
-            if kind in extraction.LLM_KINDS:
-                yield from _placeholders(f"prompts.{kind}", prompts.get(kind, ""), ("text",))
-                if caps is not None and kind not in caps:
-                    yield (
-                        "extract_max_tokens",
-                        f"has no entry for {kind!r} (structure={settings.get('structure')})",
-                    )
-        retrieval = settings.get("retrieval", "single")
-        if retrieval == "rerank":
-            yield from _placeholders(
-                "prompts.rerank",
-                prompts.get("rerank", ""),
-                ("question", "documents", "output_format"),
-            )
-            fmt = settings.get("rerank_format", "json")
-            if fmt not in (settings.get("rerank_formats") or {}):
-                yield "rerank_formats", f"has no entry for rerank_format={fmt!r}"
-        if retrieval == "iterative":
-            yield from _placeholders(
-                "prompts.thought", prompts.get("thought", ""), ("context", "question")
-            )
+        return fit.settings_problems(settings)
 
     @classmethod
     def prompt_needs(cls, settings: dict[str, Any], dataset: dict[str, Any], count: Any):
