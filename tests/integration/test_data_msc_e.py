@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from memharness.data_prep import msc_e
+from memharness.data_prep import msc_e, msc_e_replies
 from memharness.memsys.testing.doubles import ScriptedLLM
 from paths import ROOT, TESTS
 
@@ -20,24 +20,26 @@ def test_parse_turns_pairs_only_complete_alex_bob_rounds():
         "Sure! Here is the dialogue:\n**Alex:** I baked bread today.\nIt came out crusty.\n"
         "Bob: Nice, what kind?\nBob: Sorry, ignore that.\nAlex: Rye.\nBob: Yum.\nAlex: trailing"
     )
-    turns = msc_e.parse_turns(text)
+    turns = msc_e_replies.parse_turns(text)
     assert turns[0] == ("Alex", "I baked bread today. It came out crusty.")
-    rounds = msc_e.pair_rounds(turns)
+    rounds = msc_e_replies.pair_rounds(turns)
     assert [[t["text"] for t in r] for r in rounds] == [
         ["I baked bread today. It came out crusty.", "Nice, what kind?"],
         ["Rye.", "Yum."],
     ]
-    assert msc_e.pair_rounds(msc_e.parse_turns("no speakers here at all")) == []
+    assert msc_e_replies.pair_rounds(msc_e_replies.parse_turns("no speakers here at all")) == []
 
 
 def test_parse_qa_accepts_valid_items_and_counts_the_rest():
-    good, bad = msc_e.parse_qa(
+    good, bad = msc_e_replies.parse_qa(
         'Here: [{"question": "Q1?", "response": "A1"}, {"question": "Q2?"}, 3] done'
     )
     assert good == [{"question": "Q1?", "answer": "A1"}] and bad == 2
-    good, bad = msc_e.parse_qa('{"question": "Q?", "response": "A"} and {"question": broken}')
+    good, bad = msc_e_replies.parse_qa(
+        '{"question": "Q?", "response": "A"} and {"question": broken}'
+    )
     assert good == [{"question": "Q?", "answer": "A"}] and bad == 1  # the broken object is counted
-    assert msc_e.parse_qa("I cannot help with that.") == ([], 1)
+    assert msc_e_replies.parse_qa("I cannot help with that.") == ([], 1)
 
 
 def _gen(**over):
