@@ -26,6 +26,7 @@ import pandas as pd
 import yaml
 from memharness.eval.metrics import registry
 from memharness.eval.record import read
+from memharness.eval.report.columns import cost_columns, judge_columns
 
 # Resolved keys that never make two runs different experiments: paths, caching, concurrency, retries,
 # reporting knobs; model settings live in the llm / embedder / judge identity columns instead.
@@ -74,11 +75,6 @@ IDENTITY = (
     "seed",
     "qset",
 )
-METHOD_STAGES = (
-    "build",
-    "retrieve",
-    "answer",
-)  # the method's own cost; judge and audit are evaluation
 
 
 def direction(metric: str) -> bool | None:
@@ -228,53 +224,6 @@ def short_model(model_id: str | None) -> str:
     name = parts[1] if len(parts) > 1 else parts[0]
     name = name.removesuffix(".gguf")
     return core if len(name) < 8 else name  # 'st:model' says more than 'model'
-
-
-def cost_columns(run: dict[str, Any]) -> dict[str, float | None]:
-    """Intrinsic cost: the method's (build, retrieve, answer) and the evaluation's (judge, audit)."""
-    led = run.get("intrinsic")
-    if not led:
-        return {}
-    method = [led.get(s, {}) for s in METHOD_STAGES]
-    evaluation = [led.get(s, {}) for s in ("judge", "closed_book", "audit")]
-    n = max(1, run["counts"]["questions"])
-
-    def total(stages: list[dict], *keys: str) -> float:
-        return float(sum(s.get(k, 0) for s in stages for k in keys))
-
-    tokens = total(method, "prompt_tokens", "completion_tokens")
-    return {
-        "build_calls": total(method[:1], "calls"),
-        "build_tokens": total(method[:1], "prompt_tokens", "completion_tokens"),
-        "embed_texts": total(method, "embed_texts"),
-        "method_calls": total(method, "calls"),
-        "method_tokens": tokens,
-        "tokens_per_question": tokens / n,
-        "method_usd": total(method, "cost_usd"),
-        "method_llm_s": total(method, "call_s"),
-        "eval_calls": total(evaluation, "calls"),
-        "eval_usd": total(evaluation, "cost_usd"),
-    }
-
-
-def judge_columns(run: dict[str, Any]) -> dict[str, float | None]:
-    """The judge's reliability as numbers (replaces the old judge_check string)."""
-    rel = run.get("judge_reliability") or {}
-    can = rel.get("canaries") or {}
-    out = {
-        "judge_accepts_reference": (can.get("accepts_reference") or {}).get("rate"),
-        "judge_far_other": (can.get("false_accept_other") or {}).get("rate"),
-        "judge_far_wrong": (can.get("false_accept_wrong") or {}).get("rate"),
-    }
-    for key, part in (
-        ("judge_kappa_lenient", "strict_vs_lenient"),
-        ("judge_kappa_judge2", "judge_vs_judge2"),
-    ):
-        if rel.get(
-            part
-        ):  # the column exists when the comparison ran; None = κ undefined (constant verdicts)
-            out[key] = rel[part].get("kappa")
-    return out
 
 
 def assign_groups(runs: list[dict[str, Any]]) -> dict[tuple, str]:
