@@ -7,7 +7,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from memharness.memsys.products.adapter import venv_path
 from paths import ROOT, TESTS
+
+PRODUCT_NAMES = {"mem0": "mem0", "amem": "A-Mem", "lightrag": "LightRAG"}
+
+
+def needs_product(product: str) -> pytest.MarkDecorator:
+    """Skip unless the product's virtualenv is installed (where the adapter looks), naming its make target."""
+    return pytest.mark.skipif(
+        not venv_path(product).exists(),
+        reason=f"{PRODUCT_NAMES[product]} is not installed: run `make product-{product}`",
+    )
 
 
 def offline_env(tmp_path: Path, **extra: str) -> dict[str, str]:

@@ -46,14 +46,15 @@ class WorkerError(RuntimeError):
     """The worker answered an error, or died; the message is one line."""
 
 
+def venv_path(product: str) -> Path:
+    """``.venvs/<product>/bin/python`` under ``$MEMHARNESS_VENVS`` or the repository (may be missing)."""
+    return Path(os.environ.get("MEMHARNESS_VENVS") or REPO / ".venvs") / product / "bin" / "python"
+
+
 def venv_python(product: str, python: str | None = None) -> Path:
-    """The product venv's interpreter: ``python`` when set, else ``.venvs/<product>/bin/python``
-    under ``$MEMHARNESS_VENVS`` or the repository. Missing: a one-line error naming the make target."""
-    if python:
-        path = Path(python).expanduser()
-    else:
-        root = Path(os.environ.get("MEMHARNESS_VENVS") or REPO / ".venvs")
-        path = root / product / "bin" / "python"
+    """The product venv's interpreter: ``python`` when set, else ``venv_path(product)``.
+    Missing: a one-line error naming the make target."""
+    path = Path(python).expanduser() if python else venv_path(product)
     if not path.exists():
         raise ConfigError(
             f"memory={product}: the product's virtualenv is not installed ({path} is missing); "

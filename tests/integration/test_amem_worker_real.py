@@ -9,11 +9,12 @@ import time
 from pathlib import Path
 
 import pytest
+from memharness.memsys.products.adapter import venv_path
 
 from tests._servers import REPO, llama_server
 
 WORKER = REPO / "memsys" / "products" / "workers" / "amem_worker.py"
-PYTHON = Path(os.environ.get("MEMHARNESS_VENVS") or REPO / ".venvs") / "amem" / "bin" / "python"
+PYTHON = venv_path("amem")
 UNITS = [
     {
         "id": "u-cat",

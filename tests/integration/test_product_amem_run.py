@@ -10,14 +10,9 @@ import json
 
 import pytest
 from paths import TESTS
-from processes import run_py
+from processes import needs_product, run_py
 
-adapter = pytest.importorskip("memharness.memsys.products.adapter")
-VENV = adapter.REPO / ".venvs" / "amem" / "bin" / "python"
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not VENV.exists(), reason="A-Mem is not installed: run `make product-amem`"),
-]
+pytestmark = [pytest.mark.slow, needs_product("amem")]
 ARGS = (
     "memory=amem",
     "dataset=sample",

@@ -8,11 +8,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from memharness.memsys.products.adapter import REPO
-from processes import run_py
+from processes import needs_product, run_py
 
 pytestmark = pytest.mark.slow
-VENV = REPO / ".venvs" / "lightrag" / "bin" / "python"
 # one episode (9 rounds in 3 sessions) inserted as one LightRAG document of one chunk, one question;
 # no gleaning, the reply cut at 32 tokens, naive retrieval (no keyword call): one extraction call
 # (~1,700 prompt tokens), cheap enough for 2 CPU cores.
@@ -30,9 +28,7 @@ ARGS = (
 )
 
 
-@pytest.mark.skipif(
-    not VENV.exists(), reason="LightRAG is not installed: run `make product-lightrag`"
-)
+@needs_product("lightrag")
 def test_lightrag_run_is_metered_and_a_rerun_makes_no_backend_call(tmp_path):
     cold_dir, warm_dir = tmp_path / "cold", tmp_path / "warm"
     first = run_py(tmp_path, *ARGS, f"hydra.run.dir={cold_dir}", timeout=1200)

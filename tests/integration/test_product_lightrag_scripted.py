@@ -10,14 +10,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from memharness.memsys.products.adapter import REPO
 from paths import TESTS
-from processes import run_py
+from processes import needs_product, run_py
 
-VENV = REPO / ".venvs" / "lightrag" / "bin" / "python"
-pytestmark = pytest.mark.skipif(
-    not VENV.exists(), reason="LightRAG is not installed: run `make product-lightrag`"
-)
+pytestmark = needs_product("lightrag")
 ARGS = (
     "memory=lightrag",
     "dataset=sample",

@@ -8,11 +8,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from memharness.memsys.products.adapter import REPO
-from processes import run_py
+from processes import needs_product, run_py
 
 pytestmark = pytest.mark.slow
-VENV = REPO / ".venvs" / "mem0" / "bin" / "python"
 # one episode, one question; all 9 rounds in one add() (one extraction call, its reply cut at 48
 # tokens: JSON-constrained decoding is slow on CPU), no judge: the test is
 # about the plumbing, not a score, and must stay cheap on 2 CPU cores
@@ -31,7 +29,7 @@ ARGS = (
 )
 
 
-@pytest.mark.skipif(not VENV.exists(), reason="mem0 is not installed: run `make product-mem0`")
+@needs_product("mem0")
 def test_mem0_run_is_metered_and_a_rerun_makes_no_backend_call(tmp_path):
     first = run_py(tmp_path, *ARGS, "hydra.run.dir=" + str(tmp_path / "cold"), timeout=1200)
     assert first.returncode == 0, first.stderr[-3000:]

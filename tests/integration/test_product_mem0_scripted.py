@@ -10,12 +10,9 @@ import json
 
 import pytest
 from memharness.memsys.products.adapter import REPO
-from processes import run_py
+from processes import needs_product, run_py
 
-VENV = REPO / ".venvs" / "mem0" / "bin" / "python"
-pytestmark = pytest.mark.skipif(
-    not VENV.exists(), reason="mem0 is not installed: run `make product-mem0`"
-)
+pytestmark = needs_product("mem0")
 ARGS = (
     "memory=mem0",
     "dataset=sample",

@@ -7,10 +7,10 @@ import json
 import os
 import subprocess
 
-import pytest
-from memharness.memsys.products.adapter import REPO, WORKERS
+from memharness.memsys.products.adapter import WORKERS, venv_path
+from processes import needs_product
 
-PYTHON = REPO / ".venvs" / "mem0" / "bin" / "python"
+PYTHON = venv_path("mem0")
 PROBE = f"""
 import json, sys
 sys.path.insert(0, {str(WORKERS)!r})
@@ -22,7 +22,7 @@ print(json.dumps([[p.client.timeout, p.client.max_retries]
 """
 
 
-@pytest.mark.skipif(not PYTHON.exists(), reason="mem0 is not installed: run `make product-mem0`")
+@needs_product("mem0")
 def test_mem0_clients_have_no_timeout_and_no_retries(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(
