@@ -55,7 +55,7 @@ class LlamaCppBackend:
         n_threads: Annotated[int, Range(1)] | None = None,
         seed: Annotated[int, Range(0)] = 0,
         model_name: str | None = None,
-        prefix_cache_mb: Annotated[int, Range(0)] = 2048,
+        prefix_cache_mb: Annotated[int, Range(0)] = 0,
     ) -> None:
         """``model_path`` (a local .gguf, used as is) wins over ``embedded`` (a name in
         ``embedded_models.EMBEDDED``, hash-checked before loading where it is assembled from parts;
@@ -64,7 +64,8 @@ class LlamaCppBackend:
         ``prefix_cache_mb`` (0 = off) keeps the KV state after each call in RAM, keyed by its tokens;
         a prompt that starts like an earlier one (the judge's worked examples, an answer prompt's
         instructions) resumes from the longest stored prefix instead of processing it again. Greedy
-        replies are the same with and without it (tests/integration/test_local_backend.py)."""
+        replies are the same with and without it (tests/integration/test_local_backend.py). Each
+        save copies the whole state and the logits buffer, so it pays only for long shared prefixes."""
         path = model_path or resolve_model_path(embedded, model_dir, parts_dir)
         if not Path(path).is_file():
             raise ConfigError(f"llm.backend.model_path={path!r} is not a file")
