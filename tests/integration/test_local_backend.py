@@ -103,6 +103,9 @@ def test_prefix_reuse_gives_the_same_replies_and_skips_the_shared_prefix():
         )
         replies[mb] = [backend.chat(r).text for r in requests]
         evaluated[mb] = sum(counted)
+        if mb:  # every byte the kept states hold (KV state and logits copy) stays within the cap
+            kept = model.cache.cache_state.values()
+            assert sum(len(st.llama_state) + st.scores.nbytes for st in kept) <= mb << 20
     assert replies[256] == replies[0]
     # the second judge prompt's ~800 tokens of examples are not processed again
     assert evaluated[256] < evaluated[0] - 500

