@@ -33,7 +33,10 @@ from memharness.memsys.testing.doubles import ScriptedChat, TopicEmbedder, WordT
 from memharness.memsys.types import Unit, content_id
 
 DIM, TOPICS = 384, 40
-TAG = re.compile(r"\bc(\d+)\b")
+TAG = re.compile(
+    r" c(\d+)\b"
+)  # "about c12", "summary of c12"; a literal-led pattern: 3 us a prompt,
+# not the 100 us of r"\bc(\d+)\b", which ran under the GIL inside each of a batch's 1,521 stub calls
 MULTIHOP_ARTICLES, MULTIHOP_TOKENS_PER_ARTICLE = 609, 2046  # CAM App. C, Table 7 ("2046*609")
 MEMTREE_TABLE_A2_RAPTOR_CALLS = 3753
 

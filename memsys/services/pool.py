@@ -28,7 +28,8 @@ from concurrent.futures import Future
 from typing import Any
 
 _STOP = object()
-STARTING_AT_ONCE = 4  # threads started but not yet running, at most (chains of starts)
+STARTING_AT_ONCE = 16  # threads started but not yet running, at most (chains of starts); with the
+# run's 50 ms switch interval, 16 chains started 1,520 threads in 0.45 s, 1 or 4 chains in 0.47-0.63 s
 
 
 class ThreadPool:
