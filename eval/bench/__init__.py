@@ -1,7 +1,11 @@
 """Benchmarks: each module exposes ``main() -> dict`` that prints and returns its figures."""
 
 import operator
+from pathlib import Path
 from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]  # the checkout: its conf/ holds the runner's defaults
+CONF = REPO / "conf"
 
 _COMPARE = {
     ">=": operator.ge,

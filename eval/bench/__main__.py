@@ -17,8 +17,6 @@ from memharness.memsys.services.files import json_text
 from memharness.memsys.services.pool import switch_interval
 from omegaconf import OmegaConf
 
-CONFIG = Path(__file__).resolve().parents[2] / "conf" / "config.yaml"  # the runner's defaults
-
 
 def main(names: list[str]) -> None:
     known = sorted(
@@ -29,7 +27,7 @@ def main(names: list[str]) -> None:
         sys.exit(f"no benchmark module {', '.join(unknown)}; expected some of: {', '.join(known)}")
     modules = names or known
     figures = {}
-    interval = OmegaConf.load(CONFIG).run.get("switch_interval_s")
+    interval = OmegaConf.load(bench.CONF / "config.yaml").run.get("switch_interval_s")
     print(f"GIL switch interval: {interval} s (run.switch_interval_s)", flush=True)
     with switch_interval(interval):
         for name in modules:

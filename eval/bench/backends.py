@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from memharness.eval.bench import print_figures
+from memharness.eval.bench import REPO, print_figures
 from memharness.memsys.services.backends.openai_compat import OpenAIBackend
 from memharness.memsys.services.cache import CallCache
 from memharness.memsys.services.llm import LLM
@@ -33,7 +33,6 @@ from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.testing.doubles import TimedBackend
 from memharness.memsys.testing.fault_server import FaultConfig, FaultServer
 
-REPO = Path(__file__).resolve().parents[2]
 LATENCY_S, CALLS, IN_FLIGHT = 0.2, 256, 32
 
 

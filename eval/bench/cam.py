@@ -33,6 +33,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+from memharness.eval.bench import CONF
 from memharness.memsys.hierarchy import load_memory
 from memharness.memsys.hierarchy.diagnostics import coherence, level_profile
 from memharness.memsys.services.embed import Embedder
@@ -44,7 +45,6 @@ from memharness.memsys.types import Unit, content_id
 DIM, TOPICS = 384, 40
 LATENCY_S, MAX_IN_FLIGHT = 0.02, 8
 BASE, BATCH, BATCH_SIZES = 2000, 100, (50, 100, 200, 400, 800)
-CONF = Path(__file__).resolve().parents[2] / "conf"
 PAPER_CLAIM = 4.0
 
 

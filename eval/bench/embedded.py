@@ -24,8 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memharness.eval.bench import print_figures
-from memharness.eval.bench.backends import REPO
+from memharness.eval.bench import REPO, print_figures
 
 STAGES = ("build", "answer", "judge", "audit")
 

@@ -37,8 +37,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memharness.eval.bench import print_figures
-from memharness.eval.bench.backends import REPO, _ServerProcess
+from memharness.eval.bench import REPO, print_figures
+from memharness.eval.bench.backends import _ServerProcess
 from memharness.memsys.services import files as fileio
 
 LATENCY_S, IN_FLIGHT, EPISODES, REPEAT = 0.2, 32, 32, 4
