@@ -9,10 +9,12 @@ dataset id, the cache directory and the ``dataset.loader.path`` setting.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import socket
+import urllib.request
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -33,22 +35,48 @@ log = logging.getLogger(__name__)
 HUB_TIMEOUT_S = 3.0
 
 
-def hub_offline_reason() -> str | None:
-    """Why the Hub cannot be used right now (None when it is reachable)."""
-    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+def _switched_off(variables: Iterable[str]) -> str | None:
+    for var in variables:
         if os.environ.get(var, "").strip().lower() in {"1", "true", "yes", "on"}:
             return f"{var} is set"
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-    parsed = urlparse(endpoint)
-    host, port = (
-        parsed.hostname or "huggingface.co",
-        parsed.port or (443 if parsed.scheme != "http" else 80),
-    )
+    return None
+
+
+def unreachable(url: str) -> str | None:
+    """Why ``url``'s host does not accept a connection within ``HUB_TIMEOUT_S`` (None: it does)."""
+    parsed = urlparse(url)
+    host = parsed.hostname or ""
+    port = parsed.port or (80 if parsed.scheme == "http" else 443)
     try:
         with socket.create_connection((host, port), timeout=HUB_TIMEOUT_S):
             return None
     except OSError as err:
         return f"{host}:{port} is unreachable ({err.__class__.__name__})"
+
+
+def hub_offline_reason() -> str | None:
+    """Why the Hub cannot be used right now (None when it is reachable)."""
+    return _switched_off(("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")) or unreachable(
+        os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    )
+
+
+def url_offline_reason(url: str) -> str | None:
+    """Why a plain download of ``url`` cannot be tried now (None: try it); the switches
+    ``MEMHARNESS_OFFLINE`` and ``HF_HUB_OFFLINE`` apply, as for the Hub loaders."""
+    return _switched_off(("MEMHARNESS_OFFLINE", "HF_HUB_OFFLINE")) or unreachable(url)
+
+
+def download_pinned(url: str, target: Path, pinned: str | None) -> Path:
+    """Fetch ``url`` into ``target``; a file whose sha256 is not ``pinned`` is refused, not kept."""
+    with urllib.request.urlopen(url, timeout=60) as resp:  # noqa: S310 (the configured URL)
+        data = resp.read()
+    sha = hashlib.sha256(data).hexdigest()
+    if pinned and sha != pinned:
+        raise DatasetError(f"{url}: downloaded sha256 {sha} is not the pinned {pinned}; not kept")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+    return target
 
 
 def cache_dir(data_dir: str | Path | None, name: str) -> Path:

@@ -22,17 +22,12 @@ dangling by the integrity check; its recall is 0, as in the official code).
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
 import re
-import socket
-import urllib.request
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlparse
 
 from memharness.data_prep import hub
 from memharness.data_prep.base import Dataset, DatasetError
@@ -298,32 +293,6 @@ def check_pin(file: Path, sha: str, pinned: str | None, on_mismatch: str) -> boo
     return False
 
 
-def offline_reason(url: str) -> str | None:
-    """Why ``url`` cannot be fetched now (None: try it). The Hub loaders' offline switches apply."""
-    for var in ("MEMHARNESS_OFFLINE", "HF_HUB_OFFLINE"):
-        if os.environ.get(var, "").strip().lower() in {"1", "true", "yes", "on"}:
-            return f"{var} is set"
-    parsed = urlparse(url)
-    host, port = parsed.hostname or "", parsed.port or (80 if parsed.scheme == "http" else 443)
-    try:
-        with socket.create_connection((host, port), timeout=hub.HUB_TIMEOUT_S):
-            return None
-    except OSError as err:
-        return f"{host}:{port} is unreachable ({err.__class__.__name__})"
-
-
-def download(url: str, target: Path, pinned: str | None) -> Path:
-    """Fetch the upstream file into the cache; a file that does not match the pin is refused."""
-    with urllib.request.urlopen(url, timeout=60) as resp:  # noqa: S310 (the configured URL)
-        data = resp.read()
-    sha = hashlib.sha256(data).hexdigest()
-    if pinned and sha != pinned:
-        raise DatasetError(f"{url}: downloaded sha256 {sha} is not the pinned {pinned}; not kept")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(data)
-    return target
-
-
 def resolve(path: str | None, data_dir: str | None, url: str, pinned: str | None) -> Path:
     """The local file: ``path`` (file or folder), the data-dir cache, else a download."""
     cache = hub.cache_dir(data_dir, "locomo")
@@ -331,14 +300,14 @@ def resolve(path: str | None, data_dir: str | None, url: str, pinned: str | None
     if local is None and (cache / FILENAME).is_file():
         local = cache / FILENAME
     if local is None:
-        reason = offline_reason(url)
+        reason = hub.url_offline_reason(url)
         if reason:
             raise DatasetError(
                 f"dataset 'locomo' is not available ({reason}): put {FILENAME} "
                 f"(sha256 {pinned or 'unpinned'}, from {url}) in {cache} or pass "
                 "dataset.loader.path=<file>"
             )
-        return download(url, cache / FILENAME, pinned)
+        return hub.download_pinned(url, cache / FILENAME, pinned)
     if local.is_dir():
         local = local / FILENAME
         if not local.is_file():
