@@ -36,6 +36,7 @@ from memharness.memsys.cam.retrieval import (
     Exploration,
     consecutive_runs,
     evidence_items,
+    exploration_summary,
     explore,
     numbered_passages,
 )
@@ -344,31 +345,11 @@ class CAM(HierarchicalMemory):
             "llm_calls_per_batch_mean": float(np.mean(calls)) if calls else 0.0,
             "seconds_per_batch_mean": float(np.mean(secs)) if secs else 0.0,
         }
-        ex = self.explorations
-        explore_stats = {"questions": len(ex)}
-        if ex:
-            explore_stats.update(
-                {
-                    key: float(np.mean([e[key] for e in ex]))
-                    for key in ("turns", "selected", "evidence", "selection_calls")
-                }
-            )
-            explore_stats.update(
-                {
-                    key: int(sum(e[key] for e in ex))
-                    for key in (
-                        "parse_failures",
-                        "call_failures",
-                        "tolerance_exhausted",
-                        "fallback_to_initial",
-                    )
-                }
-            )
         return {
             **super().stats(),
             "construction": construction,
             "batches": list(self.batches),
-            "prune_and_grow": explore_stats,
+            "prune_and_grow": exploration_summary(self.explorations),
         }
 
     def state(self) -> dict[str, Any]:

@@ -215,3 +215,16 @@ def evidence_items(
         )
         items[item.node_id] = (item, run)
     return items
+
+
+def exploration_summary(explorations: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Prune-and-Grow over the questions asked: means of the per-question sizes and calls, sums of
+    the per-question failure counters (``memory_stats.json``'s ``prune_and_grow``)."""
+    summary: dict[str, Any] = {"questions": len(explorations)}
+    if not explorations:
+        return summary
+    for key in ("turns", "selected", "evidence", "selection_calls"):
+        summary[key] = float(np.mean([e[key] for e in explorations]))
+    for key in ("parse_failures", "call_failures", "tolerance_exhausted", "fallback_to_initial"):
+        summary[key] = int(sum(e[key] for e in explorations))
+    return summary
