@@ -32,6 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
+from memharness.memsys.services.backends.openai_wire import chat_completion_body, embeddings_body
 from memharness.memsys.services.types import ChatRequest, RunAborted
 
 # request fields the endpoint reads; any other is ignored (and counted in ``ignored_params``)
@@ -234,27 +235,14 @@ class Endpoint:
             self.count("chat_failed")
             return 502, _error(f"the harness LLM call failed: {completion.error}", "server_error")
         self.count("chat")
-        text = completion.text
         ident = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:24]
-        usage = {
-            "prompt_tokens": completion.prompt_tokens,
-            "completion_tokens": completion.completion_tokens,
-            "total_tokens": completion.prompt_tokens + completion.completion_tokens,
-        }
-        return 200, {
-            "id": f"chatcmpl-{ident}",
-            "object": "chat.completion",
-            "created": 0,
-            "model": self.llm.model_id,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": text},
-                    "finish_reason": "stop",
-                }
-            ],
-            "usage": usage,
-        }
+        return 200, chat_completion_body(
+            ident,
+            self.llm.model_id,
+            completion.text,
+            completion.prompt_tokens,
+            completion.completion_tokens,
+        )
 
     def embeddings(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         with self._lock:
@@ -273,15 +261,9 @@ class Endpoint:
         self.count("embedded_texts", len(texts))
         encoding = body.get("encoding_format") or "float"
         tokens = sum(self._tokens(t) for t in texts)
-        return 200, {
-            "object": "list",
-            "data": [
-                {"object": "embedding", "index": i, "embedding": encode_vector(v, encoding)}
-                for i, v in enumerate(vectors)
-            ],
-            "model": self.embedder.model_id,
-            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-        }
+        return 200, embeddings_body(
+            [encode_vector(v, encoding) for v in vectors], self.embedder.model_id, tokens
+        )
 
     def models(self) -> dict[str, Any]:
         ids = dict.fromkeys([self.llm.model_id, self.embedder.model_id])

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from memharness.memsys.services.backends.openai_wire import chat_completion_body, embeddings_body
+
 FAULTS = ("429", "500", "hang", "malformed")
 EMBED_BAD = ("nan", "inf", "dim", "count", "error")
 
@@ -252,26 +254,8 @@ class _Handler(BaseHTTPRequestHandler):
         )
         with self.state.lock:
             self.state.counts["chat_ok"] += 1
-        self._send(
-            200,
-            {
-                "id": f"chatcmpl-{key}",
-                "object": "chat.completion",
-                "model": body.get("model"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "finish_reason": "stop",
-                        "message": {"role": "assistant", "content": text},
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": len(text.split()),
-                    "total_tokens": prompt_tokens + len(text.split()),
-                },
-            },
-        )
+        reply = chat_completion_body(key, body.get("model"), text, prompt_tokens, len(text.split()))
+        self._send(200, reply)
 
     def _echo(self) -> str:
         """What a misbehaving server leaks: the Authorization header it received."""
@@ -326,16 +310,8 @@ class _Handler(BaseHTTPRequestHandler):
             vectors = [v[: max(1, self.cfg.embed_dim // 2)] for v in vectors]
         elif bad:  # count
             vectors = vectors[:-1]
-        data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
-        self._send(
-            200,
-            {
-                "object": "list",
-                "data": data,
-                "model": body.get("model"),
-                "usage": {"prompt_tokens": sum(len(str(t).split()) for t in texts)},
-            },
-        )
+        tokens = sum(len(str(t).split()) for t in texts)
+        self._send(200, embeddings_body(vectors, body.get("model"), tokens))
 
 
 class _Server(ThreadingHTTPServer):
