@@ -88,32 +88,12 @@ def _harness_unit(source: str, unit: str) -> str:
 
 
 _COLUMN_KEYS = {
-    "id",
-    "label",
-    "dataset",
-    "category",
-    "metric",
-    "source",
-    "unit",
-    "harness_unit",
-    "paper_n",
-    "decimals",
-    "source_label",
-    "source_col",
-    "source_head",
+    *"id label dataset category metric source unit harness_unit paper_n decimals".split(),
+    *"source_label source_col source_head".split(),
 }
-_ROW_KEYS = {
-    "id",
-    "label",
-    "system",
-    "why",
-    "memory",
-    "setting",
-    "source_label",
-    "source_col",
-    "source_head",
-    "source_after",
-}
+_ROW_KEYS = set(
+    "id label system why memory setting source_label source_col source_head source_after".split()
+)
 
 
 def _known_keys(raw: dict[str, Any], allowed: set[str], where: str) -> None:
@@ -175,22 +155,8 @@ def _row(raw: dict[str, Any], where: str) -> Row:
 
 
 _CELL_KEYS = {
-    "value",
-    "low",
-    "high",
-    "sd",
-    "relation",
-    "ratio",
-    "note",
-    "quote",
-    "value_text",
-    "decimals",
-    "metric",
-    "source",
-    "unit",
-    "harness_unit",
-    "dataset",
-    "category",
+    *"value low high sd relation ratio note quote value_text decimals metric source".split(),
+    *"unit harness_unit dataset category".split(),
 }
 
 
@@ -274,19 +240,9 @@ def _check_cell(cell: Cell, table: Table, where: str) -> None:
         raise PublishedError(f"{where}: a value from prose needs the 'quote' it comes from")
 
 
-_TABLE_KEYS = {
-    "id",
-    "kind",
-    "caption",
-    "experiment",
-    "source",
-    "setting",
-    "rows",
-    "columns",
-    "cells",
-    "decimals",
-    "note",
-}
+_TABLE_KEYS = set(
+    "id kind caption experiment source setting rows columns cells decimals note".split()
+)
 
 
 def _table(
