@@ -122,7 +122,9 @@ class Sample(_Record):
         None,
         description="a function-calling memory (MemGPT): each step's function and status (ok, "
         "failed, malformed:<kind>, call_failed), heartbeat, and forced: true on a send_message "
-        "the loop's last step was restricted to (memory.final_send)",
+        "the loop's last step was restricted to (memory.final_send); a memory function's step "
+        "also its arguments and the first line of its result (result_head: 'No results found.' "
+        "or 'Showing 5 of 12 ...')",
     )
 
 

@@ -24,6 +24,7 @@ from memharness.memsys.services.types import ChatRequest
 
 SCHEMA = call_schema()
 FINAL_SCHEMA = call_schema(("send_message",))
+RESULT_HEAD_CHARS = 120  # of a function result kept in the step record (samples.jsonl agent_steps)
 
 
 @dataclass(frozen=True)
@@ -276,6 +277,9 @@ class Loop:
                     "function": call.function,
                     "status": "ok" if ok else "failed",
                     "heartbeat": call.heartbeat,
+                    "arguments": call.arguments,
+                    # "No results found." or "Showing 5 of 12 ...": whether a search found anything
+                    "result_head": result.partition("\n")[0][:RESULT_HEAD_CHARS],
                 }
             )
             if not ok or call.heartbeat:

@@ -45,6 +45,8 @@ def test_the_sent_message_is_the_prediction_and_the_steps_are_recorded(make_cfg,
             "conversation_search",
             "send_message",
         ]
+        search = s["agent_steps"][0]  # what it searched for and whether that found anything
+        assert search["arguments"]["query"] == "THE" and search["result_head"].startswith("Showing")
         assert (
             s["retrieved"]
             and {u for i in s["retrieved"] for u in i["source_unit_ids"]} <= units[s["episode_id"]]
