@@ -54,7 +54,7 @@ def input_text(request: ChatRequest) -> str:
 
 class StepLLM:
     """``complete`` answers each request with ``respond(step, request)``; a str becomes a completion,
-    None a failed call. Every batch is recorded with the steps it held."""
+    None a failed call, a ``Completion`` is returned as it is. Every batch is recorded with the steps it held."""
 
     def __init__(self, respond: Callable[[str, ChatRequest], str | None]) -> None:
         self.respond = respond
@@ -66,6 +66,9 @@ class StepLLM:
         out = []
         for step, r in batch:
             reply = self.respond(step, r)
+            if isinstance(reply, Completion):  # usage and finish_reason as the test sets them
+                out.append(reply)
+                continue
             out.append(
                 Completion(text="", error="BackendError: boom")
                 if reply is None

@@ -53,6 +53,7 @@ class CAMFineGrained(CAM):
         self.fm_log = FailureLog()
         self.fm_calls: dict[str, int] = {"extract": 0, "glean": 0, "loop": 0}
         self.fm_chunks = self.fm_empty = 0
+        self.fm_at_cap: dict[str, int] = {"extract": 0, "glean": 0}  # replies cut at max_tokens
         prompts = default_prompts()
         self.fm_settings = ExtractSettings(
             prompt=prompts[
@@ -78,6 +79,8 @@ class CAMFineGrained(CAM):
         extraction = run_extraction(self.llm, units, self.fm_settings, self.fm_log)
         for kind, count in extraction.calls.items():
             self.fm_calls[kind] += count
+        for kind, count in extraction.replies_at_cap.items():
+            self.fm_at_cap[kind] += count
         names: dict[str, set[str]] = {n.id: set() for n in nodes}
         for e in extraction.entities:
             names[e.chunk].add(e.name)
@@ -99,6 +102,7 @@ class CAMFineGrained(CAM):
                 "chunks": self.fm_chunks,
                 "chunks_without_entities": self.fm_empty,
                 "extraction_calls": dict(self.fm_calls),
+                "replies_at_cap": dict(self.fm_at_cap),
                 "entity_edges_added": int(sum(edges)),
                 "failures": self.fm_log.to_json(),
             },
@@ -106,6 +110,7 @@ class CAMFineGrained(CAM):
 
     def state(self) -> dict[str, Any]:
         fm = {"calls": self.fm_calls, "chunks": self.fm_chunks, "empty": self.fm_empty}
+        fm["at_cap"] = self.fm_at_cap
         return {**super().state(), "fine_grained": fm}
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -117,3 +122,4 @@ class CAMFineGrained(CAM):
                 fm["chunks"],
                 fm["empty"],
             )
+            self.fm_at_cap = dict(fm.get("at_cap") or {"extract": 0, "glean": 0})

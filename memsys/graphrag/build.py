@@ -169,6 +169,7 @@ def build_graph(
         "llm_calls": {**calls, "total": sum(calls.values())},
         "extraction": {
             "replies": extraction.replies,
+            "replies_at_cap": dict(extraction.replies_at_cap),
             "entity_records": len(extraction.entities),
             "relationship_records": len(extraction.relations),
         },

@@ -84,6 +84,8 @@ class Extraction:
     relations: list[RelationRecord] = field(default_factory=list)
     calls: dict[str, int] = field(default_factory=lambda: {"extract": 0, "glean": 0, "loop": 0})
     replies: int = 0
+    # replies that stopped at max_tokens (kept and parsed; their last record is often cut off)
+    replies_at_cap: dict[str, int] = field(default_factory=lambda: {"extract": 0, "glean": 0})
 
 
 def extraction_prompt(settings: ExtractSettings, text: str) -> str:
@@ -154,6 +156,7 @@ def _answer_round(
             log.add("call_failed", comp.error or "", step=kind, chunk=i)
             continue
         out.replies += 1
+        out.replies_at_cap[kind] += comp.reached_cap(settings.max_tokens)
         conversations[i].append(("assistant", comp.text))
         entities, relations = parse_reply(comp.text, i, settings, log)
         out.entities.extend(entities)

@@ -99,6 +99,11 @@ class Completion:
     def ok(self) -> bool:
         return self.error is None
 
+    def reached_cap(self, cap: int) -> bool:
+        """The reply stopped at its output cap ``cap``: the backend says so (finish_reason
+        "length") or it used every token it was allowed."""
+        return self.extra.get("finish_reason") == "length" or self.completion_tokens >= cap
+
 
 class BackendError(Exception):
     """A backend call failed. ``retryable`` errors are retried with backoff."""

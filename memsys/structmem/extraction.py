@@ -239,12 +239,6 @@ def units_from_reply(
     return units
 
 
-def reached_cap(completion: Any, cap: int) -> bool:
-    """The reply stopped at its output cap: the backend says so (finish_reason "length") or it used
-    every token it was allowed."""
-    return completion.extra.get("finish_reason") == "length" or completion.completion_tokens >= cap
-
-
 def extract(
     llm: Any,
     chunks: Sequence[SourceChunk],
@@ -266,7 +260,7 @@ def extract(
         if not completion.ok:
             counts.failed[kind] += 1
             continue
-        if reached_cap(completion, int(max_tokens[kind])):
+        if completion.reached_cap(int(max_tokens[kind])):
             counts.at_cap[kind] += 1
         parsed[(chunk.id, kind)] = units_from_reply(chunk, kind, completion.text, counts)
     out: list[MemoryUnit] = []

@@ -14,6 +14,7 @@ from memharness.memsys.graphrag.extract import (
 )
 from memharness.memsys.graphrag.memory import default_prompts
 from memharness.memsys.graphrag.merge import SummarySettings, merge_graph, summarize_descriptions
+from memharness.memsys.services.types import Completion
 from memharness.memsys.testing.doubles import WordTokenizer
 
 U0 = "Ana Ruiz leads Velox Rail. Velox Rail builds the tram in Port Elden."
@@ -70,6 +71,29 @@ def extracted(**kw):
     llm, log = StepLLM(respond), FailureLog(cap=3)
     out = run_extraction(llm, tus, settings(**kw), log)
     return units, tus, llm, log, out
+
+
+def test_replies_cut_at_the_output_cap_are_counted_by_round_and_still_parsed():
+    """A reply that used every allowed token (or says finish_reason "length") is counted; its
+    records are kept, as GraphRAG keeps them."""
+
+    def capped(step, request):
+        text = respond(step, request)
+        if text is None:
+            return None
+        if input_text(request) == U0 and step == "extract":  # the backend says it was cut
+            return Completion(text=text, completion_tokens=7, extra={"finish_reason": "length"})
+        if step == "glean":  # every gleaning used its whole budget
+            return Completion(text=text, completion_tokens=50)
+        return Completion(text=text, completion_tokens=49)
+
+    tus = make_text_units([unit(U0, 0), unit(U1, 1), unit(U2, 2)], WordTokenizer())
+    out = run_extraction(StepLLM(capped), tus, settings(max_tokens=50), FailureLog(cap=3))
+    assert out.replies_at_cap == {
+        "extract": 1,
+        "glean": out.calls["glean"] - 1,
+    }  # U1's gleaning call failed
+    assert ("ANA RUIZ", "PERSON") in {(e.name, e.type) for e in out.entities}
 
 
 def test_extraction_batches_gleaning_in_the_same_conversation_and_counts_every_failure():
