@@ -41,7 +41,10 @@ class ExtractingLLM(FakeLLM):
             self.extractions += 1
             text = prompt.rsplit("Text:", 1)[-1]
             if self.garbled and self.garbled in text:
-                out.append(Completion(text="I cannot help with that."))
+                # cut at its output cap as well: counted apart from the unreadable reply
+                out.append(
+                    Completion(text="I cannot help with that.", extra={"finish_reason": "length"})
+                )
             elif "a1" in text or "c1" in text:
                 out.append(Completion(text='("entity"<|>ALICE<|>PERSON<|>a person)<|COMPLETE|>'))
             else:
@@ -93,6 +96,7 @@ def test_cam_fm_counts_an_unreadable_extraction_and_marks_the_memory_degraded():
     fm = cam.stats()["fine_grained"]
     assert fm["chunks_without_entities"] == 1 and sum(fm["failures"]["counts"].values()) >= 1
     assert cam.degraded.get("entity_extraction_failed", 0) >= 1
+    assert fm["replies_at_cap"] == {"extract": 1, "glean": 0}
     assert level0(cam)["d4"] == set()
 
 
@@ -102,3 +106,4 @@ def test_state_round_trip_keeps_the_counters():
     other = make(ExtractingLLM(), hierarchy=False, fm_entity_k=1)
     other.load_state(cam.state())
     assert other.fm_chunks == 2 and other.fm_calls == cam.fm_calls
+    assert other.fm_at_cap == cam.fm_at_cap
