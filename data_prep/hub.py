@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal
 from urllib.parse import urlparse
 
 from memharness.data_prep.base import Dataset, DatasetError, check_integrity, sha256_file
+from memharness.memsys.services import files as fileio
 from memharness.memsys.settings import PathExists, Range
 
 # Setting types shared by the loaders' signatures (checked before a run starts).
@@ -75,8 +76,9 @@ def download_pinned(url: str, target: Path, pinned: str | None) -> Path:
     if pinned and sha != pinned:
         raise DatasetError(f"{url}: downloaded sha256 {sha} is not the pinned {pinned}; not kept")
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(data)
-    return target
+    return fileio.write_bytes(
+        target, data
+    )  # atomic: an interrupted write leaves no cached half-file
 
 
 def cache_dir(data_dir: str | Path | None, name: str) -> Path:

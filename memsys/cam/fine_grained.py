@@ -109,8 +109,12 @@ class CAMFineGrained(CAM):
         }
 
     def state(self) -> dict[str, Any]:
-        fm = {"calls": self.fm_calls, "chunks": self.fm_chunks, "empty": self.fm_empty}
-        fm["at_cap"] = self.fm_at_cap
+        fm = {
+            "calls": self.fm_calls,
+            "chunks": self.fm_chunks,
+            "empty": self.fm_empty,
+            "at_cap": self.fm_at_cap,
+        }
         return {**super().state(), "fine_grained": fm}
 
     def load_state(self, state: dict[str, Any]) -> None:
