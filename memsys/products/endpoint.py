@@ -242,6 +242,7 @@ class Endpoint:
             completion.text,
             completion.prompt_tokens,
             completion.completion_tokens,
+            "length" if completion.reached_cap(request.max_tokens) else "stop",
         )
 
     def embeddings(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:

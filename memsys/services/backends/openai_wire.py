@@ -9,9 +9,15 @@ from typing import Any
 
 
 def chat_completion_body(
-    ident: str, model: str | None, text: str, prompt_tokens: int, completion_tokens: int
+    ident: str,
+    model: str | None,
+    text: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+    finish_reason: str = "stop",
 ) -> dict[str, Any]:
-    """A one-choice ``chat.completion`` that stopped normally (``created`` is 0: no wall clock)."""
+    """A one-choice ``chat.completion`` (``created`` is 0: no wall clock); ``finish_reason`` is
+    "length" when the reply was cut at its ``max_tokens``, as OpenAI reports it."""
     return {
         "id": f"chatcmpl-{ident}",
         "object": "chat.completion",
@@ -21,7 +27,7 @@ def chat_completion_body(
             {
                 "index": 0,
                 "message": {"role": "assistant", "content": text},
-                "finish_reason": "stop",
+                "finish_reason": finish_reason,
             }
         ],
         "usage": {

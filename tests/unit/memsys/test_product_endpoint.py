@@ -46,6 +46,7 @@ def test_chat_goes_through_the_cache_and_the_callers_stage(served):
     second = client.chat.completions.create(**kwargs)
     assert first.choices[0].message.content == second.choices[0].message.content == '{"memory": []}'
     assert first.model == "fake-chat" and first.usage.prompt_tokens == 2
+    assert first.choices[0].finish_reason == "stop"
     assert chat.calls == 1  # the second came from the cache
     sent = chat.requests[0]
     assert sent.json_output and sent.max_tokens == 50 and sent.temperature == 0
@@ -53,6 +54,16 @@ def test_chat_goes_through_the_cache_and_the_callers_stage(served):
     build = meter.to_json()["build"]
     assert build["calls"] == 1 and build["cache_hits"] == 1
     assert endpoint.stats()["chat"] == 2 and endpoint.stats()["ignored_params"] == {"top_p": 2}
+
+
+def test_a_reply_cut_at_max_tokens_says_length_as_openai_does(served):
+    _, client, _, _, _ = served
+    ask = {"model": "m", "messages": [{"role": "user", "content": "say it"}], "temperature": 0}
+    cut = client.chat.completions.create(max_tokens=1, **ask)  # "plain" is one token here
+    whole = client.chat.completions.create(max_tokens=5, **ask)
+    assert cut.choices[0].message.content == whole.choices[0].message.content == "plain"
+    assert cut.choices[0].finish_reason == "length"
+    assert whole.choices[0].finish_reason == "stop"
 
 
 def test_json_schema_formats_reach_the_backend_as_the_schema(served):
