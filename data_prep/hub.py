@@ -76,9 +76,8 @@ def download_pinned(url: str, target: Path, pinned: str | None) -> Path:
     if pinned and sha != pinned:
         raise DatasetError(f"{url}: downloaded sha256 {sha} is not the pinned {pinned}; not kept")
     target.parent.mkdir(parents=True, exist_ok=True)
-    return fileio.write_bytes(
-        target, data
-    )  # atomic: an interrupted write leaves no cached half-file
+    # atomic: an interrupted write leaves no half-file for the next load to take as the cached copy
+    return fileio.write_bytes(target, data)
 
 
 def cache_dir(data_dir: str | Path | None, name: str) -> Path:

@@ -54,7 +54,8 @@ def input_text(request: ChatRequest) -> str:
 
 class StepLLM:
     """``complete`` answers each request with ``respond(step, request)``; a str becomes a completion,
-    None a failed call, a ``Completion`` is returned as it is. Every batch is recorded with the steps it held."""
+    None a failed call, a ``Completion`` is returned as it is. Every batch is recorded with the
+    steps it held."""
 
     def __init__(self, respond: Callable[[str, ChatRequest], str | Completion | None]) -> None:
         self.respond = respond
