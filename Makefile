@@ -61,13 +61,14 @@ demo: setup  ## sweep three memory systems on the sample's dialogues with the em
 	$(PY) -m memharness.eval.report.comparison results/sweeps/demo --out results/tables --name demo --baseline full_context
 	$(PY) -m memharness.eval.judge.report results/sweeps/demo --out results/tables --name demo_judges
 
-test: setup product-mem0  ## lint, then every test, the slow ones with the real embedded models and local servers included
+test: setup product-mem0 product-amem  ## lint, then every test, the slow ones with the real embedded models and local servers included
 	$(PY) -m ruff format --check .
 	$(PY) -m ruff check .
-	# the fast tier on both cores; the slow tier (real models, local servers) one test at a time, since
-	# llama.cpp's threads spin-wait and two models on two cores slow each other down
-	$(PY) -m pytest -q -m "not slow" -n 2
-	$(PY) -m pytest -q -m slow
+	# on both cores: the fast tier and the slow tests whose models are all test doubles; then the slow
+	# tests with real models one at a time, since llama.cpp's threads spin-wait and two models on two
+	# cores slow each other down
+	$(PY) -m pytest -q -m "not slow or doubles" -n 2
+	$(PY) -m pytest -q -m "slow and not doubles"
 
 test-full: test demo  ## the tests, then the whole demo pipeline
 

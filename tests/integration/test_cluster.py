@@ -96,6 +96,7 @@ def test_launcher_configs_compose():
 
 
 @pytest.mark.slow
+@pytest.mark.doubles
 def test_a_sweep_through_submitit_merges_its_job_caches_and_reruns_for_free(tmp_path):
     """``hydra/launcher=submitit_local``: the code path SLURM uses (pickled jobs, a folder per job,
     results unpickled back), with local processes; per-job caches, merged, make the rerun free."""

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from _servers import REPO, fault_server, stats
 
-pytestmark = pytest.mark.slow  # whole run.py subprocesses against a server
+pytestmark = [pytest.mark.slow, pytest.mark.doubles]  # whole run.py subprocesses against a server
 
 SECRET = "sk-memharness-test-0123456789abcdef"
 

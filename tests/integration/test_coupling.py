@@ -11,6 +11,7 @@ from test_cli import ROOT, run_py
 
 
 @pytest.mark.slow  # over 8 s: the slow tier (CI runs both tiers)
+@pytest.mark.doubles
 def test_coupling_sweep_builds_once_and_reports_every_traversal_beside_ss_theta(tmp_path):
     # the experiment sweeps every hierarchical memory; two of them here keep the test quick
     proc = run_py(

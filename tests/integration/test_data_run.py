@@ -21,6 +21,7 @@ CASES = {
 
 
 @pytest.mark.slow
+@pytest.mark.doubles
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_run_py_end_to_end_on_fixture(name, tmp_path):
     path, labels = CASES[name]

@@ -13,7 +13,8 @@ import pytest
 from memharness.memsys.testing.fault_server import FaultConfig, FaultServer
 from paths import ROOT
 
-pytestmark = pytest.mark.slow  # whole run.py processes against a real local server
+# whole run.py processes against a real local server (the fault server; no model)
+pytestmark = [pytest.mark.slow, pytest.mark.doubles]
 
 SECRET = "memharness-echoed-Value-0123456789"  # not key-shaped: only the configured-variable rule masks it
 

@@ -60,6 +60,7 @@ def test_missing_judge_key_names_the_judge_setting(tmp_path: Path):
 
 
 @pytest.mark.slow  # a real local server
+@pytest.mark.doubles
 def test_judge_server_rejecting_the_key_names_the_judge_setting(tmp_path: Path):
     with FaultServer(FaultConfig(reject_posts=401)) as server:
         errors = _run(

@@ -28,6 +28,7 @@ def test_csv_logger_appends_one_row_per_run_with_the_union_of_columns(tmp_path):
 
 
 @pytest.mark.slow  # over 8 s: the slow tier (CI runs both tiers)
+@pytest.mark.doubles
 def test_mlflow_logger_writes_a_local_file_store(tmp_path):
     import os
 

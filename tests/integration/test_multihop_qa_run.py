@@ -59,6 +59,7 @@ RUNS = [
 
 
 @pytest.mark.slow
+@pytest.mark.doubles
 @pytest.mark.parametrize("name,memory,protocol", RUNS)
 def test_run_scores_em_f1_and_evidence_recall(name, memory, protocol, tmp_path):
     path, pairs, em, f1, categories = CASES[name]

@@ -12,7 +12,7 @@ import pytest
 from paths import TESTS
 from processes import needs_product, run_py
 
-pytestmark = [pytest.mark.slow, needs_product("amem")]
+pytestmark = [pytest.mark.slow, pytest.mark.doubles, needs_product("amem")]
 ARGS = (
     "memory=amem",
     "dataset=sample",

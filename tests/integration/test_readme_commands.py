@@ -214,6 +214,7 @@ def test_every_readme_command_works(work):
 
 
 @pytest.mark.slow
+@pytest.mark.doubles
 def test_every_readme_command_runs_for_real(work):
     done = [(c, check(c, work)) for c in readme_commands((ROOT / "README.md").read_text())]
     print("\n".join(f"{how:45s} {c}" for c, how in done))

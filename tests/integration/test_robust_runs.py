@@ -23,9 +23,8 @@ import pytest
 from memharness.memsys.testing.fault_server import FaultConfig, FaultServer
 from paths import ROOT
 
-pytestmark = (
-    pytest.mark.slow
-)  # each row is a whole run.py process (the same checks run in-process elsewhere)
+# each row is a whole run.py process (the same checks run in-process elsewhere)
+pytestmark = [pytest.mark.slow, pytest.mark.doubles]
 
 FIX = ROOT / "tests" / "fixtures"
 SECRET = "memharness-secret-Value-0123456789"  # not key-shaped: only the configured-variable redaction masks it
