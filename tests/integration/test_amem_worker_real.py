@@ -1,4 +1,6 @@
-"""The A-Mem worker in its real venv (.venvs/amem) against llama.cpp's OpenAI server on 127.0.0.1."""
+"""The A-Mem worker in its real venv (.venvs/amem) against the harness endpoint on 127.0.0.1, serving
+the real embedded models (SmolLM2-135M in llama.cpp, MiniLM in sentence-transformers): the product's
+chat calls and its Chroma store's embeddings both arrive at the endpoint."""
 
 from __future__ import annotations
 
@@ -10,8 +12,12 @@ from pathlib import Path
 
 import pytest
 from memharness.memsys.products.adapter import venv_path
+from memharness.memsys.products.endpoint import Endpoint
+from memharness.memsys.services.backends.local import LlamaCppBackend, SentenceTransformerBackend
+from memharness.memsys.services.embed import Embedder
+from memharness.memsys.services.llm import LLM
 
-from tests._servers import REPO, llama_server
+from tests._servers import REPO
 
 WORKER = REPO / "memsys" / "products" / "workers" / "amem_worker.py"
 PYTHON = venv_path("amem")
@@ -68,56 +74,68 @@ class Worker:
 
 
 @pytest.mark.slow
-def test_amem_worker_ingests_searches_and_counts_with_a_real_server(tmp_path):
+def test_amem_worker_ingests_searches_and_counts_through_the_harness_endpoint(tmp_path):
     if not PYTHON.exists():
         pytest.skip(f"{PYTHON} is missing: install the product with `make product-amem`")
     store = tmp_path / "store"
     store.mkdir()
-    with llama_server(tmp_path) as url:
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        env.update(
-            OPENAI_BASE_URL=url,
-            OPENAI_API_KEY="memharness-local",
-            MEMHARNESS_LLM_MODEL="smollm2",
-            MEMHARNESS_STORE_DIR=str(store),
-            # llama-cpp-python's server takes the schema as json_object; a 135M model in JSON mode
-            # can ramble, so each reply is capped to keep the test short
-            MEMHARNESS_PRODUCT_OPTIONS=json.dumps({"max_tokens": 160, "json_mode": "object"}),
-        )
-        worker = Worker(env, tmp_path / "worker.log")
-        try:
-            started = time.monotonic()
-            hello = worker.ask({"op": "hello"})
-            hello_s = time.monotonic() - started
-            assert hello["ok"], hello
-            assert (hello["product"], hello["version"], hello["clock"]) == ("amem", "0.2.6", "data")
-            assert hello["packages"]["torch"].endswith("+cpu")
-            assert worker.ask({"op": "reset"}) == {"ok": True}
+    llm = LLM(LlamaCppBackend(embedded="smollm2", n_ctx=2048), progress=False)
+    embedder = Embedder(SentenceTransformerBackend())
+    endpoint = Endpoint(llm, embedder)
+    url = endpoint.start()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(
+        OPENAI_BASE_URL=url,
+        OPENAI_API_KEY="memharness-local",
+        MEMHARNESS_LLM_MODEL=llm.model_id,
+        MEMHARNESS_EMBED_MODEL=embedder.model_id,
+        MEMHARNESS_STORE_DIR=str(store),
+        # a 135M model in JSON mode can ramble, so each reply is capped to keep the test short
+        MEMHARNESS_PRODUCT_OPTIONS=json.dumps({"max_tokens": 160, "json_mode": "object"}),
+    )
+    worker = Worker(env, tmp_path / "worker.log")
+    try:
+        started = time.monotonic()
+        hello = worker.ask({"op": "hello"})
+        hello_s = time.monotonic() - started
+        assert hello["ok"], hello
+        assert (hello["product"], hello["version"], hello["clock"]) == ("amem", "0.2.6", "data")
+        assert hello["packages"]["torch"].endswith("+cpu")
+        assert hello["embedder"] == embedder.model_id
+        assert worker.ask({"op": "reset"}) == {"ok": True}
 
-            started = time.monotonic()
-            ingest = worker.ask({"op": "ingest", "units": UNITS})
-            ingest_s = time.monotonic() - started
-            assert ingest["ok"] and ingest["added"] == 3, ingest
+        started = time.monotonic()
+        ingest = worker.ask({"op": "ingest", "units": UNITS})
+        ingest_s = time.monotonic() - started
+        assert ingest["ok"] and ingest["added"] == 3, ingest
 
-            found = worker.ask({"op": "search", "query": "What is the cat called?", "k": 2})
-            assert found["ok"] and 1 <= len(found["items"]) <= 2, found
-            top = found["items"][0]
-            assert top["source_ids"] == ["u-cat"] and "Luna" in top["text"]
-            assert "time: 202305081356" in top["text"] and "content: Mel: I adopted" in top["text"]
-            assert all(0.0 < item["score"] <= 1.0 for item in found["items"])
+        found = worker.ask({"op": "search", "query": "What is the cat called?", "k": 2})
+        assert found["ok"] and 1 <= len(found["items"]) <= 2, found
+        top = found["items"][0]
+        assert top["source_ids"] == ["u-cat"] and "Luna" in top["text"]
+        assert "time: 202305081356" in top["text"] and "content: Mel: I adopted" in top["text"]
+        assert 0.3 < top["score"] <= 1.0, top  # cosine similarity of MiniLM vectors, not a distance
 
-            stats = worker.ask({"op": "stats"})["stats"]
-            # one annotation per note, one evolution decision per note after the first
-            assert stats["notes"] == 3 and stats["llm_calls"] == 5, stats
-            assert "no_timestamp" not in stats and "timestamp_unparsed" not in stats
-            assert stats.get("llm_error", 0) == 0, stats  # every call was served
-            assert stats["unannotated"] < 3, stats  # the model's annotations reached the notes
-            assert stats["evolutions"] >= 0 and stats["links"] >= 0
+        stats = worker.ask({"op": "stats"})["stats"]
+        # one annotation per note, one evolution decision per note after the first
+        assert stats["notes"] == 3 and stats["llm_calls"] == 5, stats
+        assert "no_timestamp" not in stats and "timestamp_unparsed" not in stats
+        assert stats.get("llm_error", 0) == 0, stats  # every call was served
+        assert stats["unannotated"] < 3, stats  # the model's annotations reached the notes
+        assert stats["evolutions"] >= 0 and stats["links"] >= 0
+        # every embedding the store made (notes added or rewritten, neighbour look-ups, the
+        # search) was a request to the endpoint, none computed inside the worker
+        served = endpoint.stats()
+        assert served["chat"] == 5, served
+        assert stats["embed_requests"] == served["embeddings"] >= 3 + 1, (stats, served)
+        assert stats["embedded_texts"] == served["embedded_texts"]
 
-            worker.ask({"op": "reset"})
-            assert worker.ask({"op": "stats"})["stats"]["notes"] == 0
-            assert worker.ask({"op": "close"}) == {"ok": True, "closing": True}
-            assert worker.proc.wait(timeout=30) == 0
-        finally:
-            worker.stop()
+        worker.ask({"op": "reset"})
+        assert worker.ask({"op": "stats"})["stats"]["notes"] == 0
+        assert worker.ask({"op": "close"}) == {"ok": True, "closing": True}
+        assert worker.proc.wait(timeout=30) == 0
+    finally:
+        worker.stop()
+        endpoint.stop()
+        llm.close()
     print(f"amem worker: hello {hello_s:.1f}s, ingest of 3 units {ingest_s:.1f}s, stats {stats}")

