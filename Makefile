@@ -61,7 +61,7 @@ demo: setup  ## sweep three memory systems on the sample's dialogues with the em
 	$(PY) -m memharness.eval.report.comparison results/sweeps/demo --out results/tables --name demo --baseline full_context
 	$(PY) -m memharness.eval.judge.report results/sweeps/demo --out results/tables --name demo_judges
 
-test: setup product-mem0 product-amem  ## lint, then every test, the slow ones with the real embedded models and local servers included
+test: setup product-mem0 product-amem product-lightrag  ## lint, then every test, the slow ones with the real embedded models and local servers included
 	$(PY) -m ruff format --check .
 	$(PY) -m ruff check .
 	# on both cores: the fast tier and the slow tests whose models are all test doubles; then the slow
