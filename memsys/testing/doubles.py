@@ -159,19 +159,28 @@ class ScriptedLLM:
 
 
 class _EmbedderBase:
-    """Shared bookkeeping: ``calls`` counts embed calls; the first ``fail_first`` raise ``failure``."""
+    """Shared bookkeeping: ``calls`` counts embed calls; the first ``fail_first`` raise ``failure``;
+    a call with a text containing ``fail_on`` raises a non-retryable ``BackendError``."""
 
     def __init__(
-        self, dim: int, model_id: str, fail_first: int = 0, failure: BackendError | None = None
+        self,
+        dim: int,
+        model_id: str,
+        fail_first: int = 0,
+        failure: BackendError | None = None,
+        fail_on: str | None = None,
     ) -> None:
         self.dim, self.model_id, self.fail_first = dim, model_id, fail_first
         self.failure = failure or BackendError("scripted embedding failure", retryable=True)
+        self.fail_on = fail_on
         self.calls = 0
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         self.calls += 1
         if self.calls <= self.fail_first:
             raise self.failure
+        if self.fail_on and any(self.fail_on in text for text in texts):
+            raise BackendError(f"scripted embedding failure on {self.fail_on!r}", status=500)
         rows = [self.vector(t) for t in texts]
         return np.asarray(rows, dtype=np.float32).reshape(len(texts), self.dim)
 
@@ -189,8 +198,9 @@ class HashingEmbedder(_EmbedderBase):
         model_id: str = "hashing-embed",
         fail_first: Annotated[int, Range(0)] = 0,
         failure: BackendError | None = None,
+        fail_on: str | None = None,
     ) -> None:
-        super().__init__(dim, model_id, fail_first, failure)
+        super().__init__(dim, model_id, fail_first, failure, fail_on)
 
     def vector(self, text: str) -> np.ndarray:
         v = np.zeros(self.dim, dtype=np.float32)

@@ -10,6 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from memharness.memsys.products.adapter import venv_path
 from memharness.memsys.products.endpoint import Endpoint
@@ -46,6 +47,22 @@ UNITS = [
 ]
 
 
+class RecordingMiniLM(SentenceTransformerBackend):
+    """The real MiniLM backend, keeping each text it embedded with its vector, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[str, np.ndarray]] = []
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        vectors = super().embed(texts)
+        self.seen.extend(zip(texts, vectors, strict=True))
+        return vectors
+
+    def last(self, prefix: str) -> np.ndarray:
+        return [vector for text, vector in self.seen if text.startswith(prefix)][-1]
+
+
 class Worker:
     """The worker process, one request line in, one reply line out."""
 
@@ -80,7 +97,8 @@ def test_amem_worker_ingests_searches_and_counts_through_the_harness_endpoint(tm
     store = tmp_path / "store"
     store.mkdir()
     llm = LLM(LlamaCppBackend(embedded="smollm2", n_ctx=2048), progress=False)
-    embedder = Embedder(SentenceTransformerBackend())
+    minilm = RecordingMiniLM()
+    embedder = Embedder(minilm)
     endpoint = Endpoint(llm, embedder)
     url = endpoint.start()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -114,7 +132,12 @@ def test_amem_worker_ingests_searches_and_counts_through_the_harness_endpoint(tm
         top = found["items"][0]
         assert top["source_ids"] == ["u-cat"] and "Luna" in top["text"]
         assert "time: 202305081356" in top["text"] and "content: Mel: I adopted" in top["text"]
-        assert 0.3 < top["score"] <= 1.0, top  # cosine similarity of MiniLM vectors, not a distance
+        # the score is the cosine of the query's and the stored note's vectors (the note as the
+        # store last embedded it: text + annotations), not Chroma's distance
+        cosine = float(
+            np.dot(minilm.last("What is the cat called?"), minilm.last("Mel: I adopted"))
+        )
+        assert abs(top["score"] - cosine) < 1e-3, (top["score"], cosine)
 
         stats = worker.ask({"op": "stats"})["stats"]
         # one annotation per note, one evolution decision per note after the first

@@ -81,6 +81,13 @@ def test_distances_become_cosine_similarity_in_the_stores_space():
     assert w.distance_to_score(None) == 0.0
 
 
+def test_the_stores_space_is_read_from_hnsw_else_spann_and_never_guessed():
+    assert w.store_space({"hnsw": {"space": "cosine"}, "spann": None}) == "cosine"
+    assert w.store_space({"hnsw": None, "spann": {"space": "l2"}}) == "l2"
+    with pytest.raises(ValueError, match="distance space is unknown"):
+        w.store_space({"hnsw": None, "spann": None})
+
+
 def test_links_are_counted_over_notes():
     metas = [{"links": '["a", "b"]'}, {"links": "[]"}, {}, {"links": ["c"]}, {"links": "not json"}]
     assert w.count_links(metas) == 3

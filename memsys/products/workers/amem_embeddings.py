@@ -16,7 +16,8 @@ def endpoint_embedding_function(
 
     It replaces ``SentenceTransformerEmbeddingFunction`` in the product's ``retrievers`` module, so
     the product's own ``ChromaRetriever`` builds it (ignoring its ``model_name``). One request per
-    Chroma call (a note added or updated, a query), counted in ``counts``."""
+    Chroma call (a note added or updated, a query), counted in ``counts`` (failures as
+    ``embed_error``)."""
     import numpy as np
     import openai
     from chromadb.api.types import EmbeddingFunction
@@ -32,7 +33,13 @@ def endpoint_embedding_function(
 
         def __call__(self, input: list[str]) -> list[Any]:
             texts = list(input)
-            reply = client.embeddings.create(model=self.model, input=texts)
+            try:
+                reply = client.embeddings.create(model=self.model, input=texts)
+            except Exception:
+                # the product swallows most of these (a skipped evolution, an empty search):
+                # counted here so the worker can report them
+                counts["embed_error"] += 1
+                raise
             counts["embed_requests"] += 1
             counts["embedded_texts"] += len(texts)
             ordered = sorted(reply.data, key=lambda d: d.index)

@@ -42,7 +42,9 @@ DEFAULTS: dict[str, Any] = {
     "speaker_prefix": True,  # prefix "speaker: " unless the text already names the speaker
     "item_format": "time: {time}\ncontent: {content}\ncontext: {context}\nkeywords: {keywords}\ntags: {tags}",
 }
-LLM_FAILURES = ("llm_error", "llm_bad_json", "llm_schema_mismatch")  # calls the product swallows
+# calls the product swallows (it falls back or skips a step): counted, reported per ingest
+SWALLOWED = ("llm_error", "llm_bad_json", "llm_schema_mismatch", "embed_error")
+SPACES = ("cosine", "l2", "ip")  # Chroma's distance spaces
 TIME_FORMAT = "%Y%m%d%H%M"  # the product's note timestamp format (YYYYMMDDHHMM)
 NO_TIME = "unknown"  # stamped when a unit has no time, so the product never uses the wall clock
 # Quiet, offline imports: no telemetry, no model hub, no LiteLLM price-map download.
@@ -100,6 +102,16 @@ def unit_to_note(unit: dict[str, Any], speaker_prefix: bool = True) -> dict[str,
         "time": time,
         "problem": problem,
     }
+
+
+def store_space(configuration: Any) -> str:
+    """The distance space of a Chroma collection's configuration (``hnsw``, else ``spann``)."""
+    config = configuration if isinstance(configuration, dict) else {}
+    for index in ("hnsw", "spann"):
+        space = (config.get(index) or {}).get("space")
+        if space in SPACES:
+            return space
+    raise ValueError(f"the A-Mem store's distance space is unknown: {configuration!r}")
 
 
 def distance_to_score(distance: Any, space: str = "cosine") -> float:
@@ -276,8 +288,7 @@ class AMemWorker:
             evo_threshold=int(self.options["evo_threshold"]),
             storage_path=str(Path(store) / "chroma"),
         )
-        hnsw = (self.system.retriever.collection.configuration or {}).get("hnsw") or {}
-        self.space = hnsw.get("space") or "cosine"
+        self.space = store_space(self.system.retriever.collection.configuration)
         self._meter_llm()
 
     def _meter_llm(self) -> None:
@@ -342,7 +353,7 @@ class AMemWorker:
             added += 1
         self.counts["units"] += added
         self.counts["duplicate_unit"] += failures["duplicate_unit"]
-        for kind in LLM_FAILURES:
+        for kind in SWALLOWED:
             if self.counts[kind] > before[kind]:
                 failures[kind] = self.counts[kind] - before[kind]
         failures = +failures  # drop zero counts
@@ -357,10 +368,14 @@ class AMemWorker:
         if self.system.retriever.count() == 0:
             return {"items": []}
         k = min(k, self.system.retriever.count())  # Chroma warns when asked for more than it has
+        failed_before = self.counts["embed_error"]
         if self.options["search"] == "agentic":
             hits = self.system.search_agentic(query, k)
         else:
             hits = self.system.search(query, k)
+        if self.counts["embed_error"] > failed_before:
+            # the product logs the failure and returns no hits: a failed search, not an empty one
+            raise RuntimeError("the query's embedding failed at the harness endpoint (see its log)")
         ids = [hit["id"] for hit in hits]
         got = self.system.retriever.collection.get(ids=ids, include=["metadatas"]) if ids else None
         stored = dict(zip(got["ids"], got["metadatas"], strict=True)) if got else {}
