@@ -66,8 +66,9 @@ test: setup product-mem0 product-amem product-lightrag  ## lint, then every test
 	$(PY) -m ruff check .
 	# on both cores: the fast tier and the slow tests whose models are all test doubles; then the slow
 	# tests with real models one at a time, since llama.cpp's threads spin-wait and two models on two
-	# cores slow each other down
-	$(PY) -m pytest -q -m "not slow or doubles" -n 2
+	# cores slow each other down. worksteal: a worker that runs dry takes queued tests from the other,
+	# so a long test near the end of one worker's share does not leave the other core idle
+	$(PY) -m pytest -q -m "not slow or doubles" -n 2 --dist worksteal
 	$(PY) -m pytest -q -m "slow and not doubles"
 
 test-full: test demo  ## the tests, then the whole demo pipeline
