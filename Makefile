@@ -64,12 +64,11 @@ demo: setup  ## sweep three memory systems on the sample's dialogues with the em
 test: setup product-mem0 product-amem product-lightrag  ## lint, then every test, the slow ones with the real embedded models and local servers included
 	$(PY) -m ruff format --check .
 	$(PY) -m ruff check .
-	# on both cores: the fast tier and the slow tests whose models are all test doubles; then the slow
-	# tests with real models one at a time, since llama.cpp's threads spin-wait and two models on two
-	# cores slow each other down. worksteal: a worker that runs dry takes queued tests from the other,
-	# so a long test near the end of one worker's share does not leave the other core idle
-	$(PY) -m pytest -q -m "not slow or doubles" -n 2 --dist worksteal
-	$(PY) -m pytest -q -m "slow and not doubles"
+	# every test in one pass on both cores, each pytest worker pinned to a core of its own
+	# (tests/conftest.py) and the embedded models' threads sized to it: llama.cpp's threads spin-wait,
+	# so two models sharing both cores slow each other down, one per core does not. worksteal: a worker
+	# that runs dry takes queued tests from the other, so a long test near the end leaves no core idle
+	$(PY) -m pytest -q -n 2 --dist worksteal
 
 test-full: test demo  ## the tests, then the whole demo pipeline
 

@@ -85,6 +85,9 @@ def fault_server(log_dir: Path, **options: float) -> Iterator[str]:
 def llama_server(log_dir: Path, n_ctx: int = 2048) -> Iterator[str]:
     """``python -m llama_cpp.server`` with the bundled SmolLM2 GGUF; yields its /v1 URL."""
     from memharness.memsys.services.backends.embedded_models import bundled_smollm2_path
+    from memharness.memsys.services.backends.local import usable_cores
+
+    cores = usable_cores()
 
     port = free_port()
     args = [
@@ -100,6 +103,12 @@ def llama_server(log_dir: Path, n_ctx: int = 2048) -> Iterator[str]:
         str(n_ctx),
         "--model_alias",
         "smollm2",
+        # as the embedded backend: threads for the cores this process may use (its default prompt
+        # pass takes every core of the machine, which spins when pytest pins a worker to one)
+        "--n_threads",
+        str(cores),
+        "--n_threads_batch",
+        str(cores),
     ]
     with serve(args, "/v1/models", port, log_dir / f"llama-{port}.log", 180) as url:
         yield url

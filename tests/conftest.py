@@ -12,6 +12,33 @@ ROOT = Path(__file__).resolve().parent.parent
 CONF = ROOT / "conf"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+
+def pin_xdist_worker() -> list[int] | None:
+    """Give each pytest-xdist worker its own share of this process's cores (``-n 2`` on 2 cores: one
+    each), so the embedded models' threads, which follow the process's cores, never outnumber them:
+    llama.cpp's threads spin-wait at every barrier and crawl when two models share cores. Nothing
+    happens outside xdist or with more workers than cores. Returns the cores pinned to, if any."""
+    worker, count = (
+        os.environ.get("PYTEST_XDIST_WORKER"),
+        os.environ.get("PYTEST_XDIST_WORKER_COUNT"),
+    )
+    if not worker or not count or not hasattr(os, "sched_setaffinity"):
+        return None
+    cores, workers, index = (
+        sorted(os.sched_getaffinity(0)),
+        int(count),
+        int(worker.removeprefix("gw")),
+    )
+    if workers > len(cores):
+        return None
+    share = len(cores) // workers
+    mine = cores[index * share : (index + 1) * share]
+    os.sched_setaffinity(0, mine)
+    return mine
+
+
+pin_xdist_worker()  # before any test module imports torch or llama.cpp, which size their pools once
+
 FAKES = [
     f"hydra.searchpath=[file://{Path(__file__).resolve().parent / 'conf'}]",
     "llm=fake",

@@ -48,9 +48,7 @@ def test_assembled_model_loads_and_judges_labelled_items(model_dir):
     from memharness.memsys.services.llm import LLM
     from omegaconf import OmegaConf
 
-    backend = LlamaCppBackend(
-        embedded="qwen2.5-coder-1.5b", model_dir=str(model_dir), n_ctx=1024, n_threads=2
-    )
+    backend = LlamaCppBackend(embedded="qwen2.5-coder-1.5b", model_dir=str(model_dir), n_ctx=1024)
     assert backend.model_id == "llama.cpp:qwen2.5-coder-1.5b-instruct-q4_k_m.gguf:ctx1024"
     llm = LLM(backend, max_in_flight=1, progress=False)
     items = {it.id: it for it in load_items()[0]}

@@ -114,11 +114,10 @@ def test_global_search_answers_from_some_broken_map_batches_are_flagged_and_coun
 
 
 # ---------------------------------------------------------------------- the embedded models
-# Output caps keep the 135M model's calls short on a shared 2-core machine, and one llama.cpp thread avoids
-# its spin-waiting threads thrashing when other processes hold the cores (measured: 65 s vs > 600 s for one
-# 380-token call under load 15); everything else is the default.
+# Output caps keep the 135M model's calls short on a shared 2-core machine; llama.cpp's threads follow
+# the process's cores (make test gives each pytest worker one), since spin-waiting threads thrash on
+# shared cores (measured: 65 s vs > 600 s for one 380-token call under load 15); the rest is the default.
 CAPS = [
-    "llm.backend.n_threads=1",
     "memory.extract_max_tokens=96",
     "memory.summary_max_tokens=64",
     "memory.report_max_tokens=160",
@@ -239,7 +238,7 @@ def test_global_map_reduce_with_the_embedded_model_over_a_hand_built_graph():
     )
     memory.insert(units_from_texts(TEXTS, "doc"))
     memory.ensure_built()
-    real = LLM(LlamaCppBackend(n_ctx=2048, n_threads=1), max_in_flight=1, progress=False)
+    real = LLM(LlamaCppBackend(n_ctx=2048), max_in_flight=1, progress=False)
     memory.llm = real
     try:
         items = memory.search("Who coaches the Harbor Hawks?", 500)

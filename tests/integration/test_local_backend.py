@@ -8,9 +8,9 @@ from memharness.memsys.services.types import ChatRequest
 
 @pytest.mark.slow
 def test_long_prompt_is_cut_to_fit_and_the_cut_is_reported():
-    from memharness.memsys.services.backends.local import LlamaCppBackend
+    from memharness.memsys.services.backends.local import LlamaCppBackend, usable_cores
 
-    backend = LlamaCppBackend(embedded="smollm2", n_ctx=512, n_threads=2)
+    backend = LlamaCppBackend(embedded="smollm2", n_ctx=512)
     assert backend._loaded is None and backend.load_s == 0  # no weights until the first call
     assert backend.model_id.endswith(
         ":ctx512"
@@ -20,6 +20,8 @@ def test_long_prompt_is_cut_to_fit_and_the_cut_is_reported():
     )
     out = backend.chat(ChatRequest.user(long_prompt, max_tokens=16))
     assert backend.load_s > 0
+    params = backend._llm.context_params  # the prompt pass gets the same threads, not every core
+    assert params.n_threads == params.n_threads_batch == usable_cores()
     assert out.text.strip() and out.prompt_tokens <= 512 - 16
     assert out.extra["prompt_tokens_cut"] > 1000
     short = backend.chat(ChatRequest.user("Say hello.", max_tokens=8))
@@ -43,7 +45,7 @@ def test_prompt_logprobs_reward_a_relevant_representative_and_feed_ss_theta(tmp_
     from memharness.memsys.services.types import LogprobRequest
     from memharness.memsys.testing.doubles import WordTokenizer
 
-    backend = LlamaCppBackend(n_threads=2)
+    backend = LlamaCppBackend()
     text = "The tram line opens in March. It will connect the harbour to the university."
     related = backend.logprob(
         LogprobRequest("Summary: a tram line to the university opens in March.\n\n", text)
@@ -94,7 +96,7 @@ def test_prefix_reuse_gives_the_same_replies_and_skips_the_shared_prefix():
         )
     replies, evaluated = {}, {}
     for mb in (0, 256):
-        backend = LlamaCppBackend(embedded="smollm2", n_ctx=2048, n_threads=2, prefix_cache_mb=mb)
+        backend = LlamaCppBackend(embedded="smollm2", n_ctx=2048, prefix_cache_mb=mb)
         model = backend._llm
         counted: list[int] = []
         real_eval = model.eval

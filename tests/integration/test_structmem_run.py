@@ -18,8 +18,9 @@ RETRIEVALS = ("single", "rerank", "iterative")
 def test_mixed_iterative_on_the_sample_with_the_real_embedded_models(tmp_path):
     """SmolLM2-135M + MiniLM, two questions on one dialogue episode (3 LLM calls per chunk to build
     it, then the thoughts, answers and judge calls): a minute or two on an idle 2-core CPU with the
-    output caps lowered; one llama.cpp thread, as its spinning threads crawl when the cores are shared
-    (35 s vs 70 s per extraction call measured at load 20), hence also the long timeout."""
+    output caps lowered; llama.cpp's threads follow the process's cores (make test gives each
+    pytest worker one), as spinning threads crawl when the cores are shared (35 s vs 70 s per
+    extraction call measured at load 20), hence also the long timeout."""
     proc = run_py(
         tmp_path,
         "memory=structmem",
@@ -29,7 +30,6 @@ def test_mixed_iterative_on_the_sample_with_the_real_embedded_models(tmp_path):
         "dataset.loader.parts=[dialogues]",  # two questions on one dialogue episode: one build
         "dataset.limit=2",
         "llm=local_tiny",
-        "llm.backend.n_threads=1",
         "memory.extract_max_tokens.triples=48",
         "memory.extract_max_tokens.atomic_facts=48",
         "memory.extract_max_tokens.summaries=48",

