@@ -111,3 +111,24 @@ def test_prefix_reuse_gives_the_same_replies_and_skips_the_shared_prefix():
     assert replies[256] == replies[0]
     # the second judge prompt's ~800 tokens of examples are not processed again
     assert evaluated[256] < evaluated[0] - 500
+
+
+@pytest.mark.slow
+def test_the_thread_count_does_not_change_the_logits():
+    """make test runs the models on one core per pytest worker and a user's run on all of them; the
+    replies are the same only if llama.cpp's results do not depend on its thread count."""
+    import numpy as np
+    from memharness.memsys.services.backends.local import LlamaCppBackend
+
+    prompt = " ".join(f"On day {i} Ana ran {i % 5 + 3} km by the harbour." for i in range(20))
+
+    def last_logits(threads: int, text: str) -> np.ndarray:
+        model = LlamaCppBackend(embedded="smollm2", n_ctx=1024, n_threads=threads)._llm
+        model.eval(model.tokenize(text.encode()))
+        # the context's logits for the last position (Llama.scores is only kept with logits_all)
+        return np.ctypeslib.as_array(model._ctx.get_logits(), shape=(model.n_vocab(),)).copy()
+
+    one, two = last_logits(1, prompt), last_logits(2, prompt)
+    assert np.abs(one).max() > 1  # real logits, not an empty buffer
+    assert np.array_equal(one, two)
+    assert not np.array_equal(last_logits(2, prompt + " Then"), two)  # the check tells logits apart
