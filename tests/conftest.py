@@ -18,20 +18,14 @@ def pin_xdist_worker() -> list[int] | None:
     each), so the embedded models' threads, which follow the process's cores, never outnumber them:
     llama.cpp's threads spin-wait at every barrier and crawl when two models share cores. Nothing
     happens outside xdist or with more workers than cores. Returns the cores pinned to, if any."""
-    worker, count = (
-        os.environ.get("PYTEST_XDIST_WORKER"),
-        os.environ.get("PYTEST_XDIST_WORKER_COUNT"),
-    )
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    count = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
     if not worker or not count or not hasattr(os, "sched_setaffinity"):
         return None
-    cores, workers, index = (
-        sorted(os.sched_getaffinity(0)),
-        int(count),
-        int(worker.removeprefix("gw")),
-    )
+    cores, workers = sorted(os.sched_getaffinity(0)), int(count)
     if workers > len(cores):
         return None
-    share = len(cores) // workers
+    share, index = len(cores) // workers, int(worker.removeprefix("gw"))
     mine = cores[index * share : (index + 1) * share]
     os.sched_setaffinity(0, mine)
     return mine
