@@ -6,7 +6,7 @@ at more than three times the construction cost. How it is integrated is not give
 is ours and is documented in docs/cam.md:
 
 - every new chunk goes through GraphRAG-lite's extraction (its prompts, gleaning and parsing,
-  ``memsys/graphrag/extract.py``); the chunk's entities are the names it yields, relationship
+  ``memsys/extraction/entities.py``); the chunk's entities are the names it yields, relationship
   ends included;
 - chunks keep being the foundational nodes (retrieval still returns source text), and besides the
   eq. 2 edges each new chunk links to up to ``fm_entity_k`` chunks it shares an entity with, from
@@ -24,10 +24,10 @@ from typing import Annotated, Any, Literal
 
 from memharness.memsys.cam.develop import Node
 from memharness.memsys.cam.memory import CAM
-from memharness.memsys.graphrag.chunks import TextUnit
-from memharness.memsys.graphrag.common import FailureLog
-from memharness.memsys.graphrag.extract import ExtractSettings, run_extraction
-from memharness.memsys.graphrag.memory import default_prompts
+from memharness.memsys.extraction.chunks import TextUnit
+from memharness.memsys.extraction.entities import ExtractSettings, run_extraction
+from memharness.memsys.extraction.parsing import FailureLog
+from memharness.memsys.extraction.prompts import default_prompts
 from memharness.memsys.settings import Range
 
 

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memharness.memsys.graphrag.chunks import TextUnit, make_text_units
-from memharness.memsys.graphrag.common import FailureLog
+from memharness.memsys.extraction.chunks import TextUnit, make_text_units
+from memharness.memsys.extraction.entities import ExtractSettings, run_extraction
+from memharness.memsys.extraction.parsing import FailureLog
 from memharness.memsys.graphrag.communities import hierarchical_leiden
-from memharness.memsys.graphrag.extract import ExtractSettings, run_extraction
 from memharness.memsys.graphrag.merge import SummarySettings, merge_graph, summarize_descriptions
 from memharness.memsys.graphrag.reports import ContextBuilder, ReportSettings, generate_reports
 from memharness.memsys.graphrag.to_store import add_communities, add_entities

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from memharness.memsys.graphrag.chunks import TextUnit
+from memharness.memsys.extraction.chunks import TextUnit
 from memharness.memsys.hierarchy.store import HierarchyStore
 
 

@@ -1,10 +1,11 @@
 """GraphRAG-lite on the hierarchy core: an offline memory rebuilt from every inserted unit.
 
 Build (α, π, ρ; every LLM step as concurrent batches, metered under "build"):
-text units (``chunks.py``) → entity / relationship extraction with gleaning (``extract.py``) →
-merge and description summaries (``merge.py``) → entity atoms, relationship edges (``index.py``
-for the store layout) → hierarchical Leiden (``communities.py``) → community reports deepest
-level first (``reports.py``) → community nodes above the entities.
+text units (``extraction/chunks.py``) → entity / relationship extraction with gleaning
+(``extraction/entities.py``; both shared with CAM w/ FM and HippoRAG) → merge and description
+summaries (``merge.py``) → entity atoms, relationship edges (``index.py`` for the store layout)
+→ hierarchical Leiden (``communities.py``) → community reports deepest level first
+(``reports.py``) → community nodes above the entities.
 
 Retrieval (``traversal``): ``local`` (default; ``search_local.py``) and ``global``
 (``search_global.py``, map-reduce: the memory answers the question itself) are GraphRAG's own;
@@ -15,16 +16,17 @@ experiment. Hyperparameters and every prompt: ``conf/memory/graphrag.yaml``; see
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Iterator, Sequence
 from typing import Annotated, Any, Literal
 
 import numpy as np
+from memharness.memsys.extraction.chunks import TextUnit
+from memharness.memsys.extraction.parsing import FailureLog
+from memharness.memsys.extraction.prompts import PROMPTS, default_prompts
 from memharness.memsys.graphrag.build import build_graph, build_settings_of
-from memharness.memsys.graphrag.chunks import TextUnit
-from memharness.memsys.graphrag.common import FailureLog, build_provenance, bump
 from memharness.memsys.graphrag.index import GraphIndex
+from memharness.memsys.graphrag.records import build_provenance, bump
 from memharness.memsys.graphrag.search_global import (
     GlobalSearch,
     GlobalSearchSettings,
@@ -45,34 +47,6 @@ from memharness.memsys.types import Question, RetrievedItem, Unit
 
 log = logging.getLogger(__name__)
 DELIMITERS = ("entity_types", "tuple_delimiter", "record_delimiter", "completion_delimiter")
-PROMPTS = (
-    "extract_prompt",
-    "extract_json_prompt",
-    "continue_prompt",
-    "loop_prompt",
-    "summarize_prompt",
-    "report_prompt",
-    "map_prompt",
-    "reduce_prompt",
-    "reduce_mc_prompt",
-)
-
-
-def default_prompts() -> dict[str, str]:
-    """The prompts of conf/memory/graphrag.yaml (the one place they are written); read once."""
-    return dict(_read_default_prompts())
-
-
-@functools.cache
-def _read_default_prompts() -> dict[str, str]:
-    from importlib.resources import files
-
-    from omegaconf import OmegaConf
-
-    cfg = OmegaConf.create(
-        (files("memharness.conf") / "memory" / "graphrag.yaml").read_text(encoding="utf-8")
-    )
-    return {k: str(cfg[k]) for k in PROMPTS}
 
 
 class GraphRAG(HierarchicalMemory):

@@ -30,9 +30,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memharness.memsys.graphrag.chunks import TextUnit
-from memharness.memsys.graphrag.common import FailureLog, fill
-from memharness.memsys.graphrag.extract import EntityRecord, RelationRecord
+from memharness.memsys.extraction.chunks import TextUnit
+from memharness.memsys.extraction.entities import EntityRecord, RelationRecord
+from memharness.memsys.extraction.parsing import FailureLog, fill
 from memharness.memsys.services.types import ChatRequest
 
 

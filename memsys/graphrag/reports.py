@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memharness.memsys.graphrag.common import FailureLog, clean_str, fill, parse_json_object
+from memharness.memsys.extraction.parsing import FailureLog, clean_str, fill, parse_json_object
 from memharness.memsys.graphrag.communities import Community
 from memharness.memsys.graphrag.merge import Graph
 from memharness.memsys.services.types import ChatRequest

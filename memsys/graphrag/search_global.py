@@ -32,8 +32,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal, TypedDict
 
-from memharness.memsys.graphrag.common import FailureLog, bump, fill, parse_json_object
+from memharness.memsys.extraction.parsing import FailureLog, fill, parse_json_object
 from memharness.memsys.graphrag.index import GraphIndex
+from memharness.memsys.graphrag.records import bump
 from memharness.memsys.services.types import ChatRequest, Completion
 from memharness.memsys.settings import NonEmpty, Range
 from memharness.memsys.types import Question, RetrievedItem, content_id, option_letters

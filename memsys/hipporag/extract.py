@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memharness.memsys.graphrag.chunks import TextUnit
-from memharness.memsys.graphrag.common import FailureLog, fill, parse_json_object
+from memharness.memsys.extraction.chunks import TextUnit
+from memharness.memsys.extraction.parsing import FailureLog, fill, parse_json_object
 from memharness.memsys.services.types import ChatRequest
 
 Triple = tuple[str, str, str]

@@ -1,7 +1,7 @@
 """HippoRAG (Gutiérrez et al., NeurIPS 2024) and HippoRAG 2 (2025) as an offline memory.
 
 Build (every LLM step one concurrent batch, metered under "build"): passages (GraphRAG-lite's text
-units, ``graphrag/chunks.py``) → NER then NER-conditioned OpenIE triples (``extract.py``) → the
+units, ``extraction/chunks.py``) → NER then NER-conditioned OpenIE triples (``extract.py``) → the
 phrase graph with triple and synonym edges, and for v2 passage nodes (``graph.py``). Rebuilt from
 every inserted unit on the first question after new inserts, like GraphRAG-lite.
 
@@ -23,8 +23,8 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 from memharness.memsys.base import MemorySystem, fill_budget
-from memharness.memsys.graphrag.chunks import TextUnit, make_text_units
-from memharness.memsys.graphrag.common import FailureLog, fill, parse_json_object
+from memharness.memsys.extraction.chunks import TextUnit, make_text_units
+from memharness.memsys.extraction.parsing import FailureLog, fill, parse_json_object
 from memharness.memsys.hipporag import rank as rk
 from memharness.memsys.hipporag.extract import (
     FAILED,

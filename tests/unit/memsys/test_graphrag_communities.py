@@ -7,9 +7,9 @@ import random
 
 import pytest
 from graphrag_fakes import StepLLM, report_json
-from memharness.memsys.graphrag.common import FailureLog
+from memharness.memsys.extraction.parsing import FailureLog
+from memharness.memsys.extraction.prompts import default_prompts
 from memharness.memsys.graphrag.communities import Community, hierarchical_leiden
-from memharness.memsys.graphrag.memory import default_prompts
 from memharness.memsys.graphrag.merge import Entity, Graph, Relation
 from memharness.memsys.graphrag.reports import (
     ContextBuilder,

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 from graphrag_fakes import StepLLM, input_text, unit
-from memharness.memsys.graphrag.chunks import make_text_units
-from memharness.memsys.graphrag.common import FailureLog
-from memharness.memsys.graphrag.extract import (
+from memharness.memsys.extraction.chunks import make_text_units
+from memharness.memsys.extraction.entities import (
     ExtractSettings,
     parse_json_reply,
     parse_records,
     run_extraction,
 )
-from memharness.memsys.graphrag.memory import default_prompts
+from memharness.memsys.extraction.parsing import FailureLog
+from memharness.memsys.extraction.prompts import default_prompts
 from memharness.memsys.graphrag.merge import SummarySettings, merge_graph, summarize_descriptions
 from memharness.memsys.services.types import Completion
 from memharness.memsys.testing.doubles import WordTokenizer
@@ -196,7 +196,7 @@ def test_missing_endpoint_create_adds_an_unknown_entity():
 
 
 def test_type_conflicts_take_the_most_frequent_type_and_are_counted():
-    from memharness.memsys.graphrag.extract import EntityRecord
+    from memharness.memsys.extraction.entities import EntityRecord
 
     recs = [
         EntityRecord("X", "PERSON", "a", "c1"),
@@ -286,7 +286,7 @@ def test_threshold_zero_summarises_every_list_of_two_or_more_whatever_its_token_
 
 
 def test_long_lists_carry_a_partial_summary_into_the_next_window():
-    from memharness.memsys.graphrag.extract import EntityRecord
+    from memharness.memsys.extraction.entities import EntityRecord
 
     prompt = default_prompts()["summarize_prompt"]
     tok = WordTokenizer()
@@ -394,7 +394,7 @@ def test_token_chunking_keeps_every_overlapped_unit():
 
 
 def test_prompt_filling_never_parses_inserted_text_again():
-    from memharness.memsys.graphrag.common import fill
+    from memharness.memsys.extraction.parsing import fill
 
     assert (
         fill(
@@ -408,7 +408,7 @@ def test_prompt_filling_never_parses_inserted_text_again():
 
 def test_graphrag_chunks_rejoin_units_cut_mid_word_exactly():
     """With chunk_size set, a document's token-window units are read as the original text."""
-    from memharness.memsys.graphrag.chunks import make_text_units
+    from memharness.memsys.extraction.chunks import make_text_units
     from memharness.memsys.services.tokens import chunk_text, get_tokenizer
     from memharness.memsys.types import units_from_texts
 
@@ -431,7 +431,7 @@ def test_records_on_separate_lines_parse_only_with_line_records_as_in_neither_re
 
 
 def test_entity_types_are_upper_cased_in_the_prompt_unless_as_given():
-    from memharness.memsys.graphrag.extract import extraction_prompt
+    from memharness.memsys.extraction.entities import extraction_prompt
 
     def prompt(case):
         settings = ExtractSettings(

@@ -10,7 +10,7 @@ import re
 
 import numpy as np
 import pytest
-from memharness.memsys.graphrag.common import FailureLog
+from memharness.memsys.extraction.parsing import FailureLog
 from memharness.memsys.hipporag import HippoRAG
 from memharness.memsys.hipporag.extract import normalise_phrase, parse_triples
 from memharness.memsys.hipporag.graph import PhraseGraph

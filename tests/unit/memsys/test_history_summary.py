@@ -3,7 +3,7 @@ the summary so far), never per question; the summary's provenance is every summa
 
 from __future__ import annotations
 
-from memharness.memsys.history_summary.memory import HistorySummary
+from memharness.baselines.history_summary import HistorySummary
 from memharness.memsys.testing.doubles import ScriptedLLM, WordTokenizer
 from memharness.memsys.types import units_from_texts
 

@@ -4,8 +4,8 @@ without evidence is counted (or fails when asked to); facts carry their article 
 from __future__ import annotations
 
 import pytest
+from memharness.baselines.oracle import GoldEvidenceOracle, NoEvidence
 from memharness.eval.run import evidence as ev
-from memharness.memsys.oracle.memory import GoldEvidenceOracle, NoEvidence
 from memharness.memsys.testing.doubles import WordTokenizer
 from memharness.memsys.types import Episode, Evidence, Question, units_from_texts
 

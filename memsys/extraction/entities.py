@@ -32,9 +32,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memharness.memsys.graphrag.chunks import TextUnit
-from memharness.memsys.graphrag.common import FailureLog, clean_str, fill, parse_json_object
+from memharness.memsys.extraction.chunks import TextUnit
+from memharness.memsys.extraction.parsing import FailureLog, clean_str, fill, parse_json_object
 from memharness.memsys.services.types import ChatRequest
+
+# Every failure kind extraction counts (a build record lists each, zeros included).
+EXTRACTION_FAILURES = (
+    "call_failed",
+    "loop_unparsed",
+    "unparsed_reply",
+    "malformed_record",
+    "weight_defaulted",
+)
 
 
 @dataclass(frozen=True)

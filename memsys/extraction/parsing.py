@@ -1,4 +1,6 @@
-"""Small pieces shared by the GraphRAG-lite modules: prompt filling, JSON replies, the failure log."""
+"""The parsing side of LLM extraction, shared by GraphRAG-lite, CAM w/ FM and HippoRAG: prompt
+filling, cleaning extracted strings, JSON replies, and the failure log that counts every reply
+that could not be used."""
 
 from __future__ import annotations
 
@@ -37,11 +39,6 @@ def parse_json_object(reply: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def bump(record: dict[str, Any], key: str, n: int = 1) -> None:
-    """Add ``n`` to the counter ``key`` of a search or build record."""
-    record[key] = record.get(key, 0) + n
-
-
 class FailureLog:
     """Counts of every failure kind, plus the first ``cap`` raw replies that caused one.
 
@@ -77,29 +74,3 @@ class FailureLog:
         log.counts.update((data or {}).get("counts", {}))
         log.samples = list((data or {}).get("samples", []))
         return log
-
-
-EXTRACTION_FAILURES = (
-    "call_failed",
-    "loop_unparsed",
-    "unparsed_reply",
-    "malformed_record",
-    "weight_defaulted",
-)
-
-
-def build_provenance(build: dict[str, Any]) -> dict[str, Any]:
-    """What a build's numbers rest on, in one place: the graph (Leiden) seed and backend, the
-    community levels and their sizes, and the extraction failure counts (every key, zeros included)."""
-    leiden = build.get("communities", {})
-    counts = build.get("failures", {}).get("counts", {})
-    return {
-        "graph_seed": leiden.get("seed"),
-        "leiden_backend": leiden.get("backend"),
-        "community_levels": leiden.get("levels", 0),
-        "communities_per_level": dict(leiden.get("per_level", {})),
-        "extraction_calls": {
-            k: v for k, v in build.get("llm_calls", {}).items() if k in ("extract", "glean", "loop")
-        },
-        "extraction_failures": {k: int(counts.get(k, 0)) for k in EXTRACTION_FAILURES},
-    }
