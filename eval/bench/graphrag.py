@@ -225,7 +225,7 @@ def synthetic_memory(graph: Graph, communities: list, report_words: int = 150) -
     }
     add_entities(memory.store, memory.embedder, graph)
     add_communities(memory.store, memory.embedder, graph, communities, reports)
-    from memharness.memsys.graphrag.chunks import TextUnit
+    from memharness.memsys.extraction.chunks import TextUnit
 
     n_units = len(graph.entities) // 5 + 1
     memory.text_units = {
