@@ -2,6 +2,7 @@
 
     memharness run memory=memtree dataset=multihop      # the Hydra entry (= python run.py ...)
     memharness report results/runs --name sample        # tables and plots from run folders
+    memharness ls memory                                # what there is: memory, dataset, metrics...
     memharness --help                                   # every subcommand
 
 Each subcommand is a module with ``main(argv)``; its own ``--help`` lists its options. A first
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 # subcommand -> (module with main(argv), what it does)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("memharness.eval.cli.hydra_main", "one run or a -m sweep (Hydra overrides)"),
+    "ls": ("memharness.eval.cli.listing", "memory systems, datasets, experiments, metrics"),
     "report": ("memharness.eval.report.comparison", "tables and plots from run folders"),
     "browse": ("memharness.eval.report.browser", "one HTML page to browse runs and answers"),
     "judge-report": ("memharness.eval.judge.report", "how far each run's judge can be trusted"),

@@ -1,5 +1,5 @@
 """The one ``memharness`` command: subcommands reach their modules, a bare override list is a
-run, and the pre-rooms ``python -m`` paths still run (with a note) for one release."""
+run; the pre-rooms ``python -m`` paths are gone."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from memharness.eval.cli import aliases, command
+from memharness.eval.cli import command
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
 
@@ -32,30 +32,12 @@ def test_a_subcommand_runs_its_module_with_the_rest_of_the_arguments(tmp_path, c
     assert "no run folders" in str(stop.value.code)
 
 
-def test_the_installed_command_and_an_old_path_run(tmp_path):
+def test_the_installed_command_runs_and_the_pre_rooms_paths_are_gone():
     exe = os.path.join(os.path.dirname(sys.executable), "memharness")
     proc = subprocess.run([exe, "judge-report", "--help"], capture_output=True, text=True, env=ENV)
     assert proc.returncode == 0 and "usage:" in proc.stdout
-    proc = subprocess.run(
-        [sys.executable, "-m", "memharness.eval.judge_report", "--help"],
-        capture_output=True,
-        text=True,
-        env=ENV,
-    )
-    assert proc.returncode == 0 and "usage:" in proc.stdout
-    assert "memharness.eval.judge_report is now memharness.eval.judge.report" in proc.stderr
-    proc = subprocess.run(
-        [sys.executable, "-m", "memharness.eval.report", "--help"],
-        capture_output=True,
-        text=True,
-        env=ENV,
-    )
-    assert proc.returncode == 0 and "--baseline" in proc.stdout and "alias" in proc.stderr
-
-
-def test_every_old_path_names_an_existing_module():
-    import importlib.util
-
-    for _old, (new, sub) in aliases.OLD_PATHS.items():
-        assert importlib.util.find_spec(new) is not None, new
-        assert sub in command.SUBCOMMANDS, sub
+    for old in ["memharness.eval.judge_report", "memharness.eval.report"]:
+        proc = subprocess.run(
+            [sys.executable, "-m", old, "--help"], capture_output=True, text=True, env=ENV
+        )
+        assert proc.returncode != 0 and "usage:" not in proc.stdout, old
