@@ -36,7 +36,8 @@ CONF = ROOT / "conf"
 GROUPS = sorted(
     d.name
     for d in CONF.iterdir()
-    if d.is_dir() and d.name != "experiment" and any(d.glob("*.yaml"))
+    # experiment/ and debug/ are @package _global_: their keys belong to the other groups
+    if d.is_dir() and d.name not in ("experiment", "debug") and any(d.glob("*.yaml"))
 )
 BASE = [
     "cache.path=/nonexistent-fuzz/cache.sqlite",

@@ -6,7 +6,8 @@ Each command in a ```bash block is classified:
   the upstream-schema fixture where the command names a local dataset folder;
 - a run that needs the network (OpenAI, vLLM, a Hub download, a placeholder to fill in): composed and
   validated in process, exactly as run.py would before it calls anything;
-- ``python -m memharness...``: run as written, after the runs above wrote what it reads;
+- ``memharness SUBCOMMAND ...`` (any subcommand but ``run``) and ``python -m memharness...``: run as
+  written, after the runs above wrote what it reads;
 - ``make T``: ``make -n T`` (the target exists and expands); ``pip install -e '.[x]'``: the extra exists.
 An unknown kind of command fails the test, so a new README command must be taught here.
 """
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
+from memharness.eval.cli.command import SUBCOMMANDS
 from memharness.eval.run.validate import validate_config
 from paths import ROOT
 
@@ -51,6 +53,20 @@ def split_env(words: list[str]) -> tuple[dict[str, str], list[str]]:
         key, _, value = words.pop(0).partition("=")
         env[key] = value
     return env, words
+
+
+def run_arguments(words: list[str]) -> list[str] | None:
+    """The overrides of a run command (``python run.py ...``, ``memharness run ...`` or
+    ``memharness OVERRIDES``), or None when the command is not a run."""
+    if words[:2] == ["python", "run.py"] or words[:2] == ["memharness", "run"]:
+        return words[2:]
+    if words[0] == "memharness" and (len(words) == 1 or words[1] not in SUBCOMMANDS):
+        return None if words[1:2] in (["--help"], ["-h"], ["help"]) else words[1:]
+    return None
+
+
+def is_run(command: str) -> bool:
+    return run_arguments(split_env(shlex.split(command))[1]) is not None
 
 
 def needs_network(env: dict[str, str], args: list[str]) -> bool:
@@ -154,12 +170,17 @@ def check(command: str, work: Path, run_for_real: bool = True) -> str:
         wanted = re.findall(r"\.\[([\w,-]+)\]", command)
         assert wanted and all(e in extras for w in wanted for e in w.split(",")), command
         return "extra exists"
+    exe = Path(sys.executable).parent / "memharness"
     if head == "python" and words[1] == "-m":
         proc = run([sys.executable, *words[1:]], work, env)
         assert proc.returncode == 0, f"{command}:\n{proc.stderr[-3000:]}"
         return "ran"
-    if (head == "python" and words[1] == "run.py") or head == "memharness":
-        args = words[2:] if head == "python" else words[1:]
+    args = run_arguments(words)
+    if head == "memharness" and args is None:  # a subcommand other than run, or --help
+        proc = run([str(exe), *words[1:]], work, env)
+        assert proc.returncode == 0, f"{command}:\n{proc.stderr[-3000:]}"
+        return "ran"
+    if args is not None:
         if needs_network(env, args):
             compose_and_validate(args, work)
             return "composed and validated (needs the network)"
@@ -167,7 +188,8 @@ def check(command: str, work: Path, run_for_real: bool = True) -> str:
             for point in sweep_points(args):
                 compose_and_validate(offline_overrides(point), work)
             return "composed and validated (fast tier)"
-        proc = run([sys.executable, str(work / "run.py"), *offline_overrides(args)], work, env)
+        cmd = [str(exe), "run"] if head == "memharness" else [sys.executable, str(work / "run.py")]
+        proc = run([*cmd, *offline_overrides(args)], work, env)
         assert proc.returncode == 0, f"{command}:\n{proc.stderr[-3000:]}"
         return "ran with test doubles"
     raise AssertionError(
@@ -178,7 +200,7 @@ def check(command: str, work: Path, run_for_real: bool = True) -> str:
 def test_readme_commands_are_found():
     commands = readme_commands((ROOT / "README.md").read_text())
     assert "make demo" in commands and "make test" in commands
-    assert sum(c.startswith(("python run.py", "memharness")) for c in commands) >= 5
+    assert sum(is_run(c) for c in commands) >= 5
 
 
 @pytest.fixture
@@ -197,7 +219,7 @@ FAST_TIER_RUNS = ("memory=memorystream", "memory=full_context,memorystream,memtr
 
 
 def runs_for_real_in_the_fast_tier(commands: list[str]) -> set[str]:
-    runs = [c for c in commands if c.startswith(("python run.py", "memharness"))]
+    runs = [c for c in commands if is_run(c)]
     return {runs[0]} | {c for c in runs if any(k in c.split() for k in FAST_TIER_RUNS)}
 
 
@@ -210,7 +232,7 @@ def test_every_readme_command_works(work):
     print("\n".join(f"{how:45s} {c}" for c, how in done))
     assert sum(how == "ran with test doubles" for _, how in done) == 3
     assert any(how == "composed and validated (fast tier)" for _, how in done)
-    assert any(how == "ran" for _, how in done)  # the python -m report commands
+    assert any(how == "ran" for _, how in done)  # the report commands (memharness report, ...)
 
 
 @pytest.mark.slow
