@@ -47,6 +47,8 @@ def usage() -> str:
         "usage: memharness SUBCOMMAND [ARGS]   (SUBCOMMAND --help for its options)\n\n"
         + "\n".join(lines)
         + "\n\nmemharness OVERRIDES... (no subcommand) is `memharness run OVERRIDES...`.\n"
+        + "memharness run debug=default   a smoke run in seconds (conf/debug/default.yaml)\n"
+        + "memharness ls [GROUP]          memory systems, datasets, experiments, metrics\n"
     )
 
 

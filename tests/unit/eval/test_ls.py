@@ -72,3 +72,9 @@ def test_ls_unknown_group_is_one_line_and_exit_2(capsys):
 )
 def test_the_description_is_the_first_sentence_of_the_opening_comment(comment, sentence):
     assert listing.first_sentence(comment) == sentence
+
+
+def test_help_names_ls_and_the_debug_smoke_run(capsys):
+    assert command.dispatch(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "  ls " in out and "memharness run debug=default" in out
