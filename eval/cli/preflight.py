@@ -19,9 +19,12 @@ from hydra.experimental.callback import Callback
 from memharness.eval.cli.run_command import key_env_overrides, print_error
 from memharness.eval.record import folder as run_io
 from memharness.eval.run import failures
-from memharness.memsys.services.secrets import install_log_redaction, register_secret_value
+from memharness.memsys.services.secrets import (
+    install_log_redaction,
+    looks_like_key,
+    register_secret_value,
+)
 from memharness.memsys.services.types import ConfigError
-from memharness.memsys.settings import looks_like_key
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 

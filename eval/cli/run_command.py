@@ -18,11 +18,11 @@ from memharness.eval.record import folder as run_io
 from memharness.eval.run import failures
 from memharness.memsys.services.secrets import (
     install_log_redaction,
+    looks_like_key,
     redact_text,
     register_secret_value,
 )
 from memharness.memsys.services.types import ConfigError, RunAborted
-from memharness.memsys.settings import looks_like_key
 from omegaconf import DictConfig, OmegaConf
 
 log = logging.getLogger("memharness")
