@@ -23,7 +23,8 @@ name -> hint, merged along the MRO) overrides or adds hints without touching the
 classmethod ``check_settings(settings) -> iterable of (key, message)`` adds cross-field rules.
 Nested sections are ``TypedDict`` classes or dataclasses; ``dict[str, T]`` and ``list[T]`` work
 too. An unannotated parameter with a plain default (int, float, bool, str) is checked against the
-default's type. The checker is ``memsys.settings_check``.
+default's type. The checker (``memsys.settings_check``) turns the declarations of each target into
+one strict pydantic model.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import math
 import os
 import re
 import string
@@ -56,22 +56,17 @@ class Range:
     hi_open: bool = False
 
     def ok(self, value: float) -> bool:
-        if isinstance(value, float) and math.isnan(value):
-            return False
-        if self.lo is not None and (value < self.lo or (self.lo_open and value == self.lo)):
-            return False
-        return not (
-            self.hi is not None and (value > self.hi or (self.hi_open and value == self.hi))
-        )
+        low = self.lo is None or value > self.lo or (value == self.lo and not self.lo_open)
+        high = self.hi is None or value < self.hi or (value == self.hi and not self.hi_open)
+        return low and high  # NaN compares false everywhere: never in a range
 
     def describe(self) -> str:
-        if self.lo is not None and self.hi is not None:
-            return f"in {'(' if self.lo_open else '['}{self.lo:g}, {self.hi:g}{')' if self.hi_open else ']'}"
-        if self.lo is not None:
-            return f"{'>' if self.lo_open else '>='} {self.lo:g}"
-        if self.hi is not None:
-            return f"{'<' if self.hi_open else '<='} {self.hi:g}"
-        return ""
+        lo, hi = self.lo, self.hi
+        if lo is not None and hi is not None:
+            return f"in {'(' if self.lo_open else '['}{lo:g}, {hi:g}{')' if self.hi_open else ']'}"
+        if lo is not None:
+            return f"{'>' if self.lo_open else '>='} {lo:g}"
+        return f"{'<' if self.hi_open else '<='} {hi:g}" if hi is not None else ""
 
 
 @dataclass(frozen=True)
@@ -126,6 +121,15 @@ class PathExists:
 
     kind: str = "any"
 
+    def problem(self, value: str) -> str | None:
+        path = os.path.expanduser(value)
+        exists = os.path.exists(path)
+        if self.kind == "file" and not os.path.isfile(path):
+            return "not a file" if exists else "no such file"
+        if self.kind == "dir" and not os.path.isdir(path):
+            return "not a folder" if exists else "no such folder"
+        return None if exists or self.kind != "any" else "does not exist"
+
 
 @dataclass(frozen=True)
 class EnvVarName:
@@ -161,75 +165,56 @@ class Setting:
     default: Any
     required: bool
     owner: Any  # the class or function whose parameter it is
-    inferred: bool = False  # no annotation anywhere: the type was taken from the default
 
 
 @dataclass
 class Declarations:
     """The settings of one target: name -> Setting; ``open`` when it accepts any further key."""
 
-    target: Any
     settings: dict[str, Setting]
     open: bool = False
 
 
 @functools.cache
 def declared_settings(target: Any, services: tuple[str, ...] = ()) -> Declarations:
-    """The settings a class (constructor along the MRO) or a function declares."""
-    if inspect.isclass(target):
-        return _class_settings(target, services)
-    params = inspect.signature(target).parameters.values()
-    hints = _hints(target)
-    out: dict[str, Setting] = {}
-    open_ = False
-    for p in params:
-        if p.kind == p.VAR_KEYWORD:
-            open_ = True
-        elif p.kind != p.VAR_POSITIONAL and p.name not in services:
-            out[p.name] = _setting(p, hints.get(p.name), target)
-    return Declarations(target, out, open_)
-
-
-def _class_settings(cls: type, services: tuple[str, ...]) -> Declarations:
-    inits = [k for k in cls.__mro__ if k is not object and "__init__" in k.__dict__]
-    by_name: dict[str, Setting] = {}
-    open_ = True
-    for klass in inits:  # most derived first; stop at the first __init__ without **kwargs
-        init = klass.__dict__["__init__"]
-        hints = _hints(init)
-        forwards = False
-        for p in list(inspect.signature(init).parameters.values())[1:]:
-            if p.kind == p.VAR_KEYWORD:
-                forwards = True
-            elif p.kind != p.VAR_POSITIONAL and p.name not in services and p.name not in by_name:
-                by_name[p.name] = _setting(p, hints.get(p.name), klass)
-        if not forwards:
+    """The settings a function, or a class through its constructors along the MRO, declares."""
+    is_class = inspect.isclass(target)
+    mro = [
+        k for k in getattr(target, "__mro__", ()) if k is not object and "__init__" in k.__dict__
+    ]
+    chain = [(k, k.__dict__["__init__"]) for k in mro] if is_class else [(target, target)]
+    found: dict[str, Setting] = {}
+    open_ = bool(chain)
+    for i, (owner, func) in enumerate(chain):  # most derived first, on through **kwargs
+        params = list(inspect.signature(func).parameters.values())[is_class:]
+        for p in params:
+            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in (
+                *services,
+                *found,
+            ):
+                found[p.name] = _setting(p, owner, [f for _, f in chain[i:]])
+        if not any(p.kind == p.VAR_KEYWORD for p in params):
             open_ = False
             break
-    for name, setting in list(
-        by_name.items()
-    ):  # inherit what a subclass left out or re-declared plainly
-        inherited = _inherited_hint(inits[inits.index(setting.owner) + 1 :], name)
-        if inherited is not None and _refines(setting, inherited):
-            by_name[name] = dataclasses.replace(setting, hint=inherited, inferred=False)
-    for klass in reversed(cls.__mro__):  # settings_schema: base first, subclasses override
+    for klass in reversed(mro if is_class else []):  # settings_schema: base first, then subclasses
         for name, hint in (klass.__dict__.get("settings_schema") or {}).items():
-            old = by_name.get(name)
-            by_name[name] = (
-                dataclasses.replace(old, hint=hint, inferred=False)
-                if old
-                else Setting(name, hint, None, False, klass)
-            )
-    return Declarations(cls, by_name, open_ and bool(inits))
+            old = found.get(name) or Setting(name, hint, None, False, klass)
+            found[name] = dataclasses.replace(old, hint=hint)
+    return Declarations(found, open_)
 
 
-def _refines(setting: Setting, inherited: Any) -> bool:
-    """Take the ancestor's hint when the subclass gave none, or the same bare type without markers
-    (``top_k: int`` under a base's ``Annotated[int, Range(1)]``)."""
-    if setting.inferred or setting.hint is Any:
-        return True
-    own_base, own_markers = unwrap(setting.hint)
-    return not own_markers and own_base == unwrap(inherited)[0]
+def _setting(p: inspect.Parameter, owner: Any, funcs: list[Any]) -> Setting:
+    """A parameter's setting. Without an annotation (or with a bare ``top_k: int`` under a base's
+    ``Annotated[int, Range(1)]``) it takes the nearest ancestor's hint, else its default's type."""
+    required = p.default is inspect.Parameter.empty
+    default = None if required else p.default
+    own = _hints(funcs[0]).get(p.name)
+    inherited = next((h for f in funcs[1:] if (h := _hints(f).get(p.name)) is not None), None)
+    bare = own is not None and not unwrap(own)[1] and unwrap(own)[0] == unwrap(inherited)[0]
+    if inherited is not None and (own is None or own is Any or bare):
+        own = inherited
+    plain = type(default) if type(default) in (bool, int, float, str) else Any
+    return Setting(p.name, plain if own is None else own, default, required, owner)
 
 
 def unwrap(hint: Any) -> tuple[Any, tuple[Any, ...]]:
@@ -246,23 +231,6 @@ def unwrap(hint: Any) -> tuple[Any, tuple[Any, ...]]:
             return hint, markers
 
 
-def _inherited_hint(inits: list[type], name: str) -> Any:
-    for klass in inits:
-        hint = _hints(klass.__dict__["__init__"]).get(name)
-        if hint is not None:
-            return hint
-    return None
-
-
-def _setting(p: inspect.Parameter, hint: Any, owner: Any) -> Setting:
-    required = p.default is inspect.Parameter.empty
-    default = None if required else p.default
-    if hint is not None:
-        return Setting(p.name, hint, default, required, owner)
-    plain = type(default) if type(default) in (bool, int, float, str) else Any
-    return Setting(p.name, plain, default, required, owner, inferred=True)
-
-
 @functools.cache
 def _hints(func: Any) -> dict[str, Any]:
     """Resolved annotations (with Annotated extras); an unresolvable one is left out, not fatal."""
@@ -270,41 +238,9 @@ def _hints(func: Any) -> dict[str, Any]:
         return typing.get_type_hints(func, include_extras=True)
     except Exception:  # one bad annotation must not hide the others
         out = {}
-        namespace = getattr(func, "__globals__", {})
         for name, ann in getattr(func, "__annotations__", {}).items():
-            try:
-                out[name] = eval(ann, namespace) if isinstance(ann, str) else ann  # noqa: S307 (annotations)
+            try:  # noqa: S307 (annotations)
+                out[name] = eval(ann, func.__globals__) if isinstance(ann, str) else ann
             except Exception:
                 continue
         return out
-
-
-# ----------------------------------------------------------------------------- helpers for the checker
-
-
-def looks_like_key(value: str) -> bool:
-    """True for a string that is not an environment variable name or looks like an API key."""
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
-        return True
-    if (
-        re.match(r"(sk|pk|hf|ghp|gho|xox[abp]|AIza)[-_A-Za-z0-9]{8,}", value)
-        and not value.isupper()
-    ):
-        return True
-    mixed = (
-        any(c.islower() for c in value)
-        and any(c.isupper() for c in value)
-        and any(c.isdigit() for c in value)
-    )
-    return len(value) >= 20 and mixed
-
-
-def path_problem(value: str, kind: str) -> str | None:
-    path = os.path.expanduser(value)
-    if kind == "file" and not os.path.isfile(path):
-        return "no such file" if not os.path.exists(path) else "not a file"
-    if kind == "dir" and not os.path.isdir(path):
-        return "no such folder" if not os.path.exists(path) else "not a folder"
-    if kind == "any" and not os.path.exists(path):
-        return "does not exist"
-    return None

@@ -243,9 +243,9 @@ def global_calls(memory: GraphRAG, batch_tokens: int = 12000) -> dict[str, Any]:
         memory.index,
         {"map_batch_tokens": batch_tokens},
         memory.tokenizer,
-        memory.map_prompt,
-        memory.reduce_prompt,
-        memory.reduce_mc_prompt,
+        memory.prompts.map_prompt,
+        memory.prompts.reduce_prompt,
+        memory.prompts.reduce_mc_prompt,
     )
     batches = g.batches()
     report_tokens = [
@@ -283,7 +283,9 @@ def local_build_time(memory: GraphRAG, queries: int = 30, budget: int = 12000) -
 
 def main() -> dict[str, Any]:
     default = sample_build_calls()
-    graphrag = sample_build_calls(chunk_size=1200, chunk_overlap=100, summary_threshold_tokens=0)
+    graphrag = sample_build_calls(
+        chunks={"size": 1200, "overlap": 100}, summaries={"threshold_tokens": 0}
+    )
     chunks, how = multihop_chunks()
     rate = graphrag["calls"]["total"] / graphrag["text_units"]
     extraction_rate = (

@@ -1,10 +1,11 @@
 """A Hydra callback that checks a run before Hydra creates its folder or writes ``.hydra/``.
 
 Configured in ``conf/config.yaml`` (``hydra.callbacks.preflight``). Before a single run it checks
-every setting (``eval.validate``) and that the run folder can be created and written; before a
-multirun, that the sweep folder can be written. A key pasted where a variable *name* is expected
-(``*.api_key_env=<the key>``) stops the command here, so it never reaches Hydra's own files. Any
-problem is printed as ``error: <one line>`` and the command exits with status 2.
+every setting (``eval.validate``; the run's one validation: ``run_command`` takes its verdict) and
+that the run folder can be created and written; before a multirun, that the sweep folder can be
+written (each job's settings are checked by ``run_command``). A key pasted where a variable *name*
+is expected (``*.api_key_env=<the key>``) stops the command here, so it never reaches Hydra's own
+files. Any problem is printed as ``error: <one line>`` and the command exits with status 2.
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
-from memharness.eval.cli.run_command import key_env_overrides, print_error
+from memharness.eval.cli.run_command import key_env_overrides, note_checked, print_error
 from memharness.eval.record import folder as run_io
 from memharness.eval.run import failures
-from memharness.memsys.services.secrets import install_log_redaction, register_secret_value
+from memharness.memsys.services.secrets import (
+    install_log_redaction,
+    looks_like_key,
+    register_secret_value,
+)
 from memharness.memsys.services.types import ConfigError
-from memharness.memsys.settings import looks_like_key
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 
@@ -38,9 +42,11 @@ class Preflight(Callback):
             with read_write(task), open_dict(task):
                 del task["hydra"]
             try:
-                problems = config_problems(task)
+                problems = config_problems(task)  # the run's one validation (run_command takes it)
             except ConfigError as err:
                 problems = str(err).splitlines()
+            if not problems:
+                note_checked(task)
         if not problems:
             problems = writable_problems(str(config.hydra.run.dir), "hydra.run.dir")
         if not problems:

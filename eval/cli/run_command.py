@@ -18,15 +18,16 @@ from memharness.eval.record import folder as run_io
 from memharness.eval.run import failures
 from memharness.memsys.services.secrets import (
     install_log_redaction,
+    looks_like_key,
     redact_text,
     register_secret_value,
 )
 from memharness.memsys.services.types import ConfigError, RunAborted
-from memharness.memsys.settings import looks_like_key
 from omegaconf import DictConfig, OmegaConf
 
 log = logging.getLogger("memharness")
 _exit_codes: list[int] = []
+_checked: set[str] = set()  # the configs the preflight validated (as YAML), each taken by its run
 
 
 def print_error(message: str) -> None:
@@ -55,21 +56,35 @@ def key_env_overrides(overrides: list[str]) -> list[tuple[str, list[str]]]:
     return out
 
 
+def note_checked(cfg: DictConfig) -> None:
+    """The preflight validated this run's config: ``run_command`` takes its verdict."""
+    _checked.add(OmegaConf.to_yaml(cfg))
+
+
+def config_problems_once(cfg: DictConfig) -> list[str]:
+    """The config's problems, validated once per run: by the preflight before Hydra wrote anything
+    (a single run), else here (each job of a multirun, or a caller without the preflight)."""
+    from memharness.eval.run.validate import config_problems
+
+    seen = OmegaConf.to_yaml(cfg)
+    if seen in _checked:
+        _checked.discard(seen)
+        return []
+    try:
+        return config_problems(cfg)  # also registers the key variables, so redaction masks them
+    except ConfigError as err:
+        return str(err).splitlines()
+
+
 def run_command(
     cfg: DictConfig, out_dir: Path, overrides: list[str], sweep_dir: Path | None = None
 ) -> float | None:
     """Run one evaluation; print errors as single lines; record the exit code; return judge accuracy."""
     from memharness.eval.run.loggers import log_run
     from memharness.eval.run.runner import run
-    from memharness.eval.run.validate import config_problems
 
     install_log_redaction()
-    try:
-        problems = config_problems(
-            cfg
-        )  # also registers the key variables, so the redaction below masks them
-    except ConfigError as err:
-        problems = str(err).splitlines()
+    problems = config_problems_once(cfg)
     run_io.redact_files(out_dir / ".hydra")
     if sweep_dir is not None:
         run_io.redact_files(sweep_dir)
@@ -83,7 +98,7 @@ def run_command(
     if cfg.get("dry_run", False):
         return _dry_run(cfg, out_dir, overrides)
     try:
-        metrics = run(cfg, out_dir, overrides=overrides)
+        metrics = run(cfg, out_dir, overrides=overrides, checked=True)
         log_run(OmegaConf.to_container(cfg, resolve=True), metrics, out_dir)
     except (ConfigError, DatasetError) as err:
         return _fail(failures.EXIT_USER_ERROR, str(err), out_dir)
@@ -107,7 +122,7 @@ def _dry_run(cfg: DictConfig, out_dir: Path, overrides: list[str]) -> None:
     from memharness.eval.run.estimate import dry_run
 
     try:
-        est = dry_run(cfg, out_dir, overrides)
+        est = dry_run(cfg, out_dir, overrides, checked=True)
     except (ConfigError, DatasetError) as err:
         return _fail(failures.EXIT_USER_ERROR, str(err), out_dir)
     t = est["total"]

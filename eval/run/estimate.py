@@ -145,8 +145,11 @@ def pilot(n: int | None, seed: int):
     return pick
 
 
-def dry_run(cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None) -> dict[str, Any]:
-    """Simulate the run with stand-in backends; write and return ``estimate.json``."""
+def dry_run(
+    cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None, checked: bool = False
+) -> dict[str, Any]:
+    """Simulate the run with stand-in backends; write and return ``estimate.json``. ``checked``:
+    the command line validated ``cfg`` already (the stand-ins' changes to it are valid)."""
     from memharness.eval.run.runner import run
 
     section = cfg.get("estimate") or {}
@@ -162,6 +165,7 @@ def dry_run(cfg: DictConfig, out_dir: Path, overrides: list[str] | None = None) 
             overrides=overrides,
             make_backend=stand_ins(cfg),
             pick=pilot(section.get("episodes"), int(cfg.seed)),
+            checked=checked,
         )
     estimate = extrapolate(metrics)
     estimate.update(

@@ -315,13 +315,16 @@ def run(
     overrides: list[str] | None = None,
     make_backend: Any = None,
     pick: Any = None,
+    checked: bool = False,
 ) -> dict[str, Any]:
     """Run one evaluation and write config.yaml, samples.jsonl, metrics.json, memory_stats.json.
 
     ``overrides`` (the command line's) are recorded so reports can tell runs of a sweep apart. A dry
-    run (``eval/run/estimate.py``) passes stand-in backends (``make_backend``) and a pilot (``pick``)."""
+    run (``eval/run/estimate.py``) passes stand-in backends (``make_backend``) and a pilot (``pick``).
+    ``checked``: the command line validated ``cfg`` already (once per run, eval/cli/run_command.py)."""
     started = time.time()
-    validate_config(cfg)  # every setting, before any model or file is loaded
+    if not checked:
+        validate_config(cfg)  # every setting, before any model or file is loaded
     run_io.begin_run(out_dir)  # INCOMPLETE.json until every file is written
     resolved = config_snapshot(OmegaConf.to_container(cfg, resolve=True))
     run_io.write_text(out_dir, "config.yaml", outputs.config_yaml(resolved))

@@ -21,8 +21,7 @@ from memharness.eval.metrics import registry
 from memharness.memsys.services.retry import RetryPolicy
 from memharness.memsys.services.types import ConfigError
 from memharness.memsys.settings import SERVICES, Check, Instantiated, NonEmpty, Placeholders, Range
-from memharness.memsys.settings_check import check_mapping, schema_fields
-from memharness.memsys.settings_leaves import Leaf, leaves_of
+from memharness.memsys.settings_check import Leaf, check_mapping, leaves, schema_fields
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -391,7 +390,7 @@ def interpolations(cfg: DictConfig, prefix: str = "") -> dict[str, str]:
 
 def config_leaves(cfg: DictConfig | dict) -> list[Leaf]:
     """Every declared scalar or list setting of the config, with its hint (fuzz tests, docs)."""
-    return list(leaves_of(resolve(cfg), run_schema()))
+    return list(leaves(resolve(cfg), run_schema()))
 
 
 def validate_config(cfg: DictConfig | dict) -> None:

@@ -55,7 +55,7 @@ def make_text_units(
         ]
     if chunk_size <= 0 or not 0 <= chunk_overlap < chunk_size:
         raise ValueError(
-            f"memory.chunk_size must be > memory.chunk_overlap >= 0, got {chunk_size} / {chunk_overlap}"
+            f"memory.chunks.size must be > memory.chunks.overlap >= 0, got {chunk_size} / {chunk_overlap}"
         )
     documents: dict[str, list[Unit]] = {}
     for u in units:

@@ -1,5 +1,6 @@
 """The extraction prompts' one home: conf/memory/graphrag.yaml (GraphRAG-lite's, also read by
-CAM w/ FM, which extracts with the same prompts); every GraphRAG prompt is read from there once."""
+CAM w/ FM, which extracts with the same prompts); every GraphRAG prompt is read from its
+``prompts:`` section there once."""
 
 from __future__ import annotations
 
@@ -32,4 +33,4 @@ def _read_default_prompts() -> dict[str, str]:
     cfg = OmegaConf.create(
         (files("memharness.conf") / "memory" / "graphrag.yaml").read_text(encoding="utf-8")
     )
-    return {k: str(cfg[k]) for k in PROMPTS}
+    return {k: str(cfg.prompts[k]) for k in PROMPTS}

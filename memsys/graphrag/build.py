@@ -53,56 +53,58 @@ class BuildSettings:
 
 
 def build_settings_of(memory: Any) -> BuildSettings:
-    """The build's settings grouped by step, from the flat YAML keys a memory holds as attributes
-    (conf/memory/graphrag.yaml; GraphRAG-lite and the systems built on it)."""
-    json_format = memory.extraction_format == "json"
+    """The build's settings from the groups a memory holds (conf/memory/graphrag.yaml's sections:
+    ``chunks``, ``extraction``, ``summaries``, ``communities``, ``reports``, ``prompts``)."""
+    x, p, c = memory.extraction, memory.prompts, memory.communities
     extract = ExtractSettings(
-        prompt=memory.extract_json_prompt if json_format else memory.extract_prompt,
-        continue_prompt=memory.continue_prompt,
-        loop_prompt=memory.loop_prompt,
-        entity_types=memory.entity_types,
-        format=memory.extraction_format,
-        max_gleanings=memory.max_gleanings,
-        max_tokens=memory.extract_max_tokens,
-        tuple_delimiter=memory.tuple_delimiter,
-        record_delimiter=memory.record_delimiter,
-        completion_delimiter=memory.completion_delimiter,
-        entity_types_case=memory.entity_types_case,
-        line_records=memory.line_records,
+        prompt=p.extract_json_prompt if x.format == "json" else p.extract_prompt,
+        continue_prompt=p.continue_prompt,
+        loop_prompt=p.loop_prompt,
+        entity_types=list(x.entity_types),
+        format=x.format,
+        max_gleanings=int(x.max_gleanings),
+        max_tokens=int(x.max_tokens),
+        tuple_delimiter=x.tuple_delimiter,
+        record_delimiter=x.record_delimiter,
+        completion_delimiter=x.completion_delimiter,
+        entity_types_case=x.entity_types_case,
+        line_records=bool(x.line_records),
     )
+    s = memory.summaries
     summary = SummarySettings(
-        prompt=memory.summarize_prompt,
-        threshold_tokens=memory.summary_threshold_tokens,
-        max_input_tokens=memory.summary_max_input_tokens,
-        max_words=memory.summary_max_words,
-        max_tokens=memory.summary_max_tokens,
-        separator=memory.description_separator,
+        prompt=p.summarize_prompt,
+        threshold_tokens=int(s.threshold_tokens),
+        max_input_tokens=int(s.max_input_tokens),
+        max_words=int(s.max_words),
+        max_tokens=int(s.max_tokens),
+        separator=s.separator,
     )
+    r = memory.reports
     report = ReportSettings(
-        prompt=memory.report_prompt,
-        max_input_tokens=memory.report_max_input_tokens,
-        max_words=memory.report_max_words,
-        max_tokens=memory.report_max_tokens,
+        prompt=p.report_prompt,
+        max_input_tokens=int(r.max_input_tokens),
+        max_words=int(r.max_words),
+        max_tokens=int(r.max_tokens),
     )
     leiden = LeidenSettings(
-        max_cluster_size=memory.max_cluster_size,
-        seed=memory.seed if memory.leiden_seed is None else memory.leiden_seed,
-        use_lcc=memory.use_lcc,
-        resolution=memory.leiden_resolution,
-        iterations=memory.leiden_iterations,
-        backend=memory.leiden_backend,
-        randomness=memory.leiden_randomness,
+        max_cluster_size=int(c.max_cluster_size),
+        seed=memory.seed if c.seed is None else c.seed,
+        use_lcc=bool(c.use_lcc),
+        resolution=float(c.resolution),
+        iterations=int(c.iterations),
+        backend=c.backend,
+        randomness=float(c.randomness),
     )
     return BuildSettings(
         extract,
         summary,
         report,
         leiden,
-        chunk_size=memory.chunk_size,
-        chunk_overlap=memory.chunk_overlap,
-        missing_endpoint=memory.missing_endpoint,
-        report_relationships=memory.report_relationships,
-        report_substitution=memory.report_substitution,
+        chunk_size=memory.chunks.size,
+        chunk_overlap=int(memory.chunks.overlap),
+        missing_endpoint=x.missing_endpoint,
+        report_relationships=r.relationships,
+        report_substitution=bool(r.substitution),
         max_failures_kept=memory.max_failures_kept,
     )
 

@@ -58,9 +58,13 @@ def hierarchical_leiden(
     import igraph as ig
 
     if max_cluster_size < 1:
-        raise ValueError(f"memory.max_cluster_size must be >= 1, got {max_cluster_size}")
+        raise ValueError(
+            f"memory.communities.max_cluster_size must be >= 1, got {max_cluster_size}"
+        )
     if backend not in ("igraph", "leidenalg"):
-        raise ValueError(f"memory.leiden_backend must be 'igraph' or 'leidenalg', got {backend!r}")
+        raise ValueError(
+            f"memory.communities.backend must be 'igraph' or 'leidenalg', got {backend!r}"
+        )
     start = time.perf_counter()
     nodes = sorted({u for u, v, _ in edges} | {v for u, v, _ in edges})
     info: dict[str, Any] = {

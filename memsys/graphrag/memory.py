@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
-from typing import Annotated, Any, Literal
+from dataclasses import replace
+from typing import Annotated, Any
 
 import numpy as np
 from memharness.memsys.extraction.chunks import TextUnit
@@ -38,15 +39,23 @@ from memharness.memsys.graphrag.search_local import (
     local_settings,
     local_settings_problems,
 )
+from memharness.memsys.graphrag.settings import (
+    Chunks,
+    Communities,
+    Extraction,
+    Prompts,
+    Reports,
+    Summaries,
+    group,
+)
 from memharness.memsys.hierarchy import traverse
 from memharness.memsys.hierarchy.memory import HierarchicalMemory, retrieval_record
 from memharness.memsys.hierarchy.store import HierarchyStore
 from memharness.memsys.services.types import Completion
-from memharness.memsys.settings import NonEmpty, Placeholders, Range
+from memharness.memsys.settings import Range
 from memharness.memsys.types import Question, RetrievedItem, Unit
 
 log = logging.getLogger(__name__)
-DELIMITERS = ("entity_types", "tuple_delimiter", "record_delimiter", "completion_delimiter")
 
 
 class GraphRAG(HierarchicalMemory):
@@ -62,64 +71,22 @@ class GraphRAG(HierarchicalMemory):
         embedder: Any = None,
         tokenizer: Any = None,
         *,
-        chunk_size: Annotated[int, Range(1)] | None = None,
-        chunk_overlap: Annotated[int, Range(0)] = 100,
-        entity_types: Annotated[list[str], NonEmpty()] = ("organization", "person", "geo", "event"),
-        extraction_format: Literal["records", "json"] = "records",
-        max_gleanings: Annotated[int, Range(0)] = 1,
-        extract_max_tokens: Annotated[int, Range(1)] = 1500,
-        tuple_delimiter: Annotated[str, NonEmpty()] = "<|>",
-        record_delimiter: Annotated[str, NonEmpty()] = "##",
-        completion_delimiter: Annotated[str, NonEmpty()] = "<|COMPLETE|>",
-        entity_types_case: Literal["upper", "as_given"] = "upper",
-        line_records: bool = True,
-        missing_endpoint: Literal["drop", "create"] = "drop",
-        summary_threshold_tokens: Annotated[int, Range(0)] = 500,
-        summary_max_input_tokens: Annotated[int, Range(1)] = 4000,
-        summary_max_words: Annotated[int, Range(1)] = 500,
-        summary_max_tokens: Annotated[int, Range(1)] = 700,
-        description_separator: str = "\n",
-        max_cluster_size: Annotated[int, Range(1)] = 10,
-        use_lcc: bool = True,
-        leiden_seed: Annotated[int, Range(0)] | None = None,
-        leiden_resolution: Annotated[float, Range(0, lo_open=True)] = 1.0,
-        leiden_iterations: Annotated[int, Range(1)] = 1,
-        leiden_backend: Literal["igraph", "leidenalg"] = "igraph",
-        leiden_randomness: Annotated[float, Range(0, lo_open=True)] = 0.001,
-        report_max_input_tokens: Annotated[int, Range(1)] = 8000,
-        report_max_words: Annotated[int, Range(1)] = 2000,
-        report_max_tokens: Annotated[int, Range(1)] = 1500,
-        report_relationships: Literal["all", "per_entity"] = "all",
-        report_substitution: bool = True,
+        chunks: Chunks | None = None,
+        extraction: Extraction | None = None,
+        summaries: Summaries | None = None,
+        communities: Communities | None = None,
+        reports: Reports | None = None,
         local_search: LocalSearchSettings | None = None,
         global_search: GlobalSearchSettings | None = None,
+        prompts: Prompts | None = None,
         max_failures_kept: Annotated[int, Range(0)] = 20,
-        extract_prompt: Annotated[str, Placeholders("input_text", optional=DELIMITERS)]
-        | None = None,
-        extract_json_prompt: Annotated[str, Placeholders("input_text", optional=("entity_types",))]
-        | None = None,
-        continue_prompt: Annotated[str, Placeholders()] | None = None,
-        loop_prompt: Annotated[str, Placeholders()] | None = None,
-        summarize_prompt: Annotated[
-            str, Placeholders("description_list", optional=("entity_name", "max_length"))
-        ]
-        | None = None,
-        report_prompt: Annotated[str, Placeholders("input_text", optional=("max_report_length",))]
-        | None = None,
-        map_prompt: Annotated[str, Placeholders("context_data", optional=("max_length",))]
-        | None = None,
-        reduce_prompt: Annotated[
-            str, Placeholders("report_data", optional=("response_type", "max_length"))
-        ]
-        | None = None,
-        reduce_mc_prompt: Annotated[str, Placeholders("report_data", "options")] | None = None,
         traversal: str = "local",
         top_k: int = 10,
         retrieve_threshold: float = -1.0,
         **core: Any,
     ) -> None:
-        # Settings are declared by the annotations (memsys.settings), checked before a run starts;
-        # null prompts are the ones in conf/memory/graphrag.yaml.
+        # Settings are declared by the annotations of the groups (graphrag/settings.py), checked
+        # before a run starts; each group is a section of conf/memory/graphrag.yaml.
         super().__init__(
             llm=llm,
             embedder=embedder,
@@ -129,39 +96,18 @@ class GraphRAG(HierarchicalMemory):
             retrieve_threshold=retrieve_threshold,
             **core,
         )
-        self.chunk_size, self.chunk_overlap = chunk_size, int(chunk_overlap)
-        self.entity_types, self.extraction_format = list(entity_types), extraction_format
-        self.missing_endpoint, self.leiden_seed = missing_endpoint, leiden_seed
-        self.entity_types_case, self.leiden_backend = entity_types_case, leiden_backend
-        self.report_relationships, self.description_separator = (
-            report_relationships,
-            description_separator,
-        )
-        self.tuple_delimiter, self.record_delimiter = tuple_delimiter, record_delimiter
-        self.completion_delimiter = completion_delimiter
-        numbers = {
-            int: (
-                "max_gleanings", "extract_max_tokens", "summary_threshold_tokens",
-                "summary_max_input_tokens", "summary_max_words", "summary_max_tokens",
-                "max_cluster_size", "leiden_iterations", "report_max_input_tokens",
-                "report_max_words", "report_max_tokens", "max_failures_kept",
-            ),
-            float: ("leiden_resolution", "leiden_randomness"),
-            bool: ("line_records", "use_lcc", "report_substitution"),
-        }  # fmt: skip
-        given_values = locals()
-        for cast, keys in numbers.items():
-            for key in keys:
-                setattr(self, key, cast(given_values[key]))
+        self.chunks, self.extraction = group(Chunks, chunks), group(Extraction, extraction)
+        self.summaries, self.reports = group(Summaries, summaries), group(Reports, reports)
+        self.communities = group(Communities, communities)
+        self.max_failures_kept = int(max_failures_kept)
         self.local_search, self.global_search = (
             local_settings(local_search),
             global_settings(global_search),
         )
-        # null prompts are the ones in conf/memory/graphrag.yaml
-        missing = [key for key in PROMPTS if given_values[key] is None]
+        given = group(Prompts, prompts)  # null prompts are the ones in conf/memory/graphrag.yaml
+        missing = [key for key in PROMPTS if getattr(given, key) is None]
         defaults = default_prompts() if missing else {}
-        for key in PROMPTS:
-            setattr(self, key, defaults[key] if key in missing else given_values[key])
+        self.prompts = replace(given, **{key: defaults[key] for key in missing})
         self.text_units: dict[str, TextUnit] = {}
         self.build_record: dict[str, Any] = {}
         self.search_failures = FailureLog(self.max_failures_kept)
@@ -175,9 +121,10 @@ class GraphRAG(HierarchicalMemory):
     @classmethod
     def check_settings(cls, settings: dict[str, Any]) -> Iterator[tuple[str, str]]:
         """Rules between settings: the chunk overlap and the local-search budget split."""
-        size, overlap = settings.get("chunk_size"), settings.get("chunk_overlap", 100)
+        chunks = settings.get("chunks") or {}
+        size, overlap = chunks.get("size"), chunks.get("overlap", 100)
         if size is not None and overlap >= size:
-            yield "chunk_overlap", f"must be smaller than chunk_size ({size})"
+            yield "chunks.overlap", f"must be smaller than chunks.size ({size})"
         for key, message in local_settings_problems(settings.get("local_search") or {}):
             yield f"local_search.{key}", message
 
@@ -219,9 +166,9 @@ class GraphRAG(HierarchicalMemory):
                 self._graph_index(),
                 self.global_search,
                 self.tokenizer,
-                self.map_prompt,
-                self.reduce_prompt,
-                self.reduce_mc_prompt,
+                self.prompts.map_prompt,
+                self.prompts.reduce_prompt,
+                self.prompts.reduce_mc_prompt,
             )
         return self._global
 

@@ -91,7 +91,7 @@ def merge_graph(
     """Merge records into entities and undirected relationships with provenance (no LLM call)."""
     if missing_endpoint not in ("drop", "create"):
         raise ValueError(
-            f"memory.missing_endpoint must be 'drop' or 'create', got {missing_endpoint!r}"
+            f"memory.extraction.missing_endpoint must be 'drop' or 'create', got {missing_endpoint!r}"
         )
     types: dict[str, Counter[str]] = {}
     first_type: dict[str, dict[str, int]] = {}

@@ -12,6 +12,7 @@ Every constructor parameter of a subclass must be stored as an attribute of the 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 from pathlib import Path
@@ -148,7 +149,8 @@ class HierarchicalMemory(MemorySystem):
 
     # ------------------------------------------------------------------ persistence
     def hyperparameters(self) -> dict[str, Any]:
-        """The constructor's parameters, read back from the attributes of the same name."""
+        """The constructor's parameters, read back from the attributes of the same name (a grouped
+        settings object as its mapping, as the YAML section it was built from)."""
         names = [
             p.name
             for cls in type(self).__mro__
@@ -156,7 +158,11 @@ class HierarchicalMemory(MemorySystem):
             for p in inspect.signature(cls.__init__).parameters.values()
             if p.name not in _SERVICES and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
         ]
-        return {n: getattr(self, n) for n in dict.fromkeys(names) if hasattr(self, n)}
+        values = {n: getattr(self, n) for n in dict.fromkeys(names) if hasattr(self, n)}
+        return {
+            n: dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v
+            for n, v in values.items()
+        }
 
     def state(self) -> dict[str, Any]:
         """System-specific state to save beside the store (counters, per-insertion records)."""

@@ -157,3 +157,20 @@ def install_log_redaction(logger: logging.Logger | None = None) -> None:
     for handler in target.handlers:
         if not any(isinstance(f, RedactingFilter) for f in handler.filters):
             handler.addFilter(RedactingFilter())
+
+
+def looks_like_key(value: str) -> bool:
+    """True for a string that is not an environment variable name or looks like an API key."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+        return True
+    if (
+        re.match(r"(sk|pk|hf|ghp|gho|xox[abp]|AIza)[-_A-Za-z0-9]{8,}", value)
+        and not value.isupper()
+    ):
+        return True
+    mixed = (
+        any(c.islower() for c in value)
+        and any(c.isupper() for c in value)
+        and any(c.isdigit() for c in value)
+    )
+    return len(value) >= 20 and mixed

@@ -118,9 +118,9 @@ def test_global_search_answers_from_some_broken_map_batches_are_flagged_and_coun
 # the process's cores (make test gives each pytest worker one), since spin-waiting threads thrash on
 # shared cores (measured: 65 s vs > 600 s for one 380-token call under load 15); the rest is the default.
 CAPS = [
-    "memory.extract_max_tokens=96",
-    "memory.summary_max_tokens=64",
-    "memory.report_max_tokens=160",
+    "memory.extraction.max_tokens=96",
+    "memory.summaries.max_tokens=64",
+    "memory.reports.max_tokens=160",
     "memory.global_search.map_max_tokens=96",
 ]
 
@@ -232,8 +232,7 @@ def test_global_map_reduce_with_the_embedded_model_over_a_hand_built_graph():
         embedder=Embedder(SentenceTransformerBackend()),
         tokenizer=get_tokenizer(),
         traversal="global",
-        max_cluster_size=3,
-        use_lcc=False,
+        communities={"max_cluster_size": 3, "use_lcc": False},
         global_search={"map_batch_tokens": 600, "map_max_tokens": 96, "reduce_max_tokens": 24},
     )
     memory.insert(units_from_texts(TEXTS, "doc"))

@@ -112,7 +112,7 @@ def test_largest_connected_component_option():
         4,
     ]  # 5 has no edge
     assert hierarchical_leiden(3, [], 10)[0] == []
-    with pytest.raises(ValueError, match="memory.leiden_backend"):
+    with pytest.raises(ValueError, match="memory.communities.backend"):
         hierarchical_leiden(3, edges, 10, backend="louvain")
 
 

@@ -389,7 +389,7 @@ def test_token_chunking_keeps_every_overlapped_unit():
     )
     assert all(tok.count(t.text) <= 41 for t in tus)  # decode/encode may differ by a token at a cut
     assert [t.units for t in tus if t.source_id == "d2"] == [(units[2].id,)]
-    with pytest.raises(ValueError, match="chunk_overlap"):
+    with pytest.raises(ValueError, match="chunks.overlap"):
         make_text_units(units, tok, chunk_size=10, chunk_overlap=10)
 
 

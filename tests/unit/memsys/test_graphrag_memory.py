@@ -15,8 +15,7 @@ from memharness.memsys.types import Question
 
 def built(traversal="local", map_reply=None, **kw) -> tuple[GraphRAG, StepLLM, list]:
     llm = StepLLM(responder(map_reply))
-    kw.setdefault("max_cluster_size", 3)
-    kw.setdefault("use_lcc", False)
+    kw.setdefault("communities", {"max_cluster_size": 3, "use_lcc": False})
     memory = GraphRAG(
         llm=llm,
         embedder=HashingEmbedder(dim=128),
@@ -285,7 +284,7 @@ def test_reports_below_min_rating_are_left_out_of_the_map_and_counted():
 
 
 def test_the_build_provenance_names_the_graph_seed_levels_and_extraction_failures():
-    memory, _, _ = built(leiden_seed=7)
+    memory, _, _ = built(communities={"max_cluster_size": 3, "use_lcc": False, "seed": 7})
     prov = json.loads(json.dumps(memory.stats()))["graphrag"]["provenance"]
     levels = (
         max(
@@ -312,7 +311,7 @@ def test_the_build_provenance_names_the_graph_seed_levels_and_extraction_failure
     seeded, _, _ = built()
     assert (
         seeded.stats()["graphrag"]["provenance"]["graph_seed"] == seeded.seed
-    )  # null leiden_seed: the run's seed
+    )  # null communities.seed: the run's seed
 
 
 def test_a_prompt_missing_a_required_placeholder_is_refused_naming_the_key():
@@ -329,11 +328,12 @@ def test_a_prompt_missing_a_required_placeholder_is_refused_naming_the_key():
         ("extract_prompt", "Extract: {entity_types}", "input_text"),
         ("summarize_prompt", "{entity_name}", "description_list"),
     ]:
-        found = problems(**{key: prompt})
-        assert len(found) == 1 and found[0].startswith(f"memory.{key}=") and needed in found[0], (
-            found
-        )
-    assert problems(report_prompt="{input_text} {unknown}")[0].startswith("memory.report_prompt=")
+        found = problems(prompts={key: prompt})
+        expected = f"memory.prompts.{key}="
+        assert len(found) == 1 and found[0].startswith(expected) and needed in found[0], found
+    assert problems(prompts={"report_prompt": "{input_text} {unknown}"})[0].startswith(
+        "memory.prompts.report_prompt="
+    )
 
 
 def test_save_and_load_give_the_same_answers_without_llm_calls(tmp_path):
@@ -346,7 +346,7 @@ def test_save_and_load_give_the_same_answers_without_llm_calls(tmp_path):
     assert [i.node_id for i in again.search("Who audits Velox Rail?", 150)] == [
         i.node_id for i in before
     ]
-    assert again.max_cluster_size == 3 and again.build_record == memory.build_record
+    assert again.communities.max_cluster_size == 3 and again.build_record == memory.build_record
     assert (tmp_path / "view.html").exists()
     json.dumps(again.stats())  # memory_stats.json material
 
@@ -361,14 +361,16 @@ def test_bad_settings_are_refused_before_a_run_naming_the_setting(make_cfg):
     cases = {
         "memory.local_search.style=hybrid": "memory.local_search.style='hybrid': expected one of graphrag | nano",
         "memory.traversal=drift": "memory.traversal='drift'",
-        "memory.max_cluster_size=0": "memory.max_cluster_size=0: expected an integer >= 1",
+        "memory.communities.max_cluster_size=0": "memory.communities.max_cluster_size=0: expected an "
+        "integer >= 1",
         "+memory.local_search.topk=3": "memory.local_search.topk",
         "memory.local_search.community_prop=0.6": "memory.local_search.text_unit_prop: community_prop + "
         "text_unit_prop must not exceed 1",
-        "memory.chunk_size=100": "memory.chunk_overlap: must be smaller than chunk_size (100)",
-        "memory.map_prompt='no table here'": "memory.map_prompt='no table here': expected null or a template "
+        "memory.chunks.size=100": "memory.chunks.overlap: must be smaller than chunks.size (100)",
+        "memory.prompts.map_prompt='no table here'": "memory.prompts.map_prompt='no table here': "
+        "expected null or a template "
         "string with {placeholders}: context_data",
-        "memory.leiden_backend=louvain": "memory.leiden_backend='louvain'",
+        "memory.communities.backend=louvain": "memory.communities.backend='louvain'",
     }
     for override, expected in cases.items():
         problems = config_problems(make_cfg("memory=graphrag", override))
