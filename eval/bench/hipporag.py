@@ -56,7 +56,7 @@ def prompts() -> dict[str, str]:
     cfg = OmegaConf.create(
         (files("memharness.conf") / "memory" / "hipporag.yaml").read_text(encoding="utf-8")
     )
-    return {k: str(v) for k, v in cfg.items() if str(k).endswith("_prompt")}
+    return {k: str(v) for k, v in cfg.prompts.items()}
 
 
 def sample_build_calls() -> dict[str, Any]:
@@ -67,7 +67,7 @@ def sample_build_calls() -> dict[str, Any]:
             llm=ScriptedLLM(stub_reply),
             embedder=SeededEmbedder(64),
             tokenizer=get_tokenizer(),
-            **prompts(),
+            prompts=prompts(),
         )
         memory.insert(episode.units)
         memory.ensure_built()

@@ -25,6 +25,7 @@ import numpy as np
 from memharness.memsys.base import MemorySystem, fill_budget
 from memharness.memsys.extraction.chunks import TextUnit, make_text_units
 from memharness.memsys.extraction.parsing import FailureLog, fill, parse_json_object
+from memharness.memsys.graphrag.settings import Chunks, group
 from memharness.memsys.hipporag import rank as rk
 from memharness.memsys.hipporag.extract import (
     FAILED,
@@ -44,7 +45,8 @@ from memharness.memsys.hipporag.graph import (
     min_max,
 )
 from memharness.memsys.hipporag.ppr import PPRSettings, ppr_settings
-from memharness.memsys.settings import Placeholders, Range
+from memharness.memsys.hipporag.settings import Indexing, Prompts, Retrieval
+from memharness.memsys.settings import Range
 from memharness.memsys.types import RetrievedItem, Unit
 
 log = logging.getLogger(__name__)
@@ -57,18 +59,13 @@ class HippoRAG(MemorySystem):
 
     online = False
     name = "hipporag"
+    # retrieval only (dotted: a key inside a group); changing them reuses a built snapshot
     retrieval_settings = (
-        "damping",
+        "retrieval",
         "ppr",
-        "specificity",
-        "passage_score",
         "top_k",
-        "query_ner_prompt",
-        "query_ner_max_tokens",
-        "linking_top_k",
-        "passage_node_weight",
-        "filter_prompt",
-        "filter_max_tokens",
+        "prompts.query_ner_prompt",
+        "prompts.filter_prompt",
     )
 
     def __init__(
@@ -78,54 +75,23 @@ class HippoRAG(MemorySystem):
         tokenizer: Any = None,
         *,
         variant: Literal["v1", "v2"] = "v1",
-        chunk_size: Annotated[int, Range(1)] | None = None,
-        chunk_overlap: Annotated[int, Range(0)] = 100,
-        extract_max_tokens: Annotated[int, Range(1)] = 1024,
-        synonym_threshold: Annotated[float, Range(-1, 1)] = 0.8,
-        synonym_max_neighbours: Annotated[int, Range(0)] = 100,
-        damping: Annotated[float, Range(0, 1, hi_open=True)] = 0.5,
+        chunks: Chunks | None = None,
+        indexing: Indexing | None = None,
+        retrieval: Retrieval | None = None,
         ppr: PPRSettings | None = None,
-        specificity: bool = True,
-        passage_score: Literal["facts", "phrases"] = "facts",
         top_k: Annotated[int, Range(1)] | None = None,
-        query_ner_max_tokens: Annotated[int, Range(1)] = 300,
-        linking_top_k: Annotated[int, Range(1)] = 5,
-        passage_node_weight: Annotated[float, Range(0)] = 0.05,
-        filter_max_tokens: Annotated[int, Range(1)] = 512,
         max_failures_kept: Annotated[int, Range(0)] = 20,
-        ner_prompt: Annotated[str, Placeholders("passage")] = "{passage}",
-        triple_prompt: Annotated[
-            str, Placeholders("passage", "named_entity_json")
-        ] = "{passage}\n{named_entity_json}",
-        query_ner_prompt: Annotated[str, Placeholders("question")] = "{question}",
-        filter_prompt: Annotated[
-            str, Placeholders("question", "fact_before_filter")
-        ] = "{question}\n{fact_before_filter}",
+        prompts: Prompts | None = None,
     ) -> None:
+        # Settings are declared by the annotations of the groups (hipporag/settings.py), checked
+        # before a run starts; each group is a section of conf/memory/hipporag.yaml.
         super().__init__(llm, embedder, tokenizer)
         self.variant = variant
-        self.chunk_size, self.chunk_overlap = chunk_size, int(chunk_overlap)
-        self.extract_max_tokens = int(extract_max_tokens)
-        self.synonym_threshold = float(synonym_threshold)
-        self.synonym_max_neighbours = int(synonym_max_neighbours)
+        self.chunks, self.indexing = group(Chunks, chunks), group(Indexing, indexing)
+        self.retrieval, self.prompts = group(Retrieval, retrieval), group(Prompts, prompts)
         self.ppr = ppr_settings(ppr)
-        self.damping, self.specificity, self.passage_score = (
-            float(damping),
-            specificity,
-            passage_score,
-        )
         self.top_k = int(top_k) if top_k is not None else DEFAULT_TOP_K[variant]
-        self.query_ner_max_tokens = int(query_ner_max_tokens)
-        self.linking_top_k, self.passage_node_weight = (
-            int(linking_top_k),
-            float(passage_node_weight),
-        )
-        self.filter_max_tokens, self.max_failures_kept = (
-            int(filter_max_tokens),
-            int(max_failures_kept),
-        )
-        self.ner_prompt, self.triple_prompt = ner_prompt, triple_prompt
-        self.query_ner_prompt, self.filter_prompt = query_ner_prompt, filter_prompt
+        self.max_failures_kept = int(max_failures_kept)
         self.text_units: list[TextUnit] = []
         self.records: list[PassageTriples] = []
         self.graph: PhraseGraph | None = None
@@ -145,21 +111,24 @@ class HippoRAG(MemorySystem):
         start, failures = time.perf_counter(), FailureLog(self.max_failures_kept)
         self.degradation.clear()  # a rebuild starts over
         self.text_units = make_text_units(
-            units, self.tokenizer, self.chunk_size, self.chunk_overlap
+            units, self.tokenizer, self.chunks.size, self.chunks.overlap
         )
         self.records, calls = run_openie(
             self.llm,
             self.text_units,
-            self.ner_prompt,
-            self.triple_prompt,
-            self.extract_max_tokens,
+            self.prompts.ner_prompt,
+            self.prompts.triple_prompt,
+            self.indexing.extract_max_tokens,
             failures,
         )
         extract_s = time.perf_counter() - start
         g = collect(self.records, passage_nodes=self.variant == "v2")
         self.vectors = {"phrase_vectors": self._embed(g.phrases)}
         add_synonym_edges(
-            g, self.vectors["phrase_vectors"], self.synonym_threshold, self.synonym_max_neighbours
+            g,
+            self.vectors["phrase_vectors"],
+            self.indexing.synonym_threshold,
+            self.indexing.synonym_max_neighbours,
         )
         if self.variant == "v2":
             add_passage_edges(g)
@@ -177,8 +146,8 @@ class HippoRAG(MemorySystem):
             "units": len(units),
             "passages": len(self.text_units),
             "chunking": "dataset units"
-            if self.chunk_size is None
-            else f"{self.chunk_size}/{self.chunk_overlap} tokens",
+            if self.chunks.size is None
+            else f"{self.chunks.size}/{self.chunks.overlap} tokens",
             "llm_calls": {**calls, "total": sum(calls.values())},
             "extraction": summary,
             "graph": {
@@ -219,8 +188,8 @@ class HippoRAG(MemorySystem):
     def query_entities(self, question: str) -> list[str]:
         """The question's named entities, normalised (an unreadable reply: none, counted)."""
         reply = self._ask(
-            fill(self.query_ner_prompt, question=question),
-            self.query_ner_max_tokens,
+            fill(self.prompts.query_ner_prompt, question=question),
+            self.retrieval.query_ner_max_tokens,
             "query_ner",
             question,
         )
@@ -240,8 +209,8 @@ class HippoRAG(MemorySystem):
         facts = [g.facts[i] for i in candidates]
         payload = json.dumps({"fact": [list(f) for f in facts]}, ensure_ascii=False)
         reply = self._ask(
-            fill(self.filter_prompt, question=question, fact_before_filter=payload),
-            self.filter_max_tokens,
+            fill(self.prompts.filter_prompt, question=question, fact_before_filter=payload),
+            self.retrieval.filter_max_tokens,
             "filter",
             question,
         )
@@ -255,11 +224,13 @@ class HippoRAG(MemorySystem):
             self._bump("filter_unparsed")
             self.search_failures.add("filter_unparsed", reply, question=question)
             return []
-        return [candidates[i] for i in rk.match_facts(returned, facts)][: self.linking_top_k]
+        return [candidates[i] for i in rk.match_facts(returned, facts)][
+            : self.retrieval.linking_top_k
+        ]
 
     def rank(self, question: str) -> rk.Ranking:
         """Passage scores for ``question`` under the configured variant."""
-        g = self.graph
+        g, r = self.graph, self.retrieval
         assert g is not None
         if self.variant == "v1":
             entities = self.query_entities(question)
@@ -268,9 +239,9 @@ class HippoRAG(MemorySystem):
                 self.vectors["phrase_vectors"],
                 entities,
                 self._embed(entities),
-                self.damping,
-                self.passage_score,
-                self.specificity,
+                r.damping,
+                r.passage_score,
+                r.specificity,
                 self.ppr,
             )
         query = self._embed([question])[0]
@@ -278,16 +249,16 @@ class HippoRAG(MemorySystem):
         if not g.facts:
             return rk.Ranking(min_max(dense), "dense")
         fact_scores = min_max(self.vectors["fact_vectors"] @ query)
-        kept = self.recognise(question, rk.top_facts(fact_scores, self.linking_top_k))
+        kept = self.recognise(question, rk.top_facts(fact_scores, r.linking_top_k))
         self._bump("facts_kept", len(kept))
         return rk.rank_v2(
             g,
             kept,
             fact_scores,
             dense,
-            self.linking_top_k,
-            self.passage_node_weight,
-            self.damping,
+            r.linking_top_k,
+            r.passage_node_weight,
+            r.damping,
             self.ppr,
         )
 

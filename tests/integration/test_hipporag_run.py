@@ -51,7 +51,10 @@ def test_hipporag_run_records_passages_with_provenance_and_reuses_its_snapshot(m
         }
         assert episode["hipporag"]["search"]["mode_ppr"] == episode["hipporag"]["search"]["queries"]
     again = make_cfg(
-        "memory=hipporag", f"llm.backend.script={SCRIPT}", "dataset.limit=3", "memory.damping=0.3"
+        "memory=hipporag",
+        f"llm.backend.script={SCRIPT}",
+        "dataset.limit=3",
+        "memory.retrieval.damping=0.3",
     )
     run(again, tmp_path / "b")
     reloaded = json.loads((tmp_path / "b" / "memory_stats.json").read_text())
@@ -87,8 +90,8 @@ def test_hipporag_runs_on_the_sample_with_the_embedded_model(tmp_path):
         "dataset=sample",
         "dataset.loader.parts=[dialogues]",
         "dataset.limit=1",
-        "memory.chunk_size=512",  # the 9 dialogue units in a few 512-token passages: fewer calls
-        "memory.extract_max_tokens=128",
+        "memory.chunks.size=512",  # the 9 dialogue units in a few 512-token passages: fewer calls
+        "memory.indexing.extract_max_tokens=128",
         "llm=local_tiny",
         "eval.judge.calibration_max=0",
         timeout=3600,  # five model calls; a busy shared machine took over 15 minutes

@@ -22,7 +22,7 @@ from omegaconf import OmegaConf
 from tests.paths import ROOT
 
 YAML = OmegaConf.to_container(OmegaConf.load(ROOT / "conf" / "memory" / "hipporag.yaml"))
-PROMPTS = {k: YAML[k] for k in YAML if k.endswith("_prompt")}
+PROMPTS = YAML["prompts"]
 
 PASSAGES = [
     "Alice Smith works at Acme Corp, which is located in Berlin.",
@@ -87,7 +87,7 @@ def built(llm=None, texts=PASSAGES, **settings) -> HippoRAG:
         llm=llm or replier(),
         embedder=HashingEmbedder(dim=1024),
         tokenizer=WordTokenizer(),
-        **{**PROMPTS, **settings},
+        **{"prompts": PROMPTS, **settings},
     )
     mem.insert(units_from_texts(list(texts), source_id="doc"))
     mem.ensure_built()
@@ -96,9 +96,13 @@ def built(llm=None, texts=PASSAGES, **settings) -> HippoRAG:
 
 def test_every_key_of_the_config_is_commented():
     lines = (ROOT / "conf" / "memory" / "hipporag.yaml").read_text().splitlines()
-    for key in set(YAML) - {"_target_", "name"}:
-        ((i, line),) = [(i, ln) for i, ln in enumerate(lines) if ln.startswith(f"{key}:")]
-        assert "#" in line or lines[i - 1].startswith("#"), key
+    keys = [key for key in set(YAML) - {"_target_", "name"}]
+    keys += ["  " + k for key, v in YAML.items() if isinstance(v, dict) for k in v]  # the groups'
+    for key in keys:
+        found = [(i, ln) for i, ln in enumerate(lines) if ln.startswith(f"{key}:")]
+        assert found, key
+        i, line = found[0]
+        assert "#" in line or lines[i - 1].lstrip().startswith("#"), key
 
 
 def test_phrases_are_normalised_as_hipporag_does():
@@ -145,7 +149,7 @@ def test_graph_of_the_three_passages_by_hand():
 
 
 def test_a_higher_threshold_drops_the_synonym_edge_and_v2_adds_passage_nodes():
-    assert built(synonym_threshold=0.85).graph.edge_counts()["synonym"] == 0
+    assert built(indexing={"synonym_threshold": 0.85}).graph.edge_counts()["synonym"] == 0
     g = built(variant="v2").graph
     assert g.n_nodes == len(PHRASES) + 3
     passage_edges = sorted(k for k, kind in g.kinds.items() if kind == "passage")
@@ -207,7 +211,12 @@ def test_v1_ranking_matches_an_independent_computation(seeds):
 
 
 @pytest.mark.parametrize(
-    "mutation", [{"specificity": False}, {"passage_score": "phrases"}, {"damping": 0.8}]
+    "mutation",
+    [
+        {"retrieval": {"specificity": False}},
+        {"retrieval": {"passage_score": "phrases"}},
+        {"retrieval": {"damping": 0.8}},
+    ],
 )
 def test_the_reference_tells_each_planted_mutation_apart(mutation):
     """The comparison above can fail: each changed rule moves some seed set's scores."""
@@ -302,7 +311,8 @@ def test_snapshot_round_trip_gives_the_same_graph_and_ranking():
             llm=replier(),
             embedder=HashingEmbedder(dim=1024),
             tokenizer=WordTokenizer(),
-            **{**PROMPTS, "variant": variant},
+            prompts=PROMPTS,
+            variant=variant,
         )
         again.load_state({**plain, **arrays})
         assert again.graph.to_json() == mem.graph.to_json()
