@@ -22,8 +22,18 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 from memharness.memsys.base import MemorySystem, fill_budget
-from memharness.memsys.memgpt.agent import Loop, LoopCounts, LoopSettings, Outcome
+from memharness.memsys.graphrag.settings import group
+from memharness.memsys.memgpt.agent import Loop as AgentLoop
+from memharness.memsys.memgpt.agent import LoopCounts, Outcome
 from memharness.memsys.memgpt.calls import Call
+from memharness.memsys.memgpt.settings import (
+    CoreBlocks,
+    Functions,
+    Loop,
+    Prompts,
+    Queue,
+    loop_settings,
+)
 from memharness.memsys.memgpt.stores import (
     ArchivalStore,
     CoreMemory,
@@ -35,10 +45,8 @@ from memharness.memsys.memgpt.stores import (
     page_text,
 )
 from memharness.memsys.services.types import Completion
-from memharness.memsys.settings import Placeholders, Range
+from memharness.memsys.settings import Range
 from memharness.memsys.types import Question, RetrievedItem, Unit, content_id
-
-LOOP_KEYS = tuple(LoopSettings.__dataclass_fields__)
 
 
 def _unit_vectors(vectors: Any) -> np.ndarray:
@@ -52,7 +60,8 @@ class MemGPT(MemorySystem):
 
     online = True
     name = "memgpt"
-    retrieval_settings = (*LOOP_KEYS, "page_size", "top_k")
+    # retrieval only: a changed value reuses a snapshot of the stores (core memory is built state)
+    retrieval_settings = ("functions", "queue", "loop", "prompts", "top_k")
 
     def __init__(
         self,
@@ -62,46 +71,37 @@ class MemGPT(MemorySystem):
         *,
         variant: Literal["agent", "flat"] = "agent",
         units_to: Literal["recall", "archival", "both"] = "recall",
-        persona: str = "",
-        human: str = "",
-        core_char_limit: Annotated[int, Range(1)] = 2000,
-        page_size: Annotated[int, Range(1)] = 5,
         top_k: Annotated[int, Range(1)] = 3,
-        context_window: Annotated[int, Range(256)] = 4096,
-        warn_fraction: Annotated[float, Range(0.0, 1.0)] = 0.75,
-        evict_fraction: Annotated[float, Range(0.0, 1.0)] = 0.75,
-        keep_last: Annotated[int, Range(0)] = 3,
-        max_steps: Annotated[int, Range(1)] = 10,
-        final_send: bool = False,
-        step_max_tokens: Annotated[int, Range(1)] = 256,
-        summary_max_tokens: Annotated[int, Range(1)] = 256,
-        function_return_chars: Annotated[int, Range(1)] = 3000,
-        temperature: Annotated[float, Range(0, 2)] = 0.0,
-        system_prompt: Annotated[
-            str,
-            Placeholders("core_memory", optional=("recall_count", "archival_count", "page_size")),
-        ] = "{core_memory}",
-        summary_prompt: Annotated[str, Placeholders("messages")] = "{messages}",
-        warning_message: str = "Memory pressure: save what matters.",
-        heartbeat_message: str = "Function called with request_heartbeat=true: your turn.",
-        failed_heartbeat_message: str = "The function call failed: your turn.",
-        final_step_message: str = "",
+        core_memory: CoreBlocks | None = None,
+        functions: Functions | None = None,
+        queue: Queue | None = None,
+        loop: Loop | None = None,
+        prompts: Prompts | None = None,
     ) -> None:
+        # Settings are declared by the annotations of the groups (memgpt/settings.py), checked
+        # before a run starts; each group is a section of conf/memory/memgpt.yaml.
         super().__init__(llm, embedder, tokenizer)
-        self.variant, self.units_to, self.page_size, self.top_k = (
-            variant,
-            units_to,
-            page_size,
-            top_k,
+        self.variant, self.units_to, self.top_k = variant, units_to, top_k
+        self.core_memory, self.functions = (
+            group(CoreBlocks, core_memory),
+            group(Functions, functions),
         )
-        values = {k: v for k, v in locals().items() if k in LOOP_KEYS}
-        self.loop_settings = LoopSettings(**values)
-        self.core = CoreMemory({"persona": persona, "human": human}, core_char_limit)
+        self.queue, self.loop, self.prompts = (
+            group(Queue, queue),
+            group(Loop, loop),
+            group(Prompts, prompts),
+        )
+        self.page_size = self.functions.page_size
+        self.loop_settings = loop_settings(self.functions, self.queue, self.loop, self.prompts)
+        limit = self.core_memory.char_limit
+        self.core = CoreMemory(
+            {"persona": self.core_memory.persona, "human": self.core_memory.human}, limit
+        )
         for name, text in self.core.blocks.items():
-            if len(text) > core_char_limit:
+            if len(text) > limit:
                 raise ValueError(
-                    f"memory.{name} holds {len(text)} characters, over memory.core_char_limit "
-                    f"({core_char_limit})"
+                    f"memory.core_memory.{name} holds {len(text)} characters, over "
+                    f"memory.core_memory.char_limit ({limit})"
                 )
         self.recall = RecallStore()
         self.archival = ArchivalStore()
@@ -132,7 +132,7 @@ class MemGPT(MemorySystem):
         if self.variant == "flat":
             return self._flat(question, budget_tokens)
         shown: list[Entry] = []
-        loop = Loop(self.llm, self.tokenizer.count, self.loop_settings, self.counts)
+        loop = AgentLoop(self.llm, self.tokenizer.count, self.loop_settings, self.counts)
         self.recall.add(Entry(question, "user"))  # every message goes to recall (Sec. 2.2)
         outcome = loop.run(question, None, self._context, lambda call: self._execute(call, shown))
         if outcome.status == "sent":

@@ -18,8 +18,8 @@ def test_memgpt_agent_runs_on_the_sample_with_the_embedded_model(tmp_path):
         "dataset=sample",
         "dataset.limit=1",
         "llm=local_tiny",
-        "memory.max_steps=3",
-        "memory.step_max_tokens=128",
+        "memory.loop.max_steps=3",
+        "memory.loop.step_max_tokens=128",
         "eval.judge.enabled=false",
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -33,7 +33,7 @@ def test_memgpt_agent_runs_on_the_sample_with_the_embedded_model(tmp_path):
     assert agent["steps"] == len(steps) and agent["questions"] == 1
     # every step is accounted for: a well-formed call, a refused call, or a counted malformed one
     assert sum(agent["functions"].values()) + agent["malformed_total"] == agent["steps"]
-    # an answer sent on the restricted last step (memory.final_send) is counted and marked as such
+    # an answer sent on the restricted last step (memory.loop.final_send) is counted and marked as such
     assert agent["forced_final_sends"] == sum(1 for s in steps if s.get("forced"))
     if samples[0]["status"] == "scored":  # the answer is what the agent sent
         assert steps[-1] == {"function": "send_message", "status": "ok"}

@@ -67,7 +67,7 @@ def test_the_sent_message_is_the_prediction_and_the_steps_are_recorded(make_cfg,
 def test_the_step_cap_is_an_answer_failure_and_flat_answers_with_the_shared_prompt(
     make_cfg, tmp_path
 ):
-    run(_cfg(make_cfg, [["user_message", SEARCH]], "memory.max_steps=2"), tmp_path / "cap")
+    run(_cfg(make_cfg, [["user_message", SEARCH]], "memory.loop.max_steps=2"), tmp_path / "cap")
     samples = _samples(tmp_path / "cap")
     assert samples and all(s["status"] == "answer_failed" for s in samples)
     assert all("step_cap" in s["error"] and len(s["agent_steps"]) == 2 for s in samples)

@@ -17,9 +17,7 @@ from omegaconf import OmegaConf
 from tests.paths import ROOT
 
 YAML = OmegaConf.to_container(OmegaConf.load(ROOT / "conf" / "memory" / "memgpt.yaml"))
-TEXTS = {
-    k: YAML[k] for k in YAML if k.endswith(("_prompt", "_message")) or k in ("persona", "human")
-}
+TEXTS = {"prompts": YAML["prompts"], "core_memory": YAML["core_memory"]}
 SUMMARY_MARK = "Reply with\nthe summary only"  # a line of summary_prompt
 
 
@@ -166,7 +164,7 @@ def test_core_memory_edits_and_their_limit_fail_back_to_the_agent():
             call("send_message", message="ok"),
         ]
     )
-    mem = memory(script, core_char_limit=40, persona="I am a companion.")
+    mem = memory(script, core_memory={"char_limit": 40, "persona": "I am a companion."})
     _, completion = ask(mem)
     assert completion.ok and mem.core.blocks["human"] == "Likes red."
     assert "Likes red." in script.step_requests[2].messages[0][1]  # core memory is in the context
@@ -207,7 +205,7 @@ def test_parse_call_reads_the_heartbeat_flag_only_as_a_boolean():
 
 def test_the_step_cap_is_a_counted_failure():
     script = Script([call("conversation_search", True, query="blue")] * 3)
-    mem = memory(script, max_steps=3)
+    mem = memory(script, loop={"max_steps": 3})
     mem.insert(session_units(1))
     _, completion = ask(mem)
     assert not completion.ok and "step_cap" in completion.error and completion.text == ""
@@ -223,7 +221,7 @@ def test_final_send_allows_only_send_message_on_the_last_step_and_counts_the_ans
     script = Script(
         [call("conversation_search", True, query="blue")] * 2 + [call("send_message", message="b")]
     )
-    mem = memory(script, max_steps=3, final_send=True)
+    mem = memory(script, loop={"max_steps": 3, "final_send": True})
     mem.insert(session_units(1))
     _, completion = ask(mem)
     assert completion.ok and completion.text == "b"
@@ -232,7 +230,7 @@ def test_final_send_allows_only_send_message_on_the_last_step_and_counts_the_ans
     assert schema_functions(last) == ["send_message"]
     shapes = json.loads(last.json_schema)["properties"]["arguments"]["anyOf"]
     assert [sorted(s["properties"]) for s in shapes] == [["message"]]
-    alert = YAML["final_step_message"].split(":")[0]
+    alert = YAML["prompts"]["final_step_message"].split(":")[0]
     assert alert in user_turns(last)[-1] and all(alert not in t for t in user_turns(second))
     steps = completion.extra["sample_fields"]["agent_steps"]
     assert steps[-1] == {"function": "send_message", "status": "ok", "forced": True}
@@ -242,7 +240,7 @@ def test_final_send_allows_only_send_message_on_the_last_step_and_counts_the_ans
 
 def test_final_send_does_not_touch_an_earlier_message_and_a_failed_last_step_stays_a_failure():
     script = Script([call("send_message", message="early")])
-    mem = memory(script, max_steps=3, final_send=True)
+    mem = memory(script, loop={"max_steps": 3, "final_send": True})
     _, completion = ask(mem)
     assert completion.text == "early" and schema_functions(script.step_requests[0]) != [
         "send_message"
@@ -251,7 +249,7 @@ def test_final_send_does_not_touch_an_earlier_message_and_a_failed_last_step_sta
     # a backend that ignores the schema, or a malformed last reply: no answer, a counted step_cap
     for last in (call("conversation_search", True, query="blue"), "no json here"):
         script = Script([call("conversation_search", True, query="blue"), last])
-        mem = memory(script, max_steps=2, final_send=True)
+        mem = memory(script, loop={"max_steps": 2, "final_send": True})
         _, completion = ask(mem)
         assert not completion.ok and completion.text == "" and "step_cap" in completion.error
         agent = mem.stats()["agent"]
@@ -266,7 +264,12 @@ def test_warning_at_75_percent_of_the_window_then_flush_into_a_recursive_summary
     script = Script(
         [call("conversation_search", True, query="blue")] * 7 + [call("send_message", message="m")]
     )
-    mem = memory(script, context_window=900, step_max_tokens=10, page_size=5, summary_max_tokens=50)
+    mem = memory(
+        script,
+        queue={"context_window": 900},
+        loop={"step_max_tokens": 10, "summary_max_tokens": 50},
+        functions={"page_size": 5},
+    )
     mem.insert(session_units(5))
     _, completion = ask(mem)
     assert completion.text == "m"
@@ -293,7 +296,9 @@ def test_the_summary_is_recursive_and_a_failed_summary_is_counted():
     script = Script(
         [call("conversation_search", True, query="blue")] * 12 + [call("send_message", message="m")]
     )
-    mem = memory(script, context_window=700, step_max_tokens=10, max_steps=20)
+    mem = memory(
+        script, queue={"context_window": 700}, loop={"step_max_tokens": 10, "max_steps": 20}
+    )
     mem.insert(session_units(5))
     ask(mem)
     assert len(script.summary_prompts) >= 2
@@ -303,7 +308,9 @@ def test_the_summary_is_recursive_and_a_failed_summary_is_counted():
         + [call("send_message", message="m")],
         summary=None,
     )
-    mem2 = memory(failing, context_window=700, step_max_tokens=10, max_steps=20)
+    mem2 = memory(
+        failing, queue={"context_window": 700}, loop={"step_max_tokens": 10, "max_steps": 20}
+    )
     mem2.insert(session_units(5))
     ask(mem2)
     agent = mem2.stats()["agent"]
@@ -350,3 +357,11 @@ def test_every_step_asks_for_json_of_the_call_schema_and_the_schema_covers_every
     send = next(s for s in shapes if "message" in s["properties"])
     assert "request_heartbeat" not in send["properties"]
     assert len(shapes) == len(FUNCTIONS) - 1  # the two searches share one shape
+
+
+def test_a_core_block_over_its_limit_is_one_error_naming_the_grouped_keys():
+    with pytest.raises(ValueError) as err:
+        memory(Script([]), core_memory={"char_limit": 5, "persona": "I am a companion."})
+    assert str(err.value) == (
+        "memory.core_memory.persona holds 17 characters, over memory.core_memory.char_limit (5)"
+    )
