@@ -10,6 +10,7 @@ import re
 
 import numpy as np
 import pytest
+from memharness.eval.run.snapshots import construction_settings
 from memharness.memsys.extraction.parsing import FailureLog
 from memharness.memsys.hipporag import HippoRAG
 from memharness.memsys.hipporag.extract import normalise_phrase, parse_triples
@@ -343,3 +344,26 @@ def test_filter_output_is_matched_to_the_candidates():
     candidates = [("a", "b", "c"), ("berlin", "capital of", "germany")]
     assert match_facts([["Berlin", "capital of", "Germany"], ["a", "b", "c"]], candidates) == [1, 0]
     assert match_facts([["berlin", "capital", "germany"]], candidates) == [1]  # closest
+
+
+def test_only_the_build_groups_change_the_snapshot_address():
+    """Retrieval-only settings (the retrieval group, ppr, top_k, the query prompts) reuse a snapshot;
+    the chunks, indexing and extraction prompts do not."""
+    base = {k: v for k, v in YAML.items() if k not in ("_target_", "name")}
+
+    def address(**changes):
+        params = {**base, **{k: {**base[k], **v} for k, v in changes.items()}}
+        return construction_settings(params, HippoRAG)
+
+    same = address(
+        retrieval={"damping": 0.3, "linking_top_k": 2},
+        ppr={"engine": "prpack"},
+        prompts={
+            "query_ner_prompt": "{question}?",
+            "filter_prompt": "{question}{fact_before_filter}",
+        },
+    )
+    assert same == address()
+    assert address(indexing={"synonym_threshold": 0.9}) != address()
+    assert address(chunks={"size": 512}) != address()
+    assert address(prompts={"ner_prompt": "{passage}!"}) != address()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from memharness.eval.run.snapshots import construction_settings
 from memharness.memsys.memgpt import MemGPT
 from memharness.memsys.memgpt.calls import FUNCTIONS, Malformed, parse_call
 from memharness.memsys.testing.doubles import HashingEmbedder, ScriptedLLM, WordTokenizer
@@ -365,3 +366,20 @@ def test_a_core_block_over_its_limit_is_one_error_naming_the_grouped_keys():
     assert str(err.value) == (
         "memory.core_memory.persona holds 17 characters, over memory.core_memory.char_limit (5)"
     )
+
+
+def test_only_units_to_and_the_core_blocks_change_the_snapshot_address():
+    base = {k: v for k, v in YAML.items() if k not in ("_target_", "name")}
+
+    def address(**changes):
+        params = {**base, **{k: {**base[k], **v} for k, v in changes.items()}}
+        return construction_settings(params, MemGPT)
+
+    same = address(
+        functions={"page_size": 2},
+        queue={"keep_last": 1},
+        loop={"max_steps": 2},
+        prompts={"final_step_message": "Last step."},
+    )
+    assert same == address()
+    assert address(core_memory={"human": "Likes blue."}) != address()
