@@ -90,12 +90,10 @@ def basis(dim: int, i: int, scale: float = 1.0) -> np.ndarray:
 def make_cam(
     table: dict[str, list[float]] | dict[str, np.ndarray], llm: FakeLLM | None = None, **kw
 ) -> CAM:
-    kw.setdefault("summary_prompt", SUMMARY)
-    kw.setdefault("selection_prompt", SELECT)
-    kw.setdefault(
-        "alpha", 0.6
-    )  # the hand-made tables were computed with the released code's alpha and theta
-    kw.setdefault("theta", 0.6)
+    kw["summaries"] = {"prompt": SUMMARY, **kw.get("summaries", {})}
+    kw["selection"] = {"prompt": SELECT, **kw.get("selection", {})}
+    # the hand-made tables were computed with the released code's alpha and theta
+    kw["network"] = {"alpha": 0.6, "theta": 0.6, **kw.get("network", {})}
     table = {w: list(map(float, v)) for w, v in table.items()}
     return CAM(llm=llm or FakeLLM(), embedder=WordEmbedder(table), tokenizer=WordTokenizer(), **kw)
 

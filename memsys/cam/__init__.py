@@ -3,7 +3,8 @@
 ``network`` (eq. 2 foundational network, ego-splitting replicas), ``clustering`` (semi-synchronous
 label propagation, size caps, super-graph, community matching), ``develop`` (the online batch
 update, level by level), ``retrieval`` (Prune-and-Grow), ``chunking`` (units or CAM's packing),
-``memory`` (the ``CAM`` memory system).
+``settings`` (the settings groups, sections of ``conf/memory/cam.yaml``), ``memory`` (the ``CAM``
+memory system).
 """
 
 from memharness.memsys.cam.memory import CAM

@@ -47,7 +47,7 @@ def chunks_of(units: Sequence[Unit], mode: str, tokenizer: Any, max_tokens: int)
     if mode == "units":
         return [Chunk(u.text, (u.id,), u.source_id) for u in units]
     if mode != "pack":
-        raise ValueError(f"memory.chunking must be one of {' | '.join(CHUNKINGS)}, got {mode!r}")
+        raise ValueError(f"memory.chunks.mode must be one of {' | '.join(CHUNKINGS)}, got {mode!r}")
     out: list[Chunk] = []
     start = 0
     for i in range(1, len(units) + 1):
@@ -104,7 +104,7 @@ def pack_source(units: Sequence[Unit], tokenizer: Any, max_tokens: int) -> list[
     """Pack the paragraphs of consecutive units of one source into chunks of at most ``max_tokens``
     (see the module doc: the released ``chunk_text``'s rules)."""
     if max_tokens <= 0:
-        raise ValueError(f"memory.chunk_tokens must be positive, got {max_tokens}")
+        raise ValueError(f"memory.chunks.size must be positive, got {max_tokens}")
     source = units[0].source_id
     whole, unit_spans = _source_text(units)
     out: list[Chunk] = []

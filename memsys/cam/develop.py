@@ -12,7 +12,7 @@ Stop rules (released code): after the communities of level l are known, no level
 when l >= ``max_level`` or the level has at least as many communities as nodes. Online, a rule
 that starts to hold removes the levels above; one that stops holding builds the next level afresh.
 
-Which replicas label propagation re-labels (``Settings.label_scope``, config ``online_label_scope``)
+Which replicas label propagation re-labels (``Settings.label_scope``, config ``clustering.online_label_scope``)
 is a choice the paper leaves vague (Sec. 4.1.3 names the affected set Ã and the ripple to the
 neighbours of "an existing node" whose label changes, but not whether a new replica's change
 ripples, nor whether replicas left unsettled by an earlier batch's iteration limit are revisited):

@@ -9,7 +9,7 @@ is ours and is documented in docs/cam.md:
   ``memsys/extraction/entities.py``); the chunk's entities are the names it yields, relationship
   ends included;
 - chunks keep being the foundational nodes (retrieval still returns source text), and besides the
-  eq. 2 edges each new chunk links to up to ``fm_entity_k`` chunks it shares an entity with, from
+  eq. 2 edges each new chunk links to up to ``fine_grained.entity_k`` chunks it shares an entity with, from
   any document or position, most shared entities first (ties: higher s, then level order), with
   weight max(s, θ) so an entity link counts at least as much as the similarity threshold;
 - a chunk whose extraction yields no entity only keeps its eq. 2 edges and is counted
@@ -20,15 +20,16 @@ is ours and is documented in docs/cam.md:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Any
 
 from memharness.memsys.cam.develop import Node
 from memharness.memsys.cam.memory import CAM
+from memharness.memsys.cam.settings import FineGrained
 from memharness.memsys.extraction.chunks import TextUnit
 from memharness.memsys.extraction.entities import ExtractSettings, run_extraction
 from memharness.memsys.extraction.parsing import FailureLog
 from memharness.memsys.extraction.prompts import default_prompts
-from memharness.memsys.settings import Range
+from memharness.memsys.graphrag.settings import group
 
 
 class CAMFineGrained(CAM):
@@ -42,35 +43,29 @@ class CAMFineGrained(CAM):
         embedder: Any = None,
         tokenizer: Any = None,
         *,
-        fm_entity_k: Annotated[int, Range(1)] = 10,
-        fm_entity_types: Sequence[str] = ("organization", "person", "geo", "event"),
-        fm_extraction_format: Literal["records", "json"] = "records",
-        fm_max_gleanings: Annotated[int, Range(0)] = 1,
-        fm_extract_max_tokens: Annotated[int, Range(1)] = 1500,
+        fine_grained: FineGrained | None = None,
         **cam: Any,
     ) -> None:
-        self.fm_entity_k = int(fm_entity_k)
+        self.fine_grained = fm = group(FineGrained, fine_grained)
         self.fm_log = FailureLog()
         self.fm_calls: dict[str, int] = {"extract": 0, "glean": 0, "loop": 0}
         self.fm_chunks = self.fm_empty = 0
         self.fm_at_cap: dict[str, int] = {"extract": 0, "glean": 0}  # replies cut at max_tokens
         prompts = default_prompts()
         self.fm_settings = ExtractSettings(
-            prompt=prompts[
-                "extract_prompt" if fm_extraction_format == "records" else "extract_json_prompt"
-            ],
+            prompt=prompts["extract_prompt" if fm.format == "records" else "extract_json_prompt"],
             continue_prompt=prompts["continue_prompt"],
             loop_prompt=prompts["loop_prompt"],
-            entity_types=tuple(fm_entity_types),
-            format=fm_extraction_format,
-            max_gleanings=int(fm_max_gleanings),
-            max_tokens=int(fm_extract_max_tokens),
+            entity_types=tuple(fm.entity_types),
+            format=fm.format,
+            max_gleanings=int(fm.max_gleanings),
+            max_tokens=int(fm.max_tokens),
         )
         super().__init__(llm=llm, embedder=embedder, tokenizer=tokenizer, **cam)
 
     def _reset(self) -> None:
         super()._reset()
-        self.development.settings.entity_k = self.fm_entity_k
+        self.development.settings.entity_k = int(self.fine_grained.entity_k)
 
     def _annotate(self, nodes: Sequence[Node]) -> None:
         """Extract entities from every new chunk in one batch; keep their names in ``meta``."""

@@ -11,15 +11,17 @@ traversals (Table 3: ``top_down`` = hierarchical traversal, ``collapsed`` = glob
 Table 3's variants are settings: ``hierarchy: false`` keeps the foundational network only;
 ``ego_splitting: false`` propagates labels on the network itself (disjoint communities).
 
-Paper vs code, both exposed, the paper's as default: the plain cosine in eq. 2 (``clip_cosine``;
-code max(0, cos)), s = 5 initial nodes (``top_k``; code 10), Prune-and-Grow's stop rule
-(``stop_when``: paper "until P no longer grows"; code: the candidates stop changing) and whose
-neighbours grow (``grow_scope``: paper every activated node; code the last picks). Where the
-paper is silent the choice is a setting: the propagation limit (``lp_max_rounds``), which replicas
-an online batch re-labels (``online_label_scope``), how selections are parsed (``selection_parse``),
-the chunker (``chunking``), the evidence order under the budget (``evidence_order``); the online
-update's unspecified details (replica and community identity across batches) are documented in
-``develop.py`` and docs/cam.md.
+Paper vs code, both exposed, the paper's as default: the plain cosine in eq. 2
+(``network.clip_cosine``; code max(0, cos)), s = 5 initial nodes (``top_k``; code 10),
+Prune-and-Grow's stop rule (``selection.stop_when``: paper "until P no longer grows"; code: the
+candidates stop changing) and whose neighbours grow (``selection.grow_scope``: paper every
+activated node; code the last picks). Where the paper is silent the choice is a setting: the
+propagation limit (``clustering.lp_max_rounds``), which replicas an online batch re-labels
+(``clustering.online_label_scope``), how selections are parsed (``selection.parse``), the chunker
+(``chunks.mode``), the evidence order under the budget (``evidence.order``); the online update's
+unspecified details (replica and community identity across batches) are documented in
+``develop.py`` and docs/cam.md. Settings are grouped by concern (``cam/settings.py``, the sections
+of ``conf/memory/cam.yaml``); the ones the paper tables select runs by stay top-level.
 """
 
 from __future__ import annotations
@@ -40,11 +42,20 @@ from memharness.memsys.cam.retrieval import (
     explore,
     numbered_passages,
 )
+from memharness.memsys.cam.settings import (
+    Chunks,
+    Clustering,
+    Evidence,
+    Network,
+    Selection,
+    Summaries,
+)
+from memharness.memsys.graphrag.settings import group
 from memharness.memsys.hierarchy import traverse
 from memharness.memsys.hierarchy.memory import HierarchicalMemory, retrieval_record
 from memharness.memsys.hierarchy.store import HierarchyStore
 from memharness.memsys.services.types import ChatRequest
-from memharness.memsys.settings import Placeholders, Range
+from memharness.memsys.settings import Range
 from memharness.memsys.types import RetrievedItem, Unit, content_id
 
 
@@ -61,38 +72,21 @@ class CAM(HierarchicalMemory):
         tokenizer: Any = None,
         *,
         construction: Literal["online", "offline"] = "online",
-        chunking: Literal["units", "pack"] = "units",
-        chunk_tokens: Annotated[int, Range(1)] = 512,
-        alpha: Annotated[float, Range(0, 1)] = 0.5,
-        sigma: Annotated[float, Range(0, lo_open=True)] = 1.0,
-        theta: Annotated[float, Range(-1, 2)] = 0.5,
         k: Annotated[int, Range(1)] = 10,
-        clip_cosine: bool = False,
-        proximity_scope: Literal["source", "episode"] = "source",
-        max_cluster_size: Annotated[int, Range(2)] | None = 12,
-        max_level: Annotated[int, Range(1)] = 10,
         hierarchy: bool = True,
         ego_splitting: bool = True,
-        lp_max_rounds: Annotated[int, Range(1)] | None = 100,
-        online_label_scope: Literal["ripple", "affected", "level"] = "ripple",
-        summary_prompt: Annotated[str, Placeholders("passages")] = "{passages}",
-        summary_max_tokens: Annotated[int, Range(1)] = 1024,
         traversal: str = "prune_and_grow",
         top_k: int = 5,
-        max_turns: Annotated[int, Range(1)] = 5,
-        tolerance: Annotated[int, Range(0)] = 2,
-        selection_prompt: Annotated[
-            str, Placeholders("question", "passages")
-        ] = "{question}\n{passages}",
-        selection_parse: Literal["lenient", "strict"] = "lenient",
-        selection_max_tokens: Annotated[int, Range(1)] = 512,
-        stop_when: Literal["no_growth", "candidates_unchanged"] = "no_growth",
-        grow_scope: Literal["activated", "picks"] = "activated",
-        evidence_order: Literal["levels_up", "levels_down"] = "levels_up",
-        selection_retry_temperature: Annotated[float, Range(0, 2)] = 0.0,
-        merge_consecutive: bool = True,
+        chunks: Chunks | None = None,
+        network: Network | None = None,
+        clustering: Clustering | None = None,
+        summaries: Summaries | None = None,
+        selection: Selection | None = None,
+        evidence: Evidence | None = None,
         **core: Any,
     ) -> None:
+        # The settings the paper tables select runs by are top-level; the rest are declared by the
+        # annotations of the groups (cam/settings.py), each a section of conf/memory/cam.yaml.
         super().__init__(
             llm=llm,
             embedder=embedder,
@@ -102,28 +96,10 @@ class CAM(HierarchicalMemory):
             **core,
         )
         self.construction, self.online = construction, construction == "online"
-        self.chunking, self.chunk_tokens = chunking, int(chunk_tokens)
-        self.alpha, self.sigma, self.theta, self.k = (
-            float(alpha),
-            float(sigma),
-            float(theta),
-            int(k),
-        )
-        self.clip_cosine, self.proximity_scope = bool(clip_cosine), proximity_scope
-        self.max_cluster_size, self.max_level = max_cluster_size, int(max_level)
-        self.hierarchy, self.ego_splitting, self.lp_max_rounds = (
-            bool(hierarchy),
-            bool(ego_splitting),
-            lp_max_rounds,
-        )
-        self.online_label_scope = online_label_scope
-        self.summary_prompt, self.summary_max_tokens = summary_prompt, int(summary_max_tokens)
-        self.max_turns, self.tolerance = int(max_turns), int(tolerance)
-        self.selection_prompt, self.selection_parse = selection_prompt, selection_parse
-        self.selection_max_tokens, self.stop_when = int(selection_max_tokens), stop_when
-        self.selection_retry_temperature = float(selection_retry_temperature)
-        self.grow_scope, self.evidence_order = grow_scope, evidence_order
-        self.merge_consecutive = bool(merge_consecutive)
+        self.k, self.hierarchy, self.ego_splitting = int(k), bool(hierarchy), bool(ego_splitting)
+        self.chunks, self.network = group(Chunks, chunks), group(Network, network)
+        self.clustering, self.summaries = group(Clustering, clustering), group(Summaries, summaries)
+        self.selection, self.evidence = group(Selection, selection), group(Evidence, evidence)
         self.batches: list[dict[str, Any]] = []
         self.explorations: list[dict[str, Any]] = []
         self.summary_calls = self.summary_failures = 0
@@ -131,18 +107,19 @@ class CAM(HierarchicalMemory):
         self._reset()
 
     def _reset(self) -> None:
+        net, clusters = self.network, self.clustering
         settings = Settings(
-            alpha=self.alpha,
-            sigma=self.sigma,
-            theta=self.theta,
+            alpha=float(net.alpha),
+            sigma=float(net.sigma),
+            theta=float(net.theta),
             k=self.k,
-            clip_cosine=self.clip_cosine,
-            max_cluster_size=self.max_cluster_size,
-            max_level=self.max_level,
+            clip_cosine=bool(net.clip_cosine),
+            max_cluster_size=clusters.max_cluster_size,
+            max_level=int(clusters.max_level),
             hierarchy=self.hierarchy,
             ego_splitting=self.ego_splitting,
-            lp_max_rounds=self.lp_max_rounds,
-            label_scope=self.online_label_scope,
+            lp_max_rounds=clusters.lp_max_rounds,
+            label_scope=clusters.online_label_scope,
         )
         self.development = Development(
             settings, self._summarise, lambda texts: self.embedder.embed(texts)
@@ -164,7 +141,7 @@ class CAM(HierarchicalMemory):
 
     def _integrate(self, units: Sequence[Unit], rebuild: bool) -> None:
         start, calls = time.perf_counter(), self.summary_calls
-        chunks = chunks_of(list(units), self.chunking, self.tokenizer, self.chunk_tokens)
+        chunks = chunks_of(list(units), self.chunks.mode, self.tokenizer, int(self.chunks.size))
         if not chunks:
             return
         vectors = self.embedder.embed([c.text for c in chunks])
@@ -172,7 +149,7 @@ class CAM(HierarchicalMemory):
         for chunk, vector in zip(chunks, vectors, strict=False):
             position = self.next_position
             self.next_position += 1
-            document = chunk.source if self.proximity_scope == "source" else "episode"
+            document = chunk.source if self.network.proximity_scope == "source" else "episode"
             node_id = content_id("cam-chunk", chunk.units, position, chunk.text, prefix="c-")
             nodes.append(
                 Node(
@@ -206,8 +183,8 @@ class CAM(HierarchicalMemory):
         marked ``summary_failed`` (the memory's ``degradation`` counts those nodes)."""
         requests = [
             ChatRequest.user(
-                self.summary_prompt.format(passages=numbered_passages(texts)),
-                max_tokens=self.summary_max_tokens,
+                self.summaries.prompt.format(passages=numbered_passages(texts)),
+                max_tokens=int(self.summaries.max_tokens),
                 temperature=0.0,
             )
             for texts in groups
@@ -222,7 +199,10 @@ class CAM(HierarchicalMemory):
             else:  # the community keeps its members' text, cut, as its summary (counted in _materialise)
                 self.summary_failures += 1
                 out.append(
-                    (self.tokenizer.truncate("\n".join(texts), self.summary_max_tokens), True)
+                    (
+                        self.tokenizer.truncate("\n".join(texts), int(self.summaries.max_tokens)),
+                        True,
+                    )
                 )
         return out
 
@@ -264,21 +244,22 @@ class CAM(HierarchicalMemory):
     # ------------------------------------------------------------------ retrieval
     def explore(self, question: str, vector: np.ndarray) -> Exploration:
         """Prune-and-Grow for one question (recorded for ``stats``)."""
+        pick = self.selection
         record = explore(
             self.store,
             vector,
             question,
             self.llm,
             top_k=self.top_k,
-            max_turns=self.max_turns,
-            tolerance=self.tolerance,
-            prompt=self.selection_prompt,
-            max_tokens=self.selection_max_tokens,
-            parse=self.selection_parse,
-            retry_temperature=self.selection_retry_temperature,
-            stop_when=self.stop_when,
-            grow_scope=self.grow_scope,
-            evidence_order=self.evidence_order,
+            max_turns=int(pick.max_turns),
+            tolerance=int(pick.tolerance),
+            prompt=pick.prompt,
+            max_tokens=int(pick.max_tokens),
+            parse=pick.parse,
+            retry_temperature=float(pick.retry_temperature),
+            stop_when=pick.stop_when,
+            grow_scope=pick.grow_scope,
+            evidence_order=self.evidence.order,
         )
         self.explorations.append(
             {
@@ -312,7 +293,7 @@ class CAM(HierarchicalMemory):
         score = dict(ranked)
         runs = (
             consecutive_runs(self.store, [v for v, _ in ranked], self._positions)
-            if self.merge_consecutive
+            if self.evidence.merge_consecutive
             else [[v] for v, _ in ranked]
         )
         items = evidence_items(self.store, runs, score, self.tokenizer)

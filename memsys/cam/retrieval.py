@@ -56,7 +56,7 @@ def parse_selection(reply: str, n: int, mode: str = "lenient") -> list[int] | No
         text = match.group(0)
     elif mode != "strict":
         raise ValueError(
-            f"memory.selection_parse must be one of {' | '.join(SELECTION_PARSES)}, got {mode!r}"
+            f"memory.selection.parse must be one of {' | '.join(SELECTION_PARSES)}, got {mode!r}"
         )
     try:
         value = ast.literal_eval(text)
@@ -127,14 +127,14 @@ def explore(
     evidence_order: str = "levels_up",
 ) -> Exploration:
     """Run Prune-and-Grow for one question; the evidence nodes come back in node order
-    (``evidence_order``: ``levels_up`` = the code's, chunks first; ``levels_down`` = summaries first)."""
+    (``evidence.order``: ``levels_up`` = the code's, chunks first; ``levels_down`` = summaries first)."""
     if grow_scope not in GROW_SCOPES:
         raise ValueError(
-            f"memory.grow_scope must be one of {' | '.join(GROW_SCOPES)}, got {grow_scope!r}"
+            f"memory.selection.grow_scope must be one of {' | '.join(GROW_SCOPES)}, got {grow_scope!r}"
         )
     if evidence_order not in EVIDENCE_ORDERS:
         raise ValueError(
-            f"memory.evidence_order must be one of {' | '.join(EVIDENCE_ORDERS)}, "
+            f"memory.evidence.order must be one of {' | '.join(EVIDENCE_ORDERS)}, "
             f"got {evidence_order!r}"
         )
     initial = [v for v, _ in traverse.collapsed(store, vector, top_k)]

@@ -107,15 +107,18 @@ def test_online_batches_points_compose(make_cfg, memory):
 
 def test_app_e_grid_sweeps_alpha_sigma_theta(make_cfg):
     assert sweep("cam_grid") == {
-        "memory.alpha": ["0.5", "0.7", "0.9"],
-        "memory.sigma": ["1.0", "1.5", "2.0"],
-        "memory.theta": ["0.5", "0.7"],
+        "memory.network.alpha": ["0.5", "0.7", "0.9"],
+        "memory.network.sigma": ["1.0", "1.5", "2.0"],
+        "memory.network.theta": ["0.5", "0.7"],
     }
     cfg = make_cfg(
-        "experiment=cam_grid", "memory.alpha=0.9", "memory.sigma=2.0", "memory.theta=0.7"
+        "experiment=cam_grid",
+        "memory.network.alpha=0.9",
+        "memory.network.sigma=2.0",
+        "memory.network.theta=0.7",
     )
-    memory = build_memory(cfg, _Services())
-    assert (memory.alpha, memory.sigma, memory.theta) == (
+    network = build_memory(cfg, _Services()).network
+    assert (network.alpha, network.sigma, network.theta) == (
         0.9,
         2.0,
         0.7,

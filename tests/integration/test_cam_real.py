@@ -29,8 +29,8 @@ def test_run_py_builds_a_cam_with_overlapping_memberships_and_shows_them(tmp_pat
         "embedder=local",
         f"hydra.run.dir={out}",
         "progress=false",
-        "memory.summary_max_tokens=48",
-        "memory.selection_max_tokens=24",
+        "memory.summaries.max_tokens=48",
+        "memory.selection.max_tokens=24",
         "eval.judge.calibration_max=0",
     ]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)

@@ -24,14 +24,17 @@ def _samples(out: Path) -> list[dict]:
 
 def test_cam_runs_on_the_sample_and_saves_its_hierarchy(make_cfg, tmp_path):
     out = tmp_path / "run"
-    metrics = run(make_cfg("memory=cam", f"llm.backend.script={SCRIPT}", "memory.theta=0.4"), out)
+    metrics = run(
+        make_cfg("memory=cam", f"llm.backend.script={SCRIPT}", "memory.network.theta=0.4"), out
+    )
     dataset = load_sample()
     assert metrics["counts"]["scored"] == dataset.num_questions and metrics["memory"] == "cam"
     stats = _stats(out)
     for episode in dataset.episodes:
         doc = json.loads((out / "memory" / episode.id / "hierarchy.json").read_text())
         assert (
-            doc["system"] == "memharness.memsys.cam.CAM" and doc["hyperparameters"]["theta"] == 0.4
+            doc["system"] == "memharness.memsys.cam.CAM"
+            and doc["hyperparameters"]["network"]["theta"] == 0.4
         )
         assert (out / "memory" / episode.id / "view.html").exists()
         ep = stats[episode.id]

@@ -19,10 +19,9 @@ def cam(**kw) -> CAM:
         llm=FakeLLM(),
         embedder=Embedder(HashingEmbedder(dim=64)),
         tokenizer=get_tokenizer(),
-        summary_prompt=SUMMARY,
-        selection_prompt=SELECT,
-        alpha=0.6,
-        theta=THETA,
+        summaries={"prompt": SUMMARY},
+        selection={"prompt": SELECT},
+        network={"alpha": 0.6, "theta": THETA},
         **kw,
     )
 

@@ -58,12 +58,10 @@ def make(llm: FakeLLM, **kw) -> CAMFineGrained:
         llm=llm,
         embedder=WordEmbedder(table),
         tokenizer=WordTokenizer(),
-        summary_prompt=SUMMARY,
-        selection_prompt=SELECT,
-        alpha=1.0,
-        theta=0.95,
-        fm_max_gleanings=0,
-        **kw,
+        summaries={"prompt": SUMMARY},
+        selection={"prompt": SELECT},
+        network={"alpha": 1.0, "theta": 0.95},
+        **{"fine_grained": {"max_gleanings": 0, **kw.pop("fine_grained", {})}, **kw},
     )
 
 
@@ -101,9 +99,25 @@ def test_cam_fm_counts_an_unreadable_extraction_and_marks_the_memory_degraded():
 
 
 def test_state_round_trip_keeps_the_counters():
-    cam = make(ExtractingLLM(), hierarchy=False, fm_entity_k=1)
+    cam = make(ExtractingLLM(), hierarchy=False, fine_grained={"entity_k": 1})
     cam.insert(units(["a1", "c1"]))
-    other = make(ExtractingLLM(), hierarchy=False, fm_entity_k=1)
+    other = make(ExtractingLLM(), hierarchy=False, fine_grained={"entity_k": 1})
     other.load_state(cam.state())
     assert other.fm_chunks == 2 and other.fm_calls == cam.fm_calls
     assert other.fm_at_cap == cam.fm_at_cap
+
+
+def test_save_and_load_keep_the_fine_grained_settings(tmp_path):
+    """The ``fine_grained`` group is saved as its YAML section and rebuilt on load."""
+    from memharness.memsys.hierarchy import load_memory
+
+    fm = {"entity_k": 1, "entity_types": ["person"], "max_tokens": 96}
+    cam = make(ExtractingLLM(), hierarchy=False, fine_grained=fm)
+    cam.insert(units(["a1", "c1"]))
+    cam.save(tmp_path / "m", view=False)
+    loaded = load_memory(
+        tmp_path / "m", llm=ExtractingLLM(), embedder=cam.embedder, tokenizer=WordTokenizer()
+    )
+    assert isinstance(loaded, CAMFineGrained) and loaded.fine_grained == cam.fine_grained
+    assert loaded.fm_settings.entity_types == ("person",) and loaded.fm_settings.max_tokens == 96
+    assert loaded.development.settings.entity_k == 1 and loaded.network == cam.network

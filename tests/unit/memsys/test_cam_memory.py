@@ -6,11 +6,13 @@ from __future__ import annotations
 import pytest
 from cam_fakes import FakeLLM, four_groups, make_cam, unit, units
 from memharness.memsys.cam import CAM
+from memharness.memsys.cam.settings import Evidence, Network, Selection
 from memharness.memsys.hierarchy import load_memory
 from memharness.memsys.testing.doubles import WordTokenizer
 
 WORDS = [f"{g}{i}" for g in "abcd" for i in range(1, 5)]
-SETTINGS = dict(alpha=1.0, theta=0.7)  # cosine only: the groups of four_groups() decide the edges
+# cosine only: the groups of four_groups() decide the edges
+SETTINGS = dict(network={"alpha": 1.0, "theta": 0.7})
 
 
 def structure(cam: CAM) -> list[tuple]:
@@ -75,7 +77,7 @@ def test_bridge_chunks_feed_two_communities_and_the_levels_stop_by_the_code_rule
 
 
 def test_no_edges_means_every_chunk_is_its_own_community_and_no_level_is_built():
-    cam = make_cam(four_groups(), alpha=1.0, theta=0.999)
+    cam = make_cam(four_groups(), network={"alpha": 1.0, "theta": 0.999})
     cam.insert(units(["a1", "b1", "c1"]))
     assert cam.store.max_level() == 0 and cam.summary_calls == 0
     assert cam.batches[0]["levels"][0] == {
@@ -86,7 +88,7 @@ def test_no_edges_means_every_chunk_is_its_own_community_and_no_level_is_built()
 
 
 def test_max_level_caps_the_hierarchy():
-    cam = make_cam(four_groups(), max_level=1, **SETTINGS)
+    cam = make_cam(four_groups(), clustering={"max_level": 1}, **SETTINGS)
     cam.insert(units(WORDS))
     assert cam.store.max_level() == 1 and cam.summary_calls == 6
 
@@ -195,7 +197,7 @@ def test_save_and_load_restore_the_structure_and_the_online_state(built, tmp_pat
         tmp_path / "m", llm=FakeLLM(), embedder=built.embedder, tokenizer=WordTokenizer()
     )
     assert isinstance(loaded, CAM) and structure(loaded) == structure(built)
-    assert loaded.theta == 0.7 and loaded.alpha == 1.0
+    assert loaded.network.theta == 0.7 and loaded.network.alpha == 1.0
     built.insert([unit("a5", 16)])
     loaded.insert([unit("a5", 16)])
     assert (
@@ -206,7 +208,7 @@ def test_save_and_load_restore_the_structure_and_the_online_state(built, tmp_pat
 
 def test_pack_chunking_joins_paragraphs_of_one_source_and_keeps_every_unit_id():
     table = {w: [1.0, 0.0] for w in ("one", "two", "three")}
-    cam = make_cam(table, chunking="pack", chunk_tokens=4, hierarchy=False)
+    cam = make_cam(table, chunks={"mode": "pack", "size": 4}, hierarchy=False)
     batch = [
         unit("one two", 0, "s"),
         unit("three", 1, "s"),
@@ -228,7 +230,7 @@ def test_bad_settings_name_the_key():
     def problems(**settings):
         return check_target({"_target_": "memharness.memsys.cam.CAM", **settings}, "memory")
 
-    assert problems() == [] and problems(traversal="top_down", theta=0.7) == []
+    assert problems() == [] and problems(traversal="top_down", network={"theta": 0.7}) == []
     assert problems(construction="streaming")[0].startswith(
         "memory.construction='streaming': expected one of online"
     )
@@ -236,12 +238,16 @@ def test_bad_settings_name_the_key():
         "memory.traversal='bfs': expected one of collapsed"
     )
     assert "prune_and_grow" in problems(traversal="bfs")[0]
-    assert problems(chunking="sentences")[0].startswith("memory.chunking='sentences'")
-    assert problems(grow_scope="picks", evidence_order="levels_down") == []
-    assert problems(grow_scope="all")[0].startswith("memory.grow_scope='all': expected one of")
-    assert problems(evidence_order="score")[0].startswith("memory.evidence_order='score'")
-    assert problems(summary_prompt="no placeholder")[0].startswith("memory.summary_prompt")
-    assert problems(alpha=1.5) == ["memory.alpha=1.5: expected a number in [0, 1]"]
+    assert problems(chunks={"mode": "sentences"})[0].startswith("memory.chunks.mode='sentences'")
+    assert problems(selection={"grow_scope": "picks"}, evidence={"order": "levels_down"}) == []
+    assert problems(selection={"grow_scope": "all"})[0].startswith(
+        "memory.selection.grow_scope='all': expected one of"
+    )
+    assert problems(evidence={"order": "score"})[0].startswith("memory.evidence.order='score'")
+    assert problems(summaries={"prompt": "no placeholder"})[0].startswith("memory.summaries.prompt")
+    assert problems(network={"alpha": 1.5}) == [
+        "memory.network.alpha=1.5: expected a number in [0, 1]"
+    ]
 
 
 def _unit_vec(*xs: float) -> list[float]:
@@ -267,7 +273,7 @@ def levels(cam: CAM) -> list[set[str]]:
 
 @pytest.mark.parametrize("ego_splitting", [True, False])
 def test_vanished_communities_lose_their_supernode_and_the_stop_rule_is_rechecked(ego_splitting):
-    cam = make_cam(XYZ, alpha=1.0, theta=0.6, ego_splitting=ego_splitting)
+    cam = make_cam(XYZ, network={"alpha": 1.0, "theta": 0.6}, ego_splitting=ego_splitting)
     cam.insert(units(["x1", "x2", "w"]))
     cam.insert(units(["y1"], start=3))
     assert levels(cam) == [
@@ -309,7 +315,7 @@ def test_questions_between_batches_keep_pointing_at_the_nodes_they_retrieved(con
 
 
 def test_a_retrieval_record_drops_the_score_of_a_vanished_node_with_the_node():
-    cam = make_cam(XYZ, alpha=1.0, theta=0.6, traversal="collapsed", top_k=10)
+    cam = make_cam(XYZ, network={"alpha": 1.0, "theta": 0.6}, traversal="collapsed", top_k=10)
     cam.insert(units(["x1", "x2", "w"]))
     cam.insert(units(["y1"], start=3))
     cam.retrieve("y1", 1000)
@@ -337,7 +343,7 @@ def test_online_label_scope_sets_which_replicas_a_batch_relabels(monkeypatch):
         lambda *a, ripple=True: ripples.append((scope, ripple)) or real(*a, ripple=ripple),
     )
     for scope in ("ripple", "affected", "level"):
-        cam = make_cam(four_groups(), online_label_scope=scope, **SETTINGS)
+        cam = make_cam(four_groups(), clustering={"online_label_scope": scope}, **SETTINGS)
         cam.insert(units(["a1", "a2", "c1", "c2"]))
         cam.insert(units(["c3", "c4"], start=4))  # touches the c community only
         active[scope] = cam.batches[-1]["levels"][0]["active_replicas"]
@@ -413,19 +419,19 @@ def test_shipped_defaults_lie_in_the_papers_grids_in_the_yaml_and_the_constructo
 
     shipped = OmegaConf.load(ROOT / "conf" / "memory" / "cam.yaml")
     params = inspect.signature(CAM).parameters
+    network, selection = Network(), Selection()
     for key, grid in PAPER_GRID.items():
-        assert shipped[key] in grid and params[key].default == shipped[key], key
+        assert shipped.network[key] in grid and getattr(network, key) == shipped.network[key], key
     for key, value in PAPER_FIXED.items():
         assert shipped[key] == value and params[key].default == value, key
     # and the paper's rules where it and the code differ
-    assert (shipped.stop_when, shipped.grow_scope, shipped.clip_cosine) == (
-        "no_growth",
-        "activated",
-        False,
-    )
-    assert all(
-        params[k].default == shipped[k] for k in ("stop_when", "grow_scope", "evidence_order")
-    )
+    assert (
+        shipped.selection.stop_when,
+        shipped.selection.grow_scope,
+        shipped.network.clip_cosine,
+    ) == ("no_growth", "activated", False)
+    assert all(getattr(selection, k) == shipped.selection[k] for k in ("stop_when", "grow_scope"))
+    assert Evidence().order == shipped.evidence.order
 
 
 def test_pack_reads_a_loaders_token_windows_as_the_text_they_were_cut_from():

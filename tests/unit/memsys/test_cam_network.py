@@ -57,18 +57,19 @@ def test_top_k_edges_above_theta_ties_in_level_order_and_degree_may_exceed_k():
     assert len(more) == 3 and len(adj["n0"]) == 3  # n0 now has 3 neighbours although k was 2 for it
 
 
+EQ2 = {"alpha": 0.5, "sigma": 1.0, "theta": 0.5}
+
+
 def test_memory_links_chunks_with_eq2_and_theta_within_a_document_only():
     # two texts at cosine 0.4: adjacent in one document s = 0.5*0.4 + 0.5*exp(-1/2) = 0.503 >= 0.5
     table = {"x": [1.0, 0.0], "y": [0.4, math.sqrt(1 - 0.16)]}
-    cam = make_cam(table, alpha=0.5, sigma=1.0, theta=0.5, hierarchy=False)
+    cam = make_cam(table, network=EQ2, hierarchy=False)
     cam.insert(units(["x", "y"]))
     assert cam.store.edges[0] == {1: pytest.approx(0.2 + 0.5 * math.exp(-0.5), abs=1e-6)}
-    other = make_cam(table, alpha=0.5, sigma=1.0, theta=0.5, hierarchy=False)
+    other = make_cam(table, network=EQ2, hierarchy=False)
     other.insert(units(["x"], source="a") + units(["y"], source="b", start=1))
     assert other.store.edges[0] == {}
-    wider = make_cam(
-        table, alpha=0.5, sigma=1.0, theta=0.5, hierarchy=False, proximity_scope="episode"
-    )
+    wider = make_cam(table, network={**EQ2, "proximity_scope": "episode"}, hierarchy=False)
     wider.insert(units(["x"], source="a") + units(["y"], source="b", start=1))
     assert 1 in wider.store.edges[0]
 

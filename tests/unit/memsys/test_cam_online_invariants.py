@@ -36,13 +36,13 @@ def topic_stream(n: int, seed: int) -> list[Unit]:
 
 
 def online_cam(**kw) -> CAM:
-    kw = {"alpha": 0.6, "theta": 0.45, **kw}
+    kw = {"network": {"alpha": 0.6, "theta": 0.45}, **kw}
     return CAM(
         llm=FakeLLM(),
         embedder=Embedder(HashingEmbedder(dim=32)),
         tokenizer=WordTokenizer(),
-        summary_prompt=SUMMARY,
-        selection_prompt=SELECT,
+        summaries={"prompt": SUMMARY},
+        selection={"prompt": SELECT},
         **kw,
     )
 

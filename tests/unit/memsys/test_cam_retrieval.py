@@ -34,7 +34,7 @@ def test_parse_selection_strict_and_lenient():
     assert parse_selection("[[1]]", 4, "strict") is None and parse_selection(
         "[[1]]", 4, "lenient"
     ) == [0]
-    with pytest.raises(ValueError, match="memory.selection_parse"):
+    with pytest.raises(ValueError, match="memory.selection.parse"):
         parse_selection("[1]", 4, "fuzzy")
 
 
@@ -67,13 +67,13 @@ def test_selected_nodes_grow_to_their_neighbours_and_children_until_the_candidat
 
 
 def test_turn_limit():
-    cam = memory(picker("a2", "a1", "b1", "(a1 b1)"), max_turns=1)
+    cam = memory(picker("a2", "a1", "b1", "(a1 b1)"), selection={"max_turns": 1})
     cam.retrieve("a2", 1000)
     assert len(cam.llm.selection_requests()) == 1 and cam.explorations[-1]["turns"] == 1
 
 
 def test_unparsable_selections_are_retried_within_the_tolerance_counted_then_the_initial_top_s_is_used():
-    cam = memory(lambda q, texts: "I think the second one", tolerance=2, top_k=3)
+    cam = memory(lambda q, texts: "I think the second one", selection={"tolerance": 2}, top_k=3)
     items = cam.retrieve("a2", 1000)
     requests = cam.llm.selection_requests()
     assert len(requests) == 3 and [r.seed for r in requests] == [
@@ -95,7 +95,7 @@ def test_unparsable_selections_are_retried_within_the_tolerance_counted_then_the
 
 def test_one_unparsable_reply_then_a_list_continues_and_the_tolerance_spans_turns():
     replies = iter(["?", "[1]", "hmm", "[1]", "no"])
-    cam = memory(lambda q, texts: next(replies), tolerance=2, top_k=3)
+    cam = memory(lambda q, texts: next(replies), selection={"tolerance": 2}, top_k=3)
     cam.retrieve("a2", 1000)
     record = cam.explorations[-1]
     # turn 1: "?" then [1]; turn 2: "hmm" then [1]; turn 3: "no" with no tolerance left -> stop
@@ -108,7 +108,7 @@ def test_one_unparsable_reply_then_a_list_continues_and_the_tolerance_spans_turn
 
 
 def test_failed_selection_calls_are_counted_apart_from_parse_failures():
-    cam = memory(tolerance=0)
+    cam = memory(selection={"tolerance": 0})
 
     def failing(requests, desc=None):
         from memharness.memsys.services.types import Completion
@@ -130,7 +130,7 @@ def test_empty_selection_ends_the_loop_and_falls_back_to_the_initial_nodes():
 
 
 def test_evidence_in_code_order_with_consecutive_chunks_merged():
-    cam = memory(picker("c1", "a4", "a2", "a3", "(c1 d1)"), max_turns=1, top_k=30)
+    cam = memory(picker("c1", "a4", "a2", "a3", "(c1 d1)"), selection={"max_turns": 1}, top_k=30)
     items = cam.retrieve("a2", 1000)
     assert [i.text for i in items] == ["a2 a3 a4", "c1", "(c1 d1)"]
     merged = items[0]
@@ -152,13 +152,16 @@ def test_evidence_in_code_order_with_consecutive_chunks_merged():
         cam.store.ids[v] for v in (1, 2, 3, 8, 20)
     ]  # stable across save/load
     separate = memory(
-        picker("c1", "a4", "a2", "a3", "(c1 d1)"), max_turns=1, top_k=30, merge_consecutive=False
+        picker("c1", "a4", "a2", "a3", "(c1 d1)"),
+        selection={"max_turns": 1},
+        top_k=30,
+        evidence={"merge_consecutive": False},
     )
     assert [i.text for i in separate.retrieve("a2", 1000)] == ["a2", "a3", "a4", "c1", "(c1 d1)"]
 
 
 def test_evidence_is_cut_to_the_token_budget_in_evidence_order():
-    cam = memory(picker("c1", "a2", "(c1 c2 c3 c4)"), max_turns=1, top_k=30)
+    cam = memory(picker("c1", "a2", "(c1 c2 c3 c4)"), selection={"max_turns": 1}, top_k=30)
     items = cam.retrieve("a2", budget_tokens=2)
     assert [i.text for i in items] == ["a2", "c1"]
 
@@ -191,10 +194,14 @@ def test_stop_when_paper_ends_once_the_activation_set_stops_growing_code_once_th
         return select
 
     paper = memory(narrowing(), top_k=4)
-    assert paper.stop_when == "no_growth"  # the paper's rule is the default
+    assert paper.selection.stop_when == "no_growth"  # the paper's rule is the default
     paper.retrieve("a2", 1000)
     assert len(paper.llm.selection_requests()) == 2  # turn 2 added nothing to P: stop
-    code = memory(narrowing(), top_k=4, stop_when="candidates_unchanged", grow_scope="picks")
+    code = memory(
+        narrowing(),
+        top_k=4,
+        selection={"stop_when": "candidates_unchanged", "grow_scope": "picks"},
+    )
     code.retrieve("a2", 1000)
     # turn 2's pick (a2) grows to a1..a4, a new candidate set, so turn 3 runs; its pick grows to the same set
     assert len(code.llm.selection_requests()) == 3
@@ -225,7 +232,12 @@ def test_the_answerer_receives_every_node_activated_in_any_turn():
     turn's picks nor the first's; the picks are candidates under either grow scope."""
     for scope in ("activated", "picks"):
         script = (("(a1 a2 a3 a4)",), ("(a1 b1)",), ("b1",))
-        cam = memory(by_turn(*script), top_k=4, merge_consecutive=False, grow_scope=scope)
+        cam = memory(
+            by_turn(*script),
+            top_k=4,
+            evidence={"merge_consecutive": False},
+            selection={"grow_scope": scope},
+        )
         items = cam.retrieve("a2", 1000)
         assert len(cam.llm.selection_requests()) == 4, scope
         assert [i.text for i in items] == ["b1", "(a1 a2 a3 a4)", "(a1 b1)"], scope
@@ -240,22 +252,24 @@ def test_grow_scope_paper_grows_from_every_activated_node_code_from_the_last_pic
     script = (("(a1 a2 a3 a4)",), ("(a1 b1)",), ())
     third = {}
     for scope in ("activated", "picks"):
-        cam = memory(by_turn(*script), top_k=4, grow_scope=scope)
+        cam = memory(by_turn(*script), top_k=4, selection={"grow_scope": scope})
         cam.retrieve("a2", 1000)
         third[scope] = passages(cam.llm.selection_requests()[2].messages[-1][1])
-    assert memory().grow_scope == "activated"  # the paper's scope is the default
+    assert memory().selection.grow_scope == "activated"  # the paper's scope is the default
     assert {"a2", "a3", "a4", "b1", "(a1 b1)"} <= set(third["activated"])
     assert third["picks"] == ["a1", "b1", "(a1 a2 a3 a4)", "(a1 b1)", "(b1 b2 b3 b4)"]
-    with pytest.raises(ValueError, match="memory.grow_scope"):
-        memory(by_turn(*script), grow_scope="everything").retrieve("a2", 1000)
+    with pytest.raises(ValueError, match="memory.selection.grow_scope"):
+        memory(by_turn(*script), selection={"grow_scope": "everything"}).retrieve("a2", 1000)
 
 
 def test_evidence_order_levels_down_keeps_summaries_when_the_budget_overflows():
     """The code's order (chunks, then summaries) cuts the summaries first; levels_down keeps them."""
     wanted = ("c1", "a2", "(c1 c2 c3 c4)")
-    up = memory(picker(*wanted), max_turns=1, top_k=30)
-    down = memory(picker(*wanted), max_turns=1, top_k=30, evidence_order="levels_down")
-    assert up.evidence_order == "levels_up"  # the code's order is the default
+    up = memory(picker(*wanted), selection={"max_turns": 1}, top_k=30)
+    down = memory(
+        picker(*wanted), selection={"max_turns": 1}, top_k=30, evidence={"order": "levels_down"}
+    )
+    assert up.evidence.order == "levels_up"  # the code's order is the default
     assert [i.text for i in up.retrieve("a2", 1000)] == ["a2", "c1", "(c1 c2 c3 c4)"]
     assert [i.text for i in down.retrieve("a2", 1000)] == ["(c1 c2 c3 c4)", "a2", "c1"]
     assert [i.text for i in up.retrieve("a2", 4)] == ["a2", "c1"]
