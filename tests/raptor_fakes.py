@@ -99,8 +99,8 @@ def two_blobs(n: int = 60, sep: float = 3.0, seed: int = 0) -> dict[str, np.ndar
 def make_raptor(
     table: dict[str, np.ndarray], llm: EchoSummariser | None = None, cls: type = PlainRaptor, **kw
 ) -> Raptor:
-    kw.setdefault("summary_prompt", PROMPT)
-    kw.setdefault("chunker", "units")
+    kw["summaries"] = {"prompt": PROMPT, **kw.get("summaries", {})}
+    kw["chunks"] = {"chunker": "units", **kw.get("chunks", {})}
     return cls(
         llm=llm or EchoSummariser(),
         embedder=PlantedEmbedder(table),

@@ -84,8 +84,8 @@ def build_at(leaves: int = 10_000, latency_s: float = 1.0, in_flight: int = 4096
         llm=llm,
         embedder=Embedder(StubEmbed()),
         tokenizer=WordTokenizer(),
-        chunker="units",
-        summary_prompt="Summarise:\n{context}",
+        chunks={"chunker": "units"},
+        summaries={"prompt": "Summarise:\n{context}"},
         seed=0,
     )
     memory.insert(synthetic_units(leaves))
@@ -133,7 +133,7 @@ def sample_calls() -> dict[str, Any]:
             llm=llm,
             embedder=Embedder(StubEmbed()),
             tokenizer=tokenizer,
-            summary_prompt="Summarise:\n{context}",
+            summaries={"prompt": "Summarise:\n{context}"},
             seed=0,
         )
         memory.insert(episode.units)

@@ -161,7 +161,7 @@ def sentence_chunks(
 ) -> list[Chunk]:
     """Sentence-packed chunks of every source run, in stream order (see the module docstring)."""
     if max_tokens <= 0:
-        raise ValueError(f"memory.chunk_max_tokens must be positive, got {max_tokens}")
+        raise ValueError(f"memory.chunks.max_tokens must be positive, got {max_tokens}")
     packer = _Packer(tokenizer.count, max_tokens)
     chunks: list[Chunk] = []
     for run in source_runs(units):
@@ -194,4 +194,6 @@ def make_chunks(
         return sentence_chunks(units, tokenizer, max_tokens, keep_punctuation)
     if chunker == "units":
         return unit_chunks(units)
-    raise ValueError(f"memory.chunker must be one of {' | '.join(CHUNKERS)}, got {chunker!r}")
+    raise ValueError(
+        f"memory.chunks.chunker must be one of {' | '.join(CHUNKERS)}, got {chunker!r}"
+    )

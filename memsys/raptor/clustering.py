@@ -61,14 +61,18 @@ class ClusterSettings:
     def __post_init__(self) -> None:
         if self.reduction_dimension < 1:
             raise ValueError(
-                f"memory.reduction_dimension must be >= 1, got {self.reduction_dimension}"
+                f"memory.clustering.reduction_dimension must be >= 1, got {self.reduction_dimension}"
             )
         if not 0.0 < self.threshold < 1.0:
-            raise ValueError(f"memory.cluster_threshold must be in (0, 1), got {self.threshold}")
+            raise ValueError(f"memory.clustering.threshold must be in (0, 1), got {self.threshold}")
         if self.max_clusters < 2:
-            raise ValueError(f"memory.max_clusters must be >= 2, got {self.max_clusters}")
+            raise ValueError(
+                f"memory.clustering.max_clusters must be >= 2, got {self.max_clusters}"
+            )
         if self.local_n_neighbors < 2:
-            raise ValueError(f"memory.local_n_neighbors must be >= 2, got {self.local_n_neighbors}")
+            raise ValueError(
+                f"memory.clustering.local_n_neighbors must be >= 2, got {self.local_n_neighbors}"
+            )
 
 
 @dataclass

@@ -4,17 +4,18 @@ On the hierarchy core RAPTOR contributes its extraction, coarsening and build lo
 the core's. Faithful to the public code (``parthsarthi03/raptor`` @2e3e83e), rewritten:
 
 - α (``raptor_chunker``): 100-token sentence-packed chunks of each source document
-  (``chunker: sentences``), or the dataset's units as they are (``chunker: units``). Every leaf
-  carries the ids of the units it came from.
+  (``chunks.chunker: sentences``), or the dataset's units as they are (``chunks.chunker: units``).
+  Every leaf carries the ids of the units it came from.
 - π (``raptor_clustering``): global then local UMAP + Gaussian mixtures with BIC, soft membership
   at 0.1 (a node may get several parents), clusters over 3,500 tokens clustered again.
 - ρ: one LLM summary of each cluster's member texts (newlines removed, joined by blank lines),
   capped at 100 tokens. All summaries of one layer go out as one concurrent batch. A failed or
-  empty summary is counted and, by default (``summary_failure: excerpt``), the parent keeps the
+  empty summary is counted and, by default (``summaries.failure: excerpt``), the parent keeps the
   start of its members' text, cut to the summary cap, flagged ``summary_failed`` in its metadata;
   ``raise`` fails the build instead.
-- Layers: up to ``num_layers`` (5); a layer of at most ``reduction_dimension + 1`` (11) nodes is
-  not clustered, so small inputs (e.g. a 9-round dialogue) give leaves only, as in the code.
+- Layers: up to ``clustering.num_layers`` (5); a layer of at most
+  ``clustering.reduction_dimension + 1`` (11) nodes is not clustered, so small inputs (e.g. a
+  9-round dialogue) give leaves only, as in the code.
 - τ (the core): ``collapsed`` over every node, top-k 10, stopping at the first node that overflows
   the budget (``stop_at_first_overflow: true``, the code's loop). ``top_k: null`` is the paper's
   collapsed tree: no count cut, every node ranked and the budget filled; the budget is the dataset's
@@ -24,6 +25,9 @@ the core's. Faithful to the public code (``parthsarthi03/raptor`` @2e3e83e), rew
   The code's ``threshold`` selection mode keeps nodes whose cosine *distance* exceeds the threshold,
   i.e. the least similar ones; that bug is not reproduced: ``retrieve_threshold`` is a minimum
   cosine *similarity* (off by default, as the code's default mode is top-k).
+
+Settings: one object per build step (``raptor/settings.py``: ``chunks``, ``clustering``,
+``summaries``), the sections of ``conf/memory/raptor.yaml``; retrieval keys stay top-level.
 
 Seeds: every random step (each UMAP and each mixture fit) is seeded from ``seed`` and its place in
 the build, and the seeds are in ``stats()``; the public code leaves UMAP unseeded, so its trees
@@ -38,9 +42,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from typing import Annotated, Any, Literal
+from dataclasses import asdict
+from typing import Annotated, Any
 
 import numpy as np
+from memharness.memsys.graphrag.settings import group
 from memharness.memsys.hierarchy import traverse
 from memharness.memsys.hierarchy.memory import HierarchicalMemory
 from memharness.memsys.hierarchy.store import HierarchyStore
@@ -51,17 +57,10 @@ from memharness.memsys.raptor.clustering import (
     raptor_clusters,
     umap_reduce,
 )
+from memharness.memsys.raptor.settings import Chunks, Clustering, Summaries
 from memharness.memsys.services.types import ChatRequest
-from memharness.memsys.settings import Placeholders, Range
+from memharness.memsys.settings import Range
 from memharness.memsys.types import Unit, content_id
-
-# The paper's summarisation instruction (summarise, keeping as many key details as possible) in our
-# own words; conf/memory/raptor.yaml holds the same text (a test keeps the two equal).
-SUMMARY_PROMPT = (
-    "Summarise the passages below in one text. Keep as many of their key details as you can: "
-    "names, numbers, dates, places, events and how they relate. Reply with the summary only."
-    "\n\nPassages:\n{context}"
-)
 
 
 class Raptor(HierarchicalMemory):
@@ -79,21 +78,9 @@ class Raptor(HierarchicalMemory):
         embedder: Any = None,
         tokenizer: Any = None,
         *,
-        chunker: Literal["sentences", "units"] = "sentences",
-        chunk_max_tokens: Annotated[int, Range(1)] = 100,
-        chunk_keep_punctuation: bool = False,
-        num_layers: Annotated[int, Range(0)] = 5,
-        reduction_dimension: Annotated[int, Range(1)] = 10,
-        cluster_threshold: Annotated[float, Range(0, 1, lo_open=True, hi_open=True)] = 0.1,
-        max_clusters: Annotated[int, Range(2)] = 50,
-        local_n_neighbors: Annotated[int, Range(2)] = 10,
-        max_length_in_cluster: Annotated[int, Range(1)] = 3500,
-        umap_metric: Literal["cosine", "euclidean"] = "cosine",
-        summary_prompt: Annotated[str, Placeholders("context")] = SUMMARY_PROMPT,
-        summary_system: str | None = None,
-        summary_max_tokens: Annotated[int, Range(1)] = 100,
-        summary_failure: Literal["excerpt", "raise"] = "excerpt",
-        summary_temperature: Annotated[float, Range(0, 2)] = 0.0,
+        chunks: Chunks | None = None,
+        clustering: Clustering | None = None,
+        summaries: Summaries | None = None,
         traversal: str = "collapsed",
         top_k: int | None = 10,
         stop_at_first_overflow: bool = True,
@@ -111,25 +98,16 @@ class Raptor(HierarchicalMemory):
         self.top_k = (
             None if top_k is None else int(top_k)
         )  # None: rank every node, the budget decides
-        self.chunker, self.chunk_max_tokens = chunker, int(chunk_max_tokens)
-        self.chunk_keep_punctuation = bool(chunk_keep_punctuation)
-        self.num_layers, self.reduction_dimension = int(num_layers), int(reduction_dimension)
-        self.cluster_threshold, self.max_clusters = float(cluster_threshold), int(max_clusters)
-        self.local_n_neighbors, self.max_length_in_cluster = (
-            int(local_n_neighbors),
-            int(max_length_in_cluster),
-        )
-        self.umap_metric = umap_metric
-        self.summary_prompt, self.summary_system = summary_prompt, summary_system or None
-        self.summary_max_tokens, self.summary_failure = int(summary_max_tokens), summary_failure
-        self.summary_temperature = float(summary_temperature)
+        # one object per group: the sections of conf/memory/raptor.yaml (raptor/settings.py)
+        self.chunks, self.summaries = group(Chunks, chunks), group(Summaries, summaries)
+        self.clustering = c = group(Clustering, clustering)
         self.settings = ClusterSettings(
-            self.reduction_dimension,
-            self.cluster_threshold,
-            self.max_clusters,
-            self.local_n_neighbors,
-            self.max_length_in_cluster,
-            self.umap_metric,
+            c.reduction_dimension,
+            c.threshold,
+            c.max_clusters,
+            c.local_n_neighbors,
+            c.max_length_in_cluster,
+            c.umap_metric,
         )
         self.builds: list[dict[str, Any]] = []
 
@@ -166,9 +144,8 @@ class Raptor(HierarchicalMemory):
         self.store = HierarchyStore()
         self.retrievals = []  # they point at nodes of the previous tree
         self.degradation.clear()  # a rebuild starts over: only this build's failures count
-        chunks = make_chunks(
-            units, self.chunker, self.tokenizer, self.chunk_max_tokens, self.chunk_keep_punctuation
-        )
+        c = self.chunks
+        chunks = make_chunks(units, c.chunker, self.tokenizer, c.max_tokens, c.keep_punctuation)
         covered = {u for c in chunks for u in c.units}
         record: dict[str, Any] = {
             "build": len(self.builds) + 1,
@@ -193,12 +170,13 @@ class Raptor(HierarchicalMemory):
             nodes = self.store.add_nodes(
                 ids, [c.text for c in chunks], vectors, level=0, units=[c.units for c in chunks]
             )
-        record["stop"] = f"num_layers = {self.num_layers} reached"
-        for layer in range(1, self.num_layers + 1):
-            if len(nodes) <= self.reduction_dimension + 1:
+        num_layers, dimension = self.clustering.num_layers, self.clustering.reduction_dimension
+        record["stop"] = f"num_layers = {num_layers} reached"
+        for layer in range(1, num_layers + 1):
+            if len(nodes) <= dimension + 1:
                 record["stop"] = (
                     f"layer {layer - 1} has {len(nodes)} nodes <= reduction_dimension + 1 = "
-                    f"{self.reduction_dimension + 1}"
+                    f"{dimension + 1}"
                 )
                 break
             nodes = self._build_layer(layer, nodes, record)
@@ -235,12 +213,12 @@ class Raptor(HierarchicalMemory):
             text = done.text.strip() if done.ok else ""
             if not text:
                 error = done.error or "empty summary"
-                if self.summary_failure == "raise":
+                if self.summaries.failure == "raise":
                     raise RuntimeError(
                         f"RAPTOR layer {layer}: summary of cluster {i} failed: {error}"
                     )
                 failures.append((i, error))
-                text = self.tokenizer.truncate(context, self.summary_max_tokens)
+                text = self.tokenizer.truncate(context, self.summaries.max_tokens)
             texts.append(text)
         t = time.perf_counter()
         vectors = self.embedder.embed(texts)
@@ -289,33 +267,27 @@ class Raptor(HierarchicalMemory):
 
     def summary_request(self, context: str) -> ChatRequest:
         """The summary prompt for one cluster's joined member texts."""
+        s = self.summaries
         return ChatRequest.user(
-            self.summary_prompt.format(context=context),
-            system=self.summary_system,
-            max_tokens=self.summary_max_tokens,
-            temperature=self.summary_temperature,
+            s.prompt.format(context=context),
+            system=s.system,
+            max_tokens=s.max_tokens,
+            temperature=s.temperature,
             # above 0 the request carries the run seed, so it stays reproducible and cacheable
-            seed=int(self.seed) if self.summary_temperature > 0 else None,
+            seed=int(self.seed) if s.temperature > 0 else None,
         )
 
     # ------------------------------------------------------------------ diagnostics and persistence
     def stats(self) -> dict[str, Any]:
         """Core diagnostics plus every build: LLM calls per layer, clustering time, seeds, counters."""
         settings = {
-            k: getattr(self, k)
-            for k in (
-                "chunker",
-                "chunk_max_tokens",
-                "num_layers",
-                "reduction_dimension",
-                "cluster_threshold",
-                "max_clusters",
-                "local_n_neighbors",
-                "max_length_in_cluster",
-                "summary_max_tokens",
-                "summary_temperature",
-                "seed",
-            )
+            "chunks": {"chunker": self.chunks.chunker, "max_tokens": self.chunks.max_tokens},
+            "clustering": {k: v for k, v in asdict(self.clustering).items() if k != "umap_metric"},
+            "summaries": {
+                "max_tokens": self.summaries.max_tokens,
+                "temperature": self.summaries.temperature,
+            },
+            "seed": self.seed,
         }
         last = self.builds[-1] if self.builds else {}
         return {

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from memharness.memsys.base import MemorySystem
+from memharness.memsys.graphrag.settings import group
 from memharness.memsys.readagent import lookup as lk
 from memharness.memsys.readagent.pagination import (
     PaginationCounts,
@@ -22,30 +23,10 @@ from memharness.memsys.readagent.pagination import (
     paginate,
     pieces_of,
 )
+from memharness.memsys.readagent.settings import Gists, Lookup, Pagination, Settings
 from memharness.memsys.services.types import ChatRequest
-from memharness.memsys.settings import Placeholders, Range
+from memharness.memsys.settings import Range
 from memharness.memsys.types import RetrievedItem, Unit, content_id
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The grouped settings of one ReadAgent memory (see the YAML for each)."""
-
-    breaks: str
-    min_words: int
-    max_words: int
-    last_page_words: int
-    pagination_prompt: str
-    pagination_max_tokens: int
-    gist_prompt: str
-    gist_max_tokens: int
-    lookup: str
-    max_pages: int
-    lookup_prompt: str
-    sequential_prompt: str
-    lookup_max_tokens: int
-    answer_page_tags: bool
-    temperature: float
 
 
 @dataclass
@@ -62,14 +43,7 @@ class ReadAgent(MemorySystem):
 
     online = False
     name = "readagent"
-    retrieval_settings = (
-        "lookup",
-        "max_pages",
-        "lookup_prompt",
-        "sequential_prompt",
-        "lookup_max_tokens",
-        "answer_page_tags",
-    )
+    retrieval_settings = ("lookup", "answer_page_tags")  # the whole lookup section
 
     def __init__(
         self,
@@ -77,25 +51,11 @@ class ReadAgent(MemorySystem):
         embedder: Any = None,
         tokenizer: Any = None,
         *,
-        breaks: Literal["paragraphs", "units"] = "paragraphs",
+        pagination: Pagination | None = None,
+        gists: Gists | None = None,
+        lookup: Lookup | None = None,
         min_words: Annotated[int, Range(1)] = 280,
         max_words: Annotated[int, Range(1)] = 600,
-        last_page_words: Annotated[int, Range(0)] = 350,
-        pagination_prompt: Annotated[
-            str, Placeholders("passage", optional=("previous", "next"))
-        ] = "{passage}",
-        pagination_max_tokens: Annotated[int, Range(1)] = 64,
-        gist_prompt: Annotated[str, Placeholders("page")] = "{page}",
-        gist_max_tokens: Annotated[int, Range(1)] = 512,
-        lookup: Literal["parallel", "sequential"] = "parallel",
-        max_pages: Annotated[int, Range(1)] = 5,
-        lookup_prompt: Annotated[
-            str, Placeholders("gists", "question", optional=("max_pages",))
-        ] = "{gists}\n{question}",
-        sequential_prompt: Annotated[
-            str, Placeholders("gists", "question", optional=("max_pages", "read"))
-        ] = "{gists}\n{question}",
-        lookup_max_tokens: Annotated[int, Range(1)] = 64,
         answer_page_tags: bool = False,
         temperature: Annotated[float, Range(0, 2)] = 0.0,
     ) -> None:
@@ -104,8 +64,16 @@ class ReadAgent(MemorySystem):
             raise ValueError(
                 f"memory.min_words ({min_words}) must not exceed memory.max_words ({max_words})"
             )
-        values = {k: v for k, v in locals().items() if k in Settings.__dataclass_fields__}
-        self.settings = Settings(**values)
+        # one object per group: the sections of conf/memory/readagent.yaml (readagent/settings.py)
+        self.settings = Settings(
+            group(Pagination, pagination),
+            group(Gists, gists),
+            group(Lookup, lookup),
+            min_words,
+            max_words,
+            answer_page_tags,
+            temperature,
+        )
         self.pages: list[Page] = []
         self.pagination = PaginationCounts()
         self.gist_failed = 0
@@ -128,16 +96,16 @@ class ReadAgent(MemorySystem):
 
     def build(self, units: Sequence[Unit]) -> None:
         """Paginate every inserted unit, then gist every page in one concurrent batch."""
-        s = self.settings
-        pieces = pieces_of(units, s.breaks)
+        s, p = self.settings, self.settings.pagination
+        pieces = pieces_of(units, p.breaks)
         self.pagination = PaginationCounts()
         bounds = paginate(
             pieces,
             s.min_words,
             s.max_words,
-            s.last_page_words,
-            s.pagination_prompt,
-            lambda prompt: self._ask(prompt, s.pagination_max_tokens),
+            p.last_page_words,
+            p.prompt,
+            lambda prompt: self._ask(prompt, p.max_tokens),
             self.pagination,
         )
         texts, provenance = [], []
@@ -155,8 +123,8 @@ class ReadAgent(MemorySystem):
         s = self.settings
         requests = [
             ChatRequest.user(
-                s.gist_prompt.format(page=t),
-                max_tokens=s.gist_max_tokens,
+                s.gists.prompt.format(page=t),
+                max_tokens=s.gists.max_tokens,
                 temperature=s.temperature,
             )
             for t in texts
@@ -176,15 +144,15 @@ class ReadAgent(MemorySystem):
         in full, within ``budget_tokens``."""
         if not self.pages:
             return []
-        s, counts = self.settings, self.counts
+        s, counts = self.settings.lookup, self.counts
         shown = self._gists_that_fit(budget_tokens)
         counts.gists_dropped += len(self.pages) - shown
         gists = [p.gist for p in self.pages]
         raw = [p.text for p in self.pages]
-        ask = lambda prompt: self._ask(prompt, s.lookup_max_tokens)  # noqa: E731
+        ask = lambda prompt: self._ask(prompt, s.max_tokens)  # noqa: E731
         counts.questions += 1
-        if s.lookup == "parallel":
-            prompt = s.lookup_prompt.format(
+        if s.mode == "parallel":
+            prompt = s.prompt.format(
                 gists=lk.memory_text(gists, raw, [], shown),
                 question=question,
                 max_pages=s.max_pages,
@@ -277,7 +245,7 @@ class ReadAgent(MemorySystem):
             "gist_compression_ratio": gisted / total if total else None,
             "compression_rate_percent": 100.0 * (1 - gisted / total) if total else None,
             "pagination": asdict(self.pagination),
-            "lookup_mode": self.settings.lookup,
+            "lookup_mode": self.settings.lookup.mode,
             "lookup": {
                 **counts,
                 "mean_pages_per_question": (

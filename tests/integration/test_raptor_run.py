@@ -34,12 +34,16 @@ def _keys(node: dict, prefix: str = "") -> list[tuple[str, str]]:
 def test_every_key_of_the_raptor_config_is_commented():
     text = (CONF / "memory" / "raptor.yaml").read_text()
     lines = text.splitlines()
+    start = 0  # keys come in file order; a grouped key is found after its section's line
     for indent, key in _keys(yaml.safe_load(text)):
+        i, line = next(
+            (i, ln)
+            for i, ln in enumerate(lines)
+            if i >= start and re.match(rf"^{indent}{re.escape(key)}:", ln)
+        )
+        start = i + 1
         if key in ("_target_", "name"):
             continue
-        ((i, line),) = [
-            (i, ln) for i, ln in enumerate(lines) if re.match(rf"^{indent}{re.escape(key)}:", ln)
-        ]
         assert "#" in line or lines[i - 1].lstrip().startswith("#"), (
             f"raptor.yaml: {key} has no comment"
         )
@@ -47,10 +51,10 @@ def test_every_key_of_the_raptor_config_is_commented():
 
 def test_the_summary_prompt_is_our_own_and_asks_for_the_papers_output(make_cfg):
     cfg = make_cfg("memory=raptor")
-    prompt = cfg.memory.summary_prompt
+    prompt = cfg.memory.summaries.prompt
     assert "{context}" in prompt and "key details" in prompt
     assert "Write a summary of the following" not in prompt  # not the public code's wording
-    assert cfg.memory.summary_max_tokens == 100 and cfg.memory.chunk_max_tokens == 100
+    assert cfg.memory.summaries.max_tokens == 100 and cfg.memory.chunks.max_tokens == 100
 
 
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))
@@ -68,7 +72,11 @@ def test_experiment_configs_compose_and_build_a_raptor(make_cfg, name):
         and cfg.memory.stop_at_first_overflow
     )
     memory = build_memory(cfg, SimpleNamespace(llm=None, embedder=None, tokenizer=None))
-    assert isinstance(memory, Raptor) and memory.chunker == "sentences" and memory.seed == cfg.seed
+    assert (
+        isinstance(memory, Raptor)
+        and memory.chunks.chunker == "sentences"
+        and memory.seed == cfg.seed
+    )
     text = (CONF / "experiment" / f"{name}.yaml").read_text()
     assert (
         text.startswith("# @package _global_")

@@ -9,7 +9,7 @@ from memharness.data_prep.sample import load as load_sample
 from memharness.eval.run.runner import run
 
 LOOKUP = (
-    "Which page(s) do you want to reread?"  # the end of conf/memory/readagent.yaml's lookup_prompt
+    "Which page(s) do you want to reread?"  # the end of conf/memory/readagent.yaml's lookup.prompt
 )
 SCRIPT = (
     f'[["{LOOKUP}","I want to look up Page [0] to check."],["Break point","Break point: <999>"]]'
@@ -50,7 +50,7 @@ def test_readagent_run_records_expanded_pages_with_provenance(make_cfg, tmp_path
             "memory=readagent",
             f"llm.backend.script={SCRIPT}",
             "dataset.limit=4",
-            "memory.max_pages=2",
+            "memory.lookup.max_pages=2",
         ),
         tmp_path / "b",
     )

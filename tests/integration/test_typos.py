@@ -15,12 +15,13 @@ from paths import ROOT
 CASES = [
     (["memory=raptr"], "memory=raptr: no such memory config; choose one of: raptor, "),
     (
-        ["memory=raptor", "memory.num_layer=3"],
-        "memory.num_layer: not a setting of memory=raptor; its settings are: num_layers, ",
+        ["memory=raptor", "memory.clustering.num_layer=3"],
+        "memory.clustering.num_layer: not a setting of memory.clustering; its settings are: "
+        "num_layers, ",
     ),
     (
-        ["memory=raptor", "memory.summary_prompt={context} x"],
-        "memory.summary_prompt: cannot read the value '{context} x'",
+        ["memory=raptor", "memory.summaries.prompt={context} x"],
+        "memory.summaries.prompt: cannot read the value '{context} x'",
     ),
     (
         ["-m", "experiment=memtree_thresholds", "memory=raptor"],

@@ -88,7 +88,7 @@ def test_units_without_text_make_no_chunk_and_the_units_chunker_keeps_units_whol
         ("alpha beta.", (u[0].id,)),
         ("gamma", (u[2].id,)),
     ]
-    with pytest.raises(ValueError, match="memory.chunker"):
+    with pytest.raises(ValueError, match="memory.chunks.chunker"):
         make_chunks(u, "words", WT)
 
 
@@ -104,7 +104,7 @@ def test_an_empty_unit_between_two_units_neither_glues_their_words_nor_counts_as
     assert [(c.text, c.units) for c in chunks] == [
         ("Alpha beta gamma delta Epsilon zeta", (u[0].id, u[2].id, u[4].id))
     ]
-    memory = make_raptor(two_blobs(), chunker="sentences")
+    memory = make_raptor(two_blobs(), chunks={"chunker": "sentences"})
     memory.insert(u)
     memory.ensure_built()
     assert memory.builds[-1]["empty_units"] == 2 and memory.builds[-1]["units_without_leaf"] == 2
@@ -304,7 +304,8 @@ def test_a_layer_of_at_most_reduction_dimension_plus_one_nodes_is_not_clustered(
     twelve.insert(units([f"a{i}" for i in range(12)]))
     twelve.ensure_built()
     assert twelve.store.max_level() == 1 and len(twelve.llm.batches) == 1
-    smaller = make_raptor(table, reduction_dimension=4)  # the rule follows reduction_dimension
+    # the rule follows reduction_dimension
+    smaller = make_raptor(table, clustering={"reduction_dimension": 4})
     smaller.insert(units([f"a{i}" for i in range(6)]))
     smaller.ensure_built()
     assert smaller.store.max_level() == 1
@@ -313,7 +314,7 @@ def test_a_layer_of_at_most_reduction_dimension_plus_one_nodes_is_not_clustered(
 def test_a_point_between_two_clusters_gets_two_parents_and_each_layer_is_one_batch():
     table = two_blobs()
     llm = EchoSummariser()
-    memory = make_raptor(table, llm=llm, max_clusters=3)
+    memory = make_raptor(table, llm=llm, clustering={"max_clusters": 3})
     texts = [f"a{i}" for i in range(60)] + [f"b{i}" for i in range(60)] + ["m"]
     memory.insert(units(texts))
     memory.ensure_built()
@@ -360,11 +361,11 @@ def test_layers_are_built_until_the_stop_rule_or_num_layers(monkeypatch):
     assert [len(b) for b in full.llm.batches] == [12, 6]  # one batch per layer
     assert full.llm.descs == ["raptor layer 1", "raptor layer 2"]
     assert full.builds[-1]["stop"] == "layer 2 has 6 nodes <= reduction_dimension + 1 = 11"
-    one = make_raptor(table, num_layers=1)
+    one = make_raptor(table, clustering={"num_layers": 1})
     one.insert(units(texts))
     one.ensure_built()
     assert one.store.max_level() == 1 and one.builds[-1]["stop"] == "num_layers = 1 reached"
-    flat = make_raptor(table, num_layers=0)
+    flat = make_raptor(table, clustering={"num_layers": 0})
     flat.insert(units(texts))
     flat.ensure_built()
     assert len(flat.store) == 24 and flat.llm.calls == 0
@@ -373,7 +374,10 @@ def test_layers_are_built_until_the_stop_rule_or_num_layers(monkeypatch):
 def test_a_failed_summary_is_counted_and_its_node_keeps_an_excerpt():
     table = two_blobs()
     memory = make_raptor(
-        table, llm=EchoSummariser(fail_on="a3"), max_clusters=3, summary_max_tokens=4
+        table,
+        llm=EchoSummariser(fail_on="a3"),
+        clustering={"max_clusters": 3},
+        summaries={"max_tokens": 4},
     )
     memory.insert(units([f"a{i}" for i in range(15)] + [f"b{i}" for i in range(15)]))
     memory.ensure_built()
@@ -390,7 +394,10 @@ def test_a_failed_summary_is_counted_and_its_node_keeps_an_excerpt():
         == raptor["last_build"]["layers"][0]["summary_failures"]
     )
     strict = make_raptor(
-        table, llm=EchoSummariser(fail_on="a3"), max_clusters=3, summary_failure="raise"
+        table,
+        llm=EchoSummariser(fail_on="a3"),
+        clustering={"max_clusters": 3},
+        summaries={"failure": "raise"},
     )
     strict.insert(units([f"a{i}" for i in range(15)] + [f"b{i}" for i in range(15)]))
     with pytest.raises(RuntimeError, match="summary of cluster .* failed: BackendError: boom"):
@@ -399,7 +406,7 @@ def test_a_failed_summary_is_counted_and_its_node_keeps_an_excerpt():
 
 def test_rebuilds_start_from_scratch_and_are_counted():
     table = two_blobs()
-    memory = make_raptor(table, max_clusters=3)
+    memory = make_raptor(table, clustering={"max_clusters": 3})
     memory.insert(units([f"a{i}" for i in range(15)]))
     assert memory.retrieve("a1", 1000)
     assert memory.retrieve("a2", 1000) and len(memory.builds) == 1  # no new insert: no rebuild
@@ -426,7 +433,7 @@ def test_rebuilds_start_from_scratch_and_are_counted():
 
 def test_collapsed_retrieval_stops_at_the_first_overflow_and_carries_provenance():
     table = two_blobs()
-    memory = make_raptor(table, max_clusters=3, top_k=5)
+    memory = make_raptor(table, clustering={"max_clusters": 3}, top_k=5)
     memory.insert(units([f"a{i}" for i in range(15)] + [f"b{i}" for i in range(15)]))
     items = memory.retrieve("a1", 10**6)
     assert len(items) == 5 and all(i.source_unit_ids for i in items)
@@ -440,7 +447,7 @@ def test_collapsed_retrieval_stops_at_the_first_overflow_and_carries_provenance(
 
 def test_top_k_null_fills_the_budget_with_every_node_ranked_by_cosine():
     table = two_blobs()
-    memory = make_raptor(table, max_clusters=3, top_k=None)
+    memory = make_raptor(table, clustering={"max_clusters": 3}, top_k=None)
     memory.insert(units([f"a{i}" for i in range(15)] + [f"b{i}" for i in range(15)]))
     everything = memory.retrieve("a1", 10**6)
     # no count cut: every node that passes the threshold (-1; the fake vectors are not unit-norm) comes back
@@ -459,8 +466,10 @@ def test_the_default_summary_prompt_is_the_configured_one_and_keeps_the_papers_i
 
     import yaml
 
-    configured = yaml.safe_load((ROOT / "conf/memory/raptor.yaml").read_text())["summary_prompt"]
-    assert Raptor().summary_prompt == configured
+    configured = yaml.safe_load((ROOT / "conf/memory/raptor.yaml").read_text())["summaries"][
+        "prompt"
+    ]
+    assert Raptor().summaries.prompt == configured
     assert (
         "as many of their key details as you can" in configured
         and configured.count("{context}") == 1
@@ -469,7 +478,7 @@ def test_the_default_summary_prompt_is_the_configured_one_and_keeps_the_papers_i
 
 def test_top_down_descends_from_the_top_layer_to_the_leaves():
     table = two_blobs()
-    memory = make_raptor(table, max_clusters=3, traversal="top_down", top_k=1)
+    memory = make_raptor(table, clustering={"max_clusters": 3}, traversal="top_down", top_k=1)
     memory.insert(units([f"a{i}" for i in range(15)] + [f"b{i}" for i in range(15)]))
     items = memory.retrieve("b2", 10**6)
     levels = [i.level for i in items]
@@ -482,7 +491,7 @@ def test_top_down_descends_from_the_top_layer_to_the_leaves():
 
 def test_save_and_load_answer_without_rebuilding_or_llm_calls(tmp_path):
     table = two_blobs()
-    memory = make_raptor(table, max_clusters=3)
+    memory = make_raptor(table, clustering={"max_clusters": 3})
     memory.insert(units([f"a{i}" for i in range(15)] + [f"b{i}" for i in range(15)]))
     before = memory.retrieve("a4", 1000)
     memory.save(tmp_path / "m")
@@ -493,7 +502,7 @@ def test_save_and_load_answer_without_rebuilding_or_llm_calls(tmp_path):
     }
     llm = EchoSummariser()
     loaded = load_memory(tmp_path / "m", llm=llm, embedder=memory.embedder, tokenizer=WT)
-    assert isinstance(loaded, Raptor) and loaded.summary_prompt == memory.summary_prompt
+    assert isinstance(loaded, Raptor) and loaded.summaries == memory.summaries
     assert [i.node_id for i in loaded.retrieve("a4", 1000)] == [i.node_id for i in before]
     assert llm.calls == 0 and len(loaded.builds) == 1 and len(loaded.units) == 30
     loaded.insert(
@@ -531,11 +540,11 @@ def test_bad_settings_name_the_key():
     for kw, key in [
         ({"top_k": None, "traversal": "top_down"}, "memory.top_k"),
         ({"top_k": 0}, "memory.top_k"),
-        ({"chunker": "words"}, "memory.chunker"),
-        ({"summary_failure": "skip"}, "memory.summary_failure"),
-        ({"summary_prompt": "no placeholder"}, "memory.summary_prompt"),
-        ({"num_layers": -1}, "memory.num_layers"),
-        ({"cluster_threshold": 1.5}, "memory.cluster_threshold"),
+        ({"chunks": {"chunker": "words"}}, "memory.chunks.chunker"),
+        ({"summaries": {"failure": "skip"}}, "memory.summaries.failure"),
+        ({"summaries": {"prompt": "no placeholder"}}, "memory.summaries.prompt"),
+        ({"clustering": {"num_layers": -1}}, "memory.clustering.num_layers"),
+        ({"clustering": {"threshold": 1.5}}, "memory.clustering.threshold"),
         ({"traversal": "beam"}, "memory.traversal"),
     ]:
         found = problems(**kw)
@@ -566,12 +575,12 @@ def test_units_cut_mid_word_by_a_token_window_are_rejoined_exactly():
 
 def test_summary_temperature_is_greedy_by_default_and_seeded_when_raised():
     """Ours: summaries at 0 (reproducible trees, cacheable calls); RAPTOR sends no temperature, so the
-    API default applies: summary_temperature=1.0 stands for it, each call carrying the run seed."""
+    API default applies: summaries.temperature=1.0 stands for it, each call carrying the run seed."""
     import yaml
 
     configured = yaml.safe_load((ROOT / "conf/memory/raptor.yaml").read_text())
-    assert configured["summary_temperature"] == Raptor().summary_temperature == 0.0
+    assert configured["summaries"]["temperature"] == Raptor().summaries.temperature == 0.0
     greedy = Raptor(seed=7).summary_request("text")
     assert (greedy.temperature, greedy.seed) == (0.0, None)
-    warm = Raptor(seed=7, summary_temperature=1.0).summary_request("text")
+    warm = Raptor(seed=7, summaries={"temperature": 1.0}).summary_request("text")
     assert (warm.temperature, warm.seed) == (1.0, 7)

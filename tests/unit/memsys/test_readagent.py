@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 from tests.paths import ROOT
 
 YAML = OmegaConf.to_container(OmegaConf.load(ROOT / "conf" / "memory" / "readagent.yaml"))
-PROMPTS = {k: YAML[k] for k in YAML if k.endswith("_prompt")}
+GROUPS = ("pagination", "gists", "lookup")  # the YAML's sections, prompts included
 
 
 def paragraph(i: int, words: int) -> str:
@@ -46,7 +46,11 @@ def replier(pagination="first", gist=lambda page: "GIST " + page.split()[0], loo
 
 
 def memory(llm, **settings) -> ReadAgent:
-    values = {**PROMPTS, "min_words": 20, "max_words": 50, "last_page_words": 25, **settings}
+    """The YAML's groups (prompts included) with small pages; ``settings`` merged over them."""
+    values = {"min_words": 20, "max_words": 50, **settings}
+    small = {"pagination": {"last_page_words": 25}}
+    for g in GROUPS:
+        values[g] = {**YAML[g], **small.get(g, {}), **settings.get(g, {})}
     return ReadAgent(llm=llm, tokenizer=get_tokenizer(), **values)
 
 
@@ -137,7 +141,7 @@ def test_parallel_lookup_caps_pages_and_drops_invalid_numbers():
     assert parse_pages("Page [3, 99, 3, 1] because", 5) == ([3, 1], 1)
     assert parse_pages("no list here", 5) == (None, 0)
     assert parse_label("Break point: <57>\nBecause") == 57 and parse_label("none") is None
-    mem = built(replier(lookup="Page [0, 1, 2]"), SIZES, max_pages=2)
+    mem = built(replier(lookup="Page [0, 1, 2]"), SIZES, lookup={"max_pages": 2})
     items = mem.retrieve("q", 10_000)
     assert sum(it.level == 0 for it in items) == 2
 
@@ -145,7 +149,7 @@ def test_parallel_lookup_caps_pages_and_drops_invalid_numbers():
 def test_sequential_lookup_reads_one_page_per_call_until_stop():
     replies = iter(["Page [1]", "Page [3]", "STOP"])
     llm = replier(lookup=lambda prompt: next(replies))
-    mem = built(llm, SIZES, lookup="sequential", max_pages=5)
+    mem = built(llm, SIZES, lookup={"mode": "sequential", "max_pages": 5})
     items = mem.retrieve("q", 10_000)
     assert [i for i, it in enumerate(items) if it.level == 0] == [1, 3]
     assert "Pages already reread: 1, 3." in llm.prompts[-1]
@@ -157,7 +161,7 @@ def test_unparsed_lookup_replies_are_counted_and_expand_nothing():
     mem = built(replier(lookup="I think the answer is B."), SIZES)
     items = mem.retrieve("q", 10_000)
     assert all(it.level == 1 for it in items) and mem.stats()["lookup"]["unparsed"] == 1
-    seq = built(replier(lookup="hmm"), SIZES, lookup="sequential")
+    seq = built(replier(lookup="hmm"), SIZES, lookup={"mode": "sequential"})
     seq.retrieve("q", 10_000)
     assert seq.counts.unparsed == 1 and seq.counts.calls == 1
 
@@ -209,3 +213,23 @@ def test_min_words_above_max_words_is_refused():
     with pytest.raises(ValueError, match="memory.min_words"):
         memory(replier(), min_words=100, max_words=50)
     assert list(ReadAgent.check_settings({"min_words": 9, "max_words": 8}))
+
+
+def test_bad_grouped_settings_name_their_key_path():
+    """The groups' declarations are checked before a run starts, each error naming its key path."""
+    from memharness.memsys.settings_check import check_target
+
+    def problems(**settings):
+        target = "memharness.memsys.readagent.ReadAgent"
+        return check_target({"_target_": target, **settings}, "memory")
+
+    assert problems() == [] and problems(lookup={"mode": "sequential", "max_pages": 2}) == []
+    for kw, key in [
+        ({"lookup": {"mode": "beam"}}, "memory.lookup.mode"),
+        ({"lookup": {"max_pages": 0}}, "memory.lookup.max_pages"),
+        ({"pagination": {"prompt": "no placeholder"}}, "memory.pagination.prompt"),
+        ({"gists": {"max_tokens": 0}}, "memory.gists.max_tokens"),
+        ({"min_words": 9, "max_words": 8}, "memory.min_words"),
+    ]:
+        found = problems(**kw)
+        assert len(found) == 1 and found[0].startswith(key), found
