@@ -59,7 +59,7 @@ product-lightrag: .venvs/lightrag/.installed  ## install LightRAG (lightrag-hku 
 demo: setup  ## sweep three memory systems on the sample's dialogues with the embedded models, then table + plot
 	$(PY) run.py -m memory=full_context,memorystream,memtree dataset=sample $(DEMO_ARGS) hydra.sweep.dir=results/sweeps/demo
 	$(PY) -m memharness.eval.report.comparison results/sweeps/demo --out results/tables --name demo --baseline full_context
-	$(PY) -m memharness.eval.judge.report results/sweeps/demo --out results/tables --name demo_judges
+	$(PY) -m memharness.eval.report.judge_report results/sweeps/demo --out results/tables --name demo_judges
 
 test: setup product-mem0 product-amem product-lightrag  ## lint, then every test, the slow ones with the real embedded models and local servers included
 	$(PY) -m ruff format --check .

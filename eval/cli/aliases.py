@@ -14,7 +14,7 @@ import sys
 # old module -> (new module, memharness subcommand)
 OLD_PATHS = {
     "memharness.eval.cli": ("memharness.eval.cli.hydra_main", "run"),
-    "memharness.eval.judge_report": ("memharness.eval.judge.report", "judge-report"),
+    "memharness.eval.judge_report": ("memharness.eval.report.judge_report", "judge-report"),
     "memharness.eval.judge_eval": ("memharness.eval.judge.labelled_set", "judge-eval"),
     "memharness.eval.browse": ("memharness.eval.report.browser", "browse"),
     "memharness.eval.paper_report": ("memharness.eval.papers.report", "papers"),

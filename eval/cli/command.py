@@ -20,7 +20,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("memharness.eval.cli.hydra_main", "one run or a -m sweep (Hydra overrides)"),
     "report": ("memharness.eval.report.comparison", "tables and plots from run folders"),
     "browse": ("memharness.eval.report.browser", "one HTML page to browse runs and answers"),
-    "judge-report": ("memharness.eval.judge.report", "how far each run's judge can be trusted"),
+    "judge-report": (
+        "memharness.eval.report.judge_report",
+        "how far each run's judge can be trusted",
+    ),
     "judge-eval": ("memharness.eval.judge.labelled_set", "score a judge on the labelled set"),
     "papers": ("memharness.eval.papers.report", "the seed papers' tables, ours beside theirs"),
     "papers-check": ("memharness.eval.papers.check", "check the published numbers' files"),

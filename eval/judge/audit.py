@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from memharness.eval.judge.judges import Judges
-from memharness.eval.metrics.lexical import normalize_answer, parse_judge, token_f1
+from memharness.eval.judge.prompt import judge_request, parse_judge, reference_text
+from memharness.eval.metrics.lexical import normalize_answer, token_f1
 from memharness.eval.metrics.stats import cohen_kappa
-from memharness.eval.run.answer import judge_request, reference_text
 from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.types import Question

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memharness.eval.judge.loop import answers_to_judge, ask
 from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.types import Question
 from omegaconf import DictConfig, OmegaConf
@@ -117,18 +118,15 @@ def judge_all(
     proto = settings(cfg)
     if proto is None:
         return
-    todo = [
-        (q, r) for q, _, r in pending if r["status"] == "scored" and r.get("mode") == "generative"
-    ]
-    for _, r in todo:
-        if r.get("answer_empty"):  # wrong, never judged
-            r["metrics"][metric_name(proto)] = 0.0
-            r["official_judge_status"] = "answer_empty"
-    todo = [(q, r) for q, r in todo if not r.get("answer_empty")]
+
+    def empty(record: dict) -> None:  # wrong, never judged
+        record["metrics"][metric_name(proto)] = 0.0
+        record["official_judge_status"] = "answer_empty"
+
+    todo = answers_to_judge(pending, empty)
     per_question = [requests_for(q, r["prediction"], proto) for q, r in todo]
     flat = [req for reqs in per_question for req in reqs]
-    with services.meter.stage("judge"):
-        completions = judges.primary.complete(flat, desc=f"{proto['name']} judge")
+    completions = ask(judges.primary, flat, services, f"{proto['name']} judge")
     rule, metric, at = str(proto.get("verdict") or "contains_yes"), metric_name(proto), 0
     for (_, record), reqs in zip(todo, per_question, strict=True):
         comps, at = completions[at : at + len(reqs)], at + len(reqs)

@@ -4,8 +4,8 @@ Every writer validates against these models before a byte is written, and every 
 (reports, browser, collect, paper tables, golden, figures) opens a run through
 ``eval.record.read``, which checks the folder's ``format`` first. A folder written in another
 format is refused in one line naming both formats: re-run it (the call cache makes that cheap).
-``docs/run-format.md`` is generated from these models (``python -m memharness.eval.record.schema``)
-and a test keeps it in step.
+``docs/run-format.md`` is generated from these models and the metric registry
+(``python -m memharness.eval.metrics.run_format``) and a test keeps it in step.
 
 Sections that belong to one part of the harness (a judge audit, the call ledger, a memory's own
 statistics) are typed here as JSON objects; the modules that write them document their fields.
@@ -13,11 +13,9 @@ statistics) are typed here as JSON objects; the modules that write them document
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from memharness.eval.metrics import registry
 from memharness.memsys.services.formats import markdown_cell
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -219,12 +217,13 @@ def validated(model: type[BaseModel], doc: JSON, where: str | Path) -> JSON:
 
 
 def markdown() -> str:
-    """``docs/run-format.md``: every field of both records, from the models."""
+    """Both records' fields, from the models (``docs/run-format.md`` adds the metric keys:
+    ``eval/metrics/run_format.py``)."""
     out = [
         "# The run folder format",
         "",
-        f"Format {FORMAT}. Generated from `eval/record/schema.py` by "
-        "`python -m memharness.eval.record.schema > docs/run-format.md`; a test keeps the two "
+        f"Format {FORMAT}. Generated from `eval/record/schema.py` and `eval/metrics/registry.py` by "
+        "`python -m memharness.eval.metrics.run_format > docs/run-format.md`; a test keeps the two "
         "equal. Readers refuse a run folder of another format in one line.",
         "",
         "A run folder holds `config.yaml` (the resolved config), `samples.jsonl` (one `Sample` per "
@@ -240,17 +239,6 @@ def markdown() -> str:
             out.append(
                 f"| `{name}` | `{kind}` | {'yes' if f.is_required() else 'no'} | {f.description} |"
             )
-    out += ["", "## Metric keys (`eval/metrics/registry.py`)", ""]
-    out += ["| key | better | kind | report section | meaning |", "|---|---|---|---|---|"]
-    for m in registry.METRICS:
-        better = {True: "higher", False: "lower", None: "-"}[m.higher_is_better]
-        key = f"{m.name}<k>" if m.prefix else m.name
-        out.append(f"| `{key}` | {better} | {m.kind} | {m.section} | {m.doc} |")
-    out += [
-        "",
-        f"Any key with `{registry.NEEDS_MEMORY}` appended: the metric over the questions the "
-        "model got wrong closed-book (when `eval.closed_book.enabled`).",
-    ]
     return "\n".join(out) + "\n"
 
 
@@ -260,7 +248,3 @@ def _type_name(annotation: Any) -> str:
         if isinstance(annotation, type)
         else str(annotation).replace("typing.", "")
     )
-
-
-if __name__ == "__main__":
-    sys.stdout.write(markdown())

@@ -62,7 +62,6 @@ IGNORED_SETTINGS = (
     "eval.evidence.*",
     "eval.closed_book.*",
 )
-_NOT_CONFIG = ("memory=", "dataset=", "hydra.", "progress=")
 IDENTITY = (
     "memory",
     "setting",
@@ -139,11 +138,6 @@ def question_keys(samples: Sequence[dict[str, Any]]) -> list[str]:
     return keys
 
 
-def _override_setting(run: dict[str, Any]) -> str:
-    """Runs without config.yaml: the command-line overrides beyond memory and dataset."""
-    return " ".join(sorted(o for o in run.get("overrides", []) if not o.startswith(_NOT_CONFIG)))
-
-
 def settings(runs: Sequence[dict[str, Any]]) -> list[str]:
     """Each run's resolved settings that differ among the runs it may be compared with.
 
@@ -152,7 +146,7 @@ def settings(runs: Sequence[dict[str, Any]]) -> list[str]:
     out = []
     for run in runs:
         if run.get("config") is None:
-            out.append(_override_setting(run))
+            out.append(read.override_setting(run))
             continue
         peers = [r for r in runs if r["dataset"] == run["dataset"] and r.get("config") is not None]
         parts = []

@@ -15,16 +15,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from memharness.eval.judge.judges import Judges
+from memharness.eval.judge.prompt import judge_request, parse_judge, reference_text
 from memharness.eval.metrics.aggregate import summarize_all
 from memharness.eval.metrics.claims import parse_verdict
-from memharness.eval.metrics.lexical import exact_match, parse_judge
+from memharness.eval.metrics.lexical import exact_match
 from memharness.eval.run.answer import (
     answer_request,
     is_claim,
     is_multiple_choice,
-    judge_request,
     mc_correct,
-    reference_text,
 )
 from omegaconf import DictConfig, OmegaConf
 

@@ -17,6 +17,7 @@ from typing import Any
 from hydra.utils import get_class, instantiate
 from memharness.data_prep.base import Dataset, DatasetError, check_integrity, subset
 from memharness.eval.judge import audit as judge_audit
+from memharness.eval.judge import loop as judge_loop
 from memharness.eval.judge import official as official_judge
 from memharness.eval.judge.judges import Judges, build_judges
 from memharness.eval.metrics import aggregate
@@ -270,7 +271,7 @@ def evaluate_episode(
     pending, stats = run_episode(episode, cfg, services, out_dir, snapshots)
     scoring.answer_all(pending, cfg, services)
     if cfg.eval.judge.enabled:
-        scoring.judge_all(pending, cfg, services, judges)
+        judge_loop.judge_all(pending, cfg, services, judges)
         official_judge.judge_all(pending, cfg, services, judges)  # judge.official, if any
     return pending, stats
 
@@ -391,6 +392,7 @@ def run(
         oracle=is_oracle(cfg),
         overrides=overrides or [],
         sections=sections,
+        in_flight=episodes.episodes_in_flight(cfg),
     )
     run_io.end_run(out_dir, metrics)
     return metrics

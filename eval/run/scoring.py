@@ -6,19 +6,15 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from memharness.eval.judge import injection
-from memharness.eval.judge.judges import Judges
+from memharness.eval.judge.prompt import reference_text
 from memharness.eval.metrics.claims import parse_verdict
-from memharness.eval.metrics.lexical import parse_judge
 from memharness.eval.metrics.registry import answer_scores
 from memharness.eval.run import failures
 from memharness.eval.run.answer import (
     answer_request,
     is_claim,
     is_multiple_choice,
-    judge_request,
     mc_correct,
-    reference_text,
 )
 from memharness.memsys.base import MemorySystem
 from memharness.memsys.services.factory import Services
@@ -108,29 +104,3 @@ def record_answer(q: Question, record: dict, prompt: str, comp: Any, cfg: DictCo
         answer_scores(prediction_text, list(q.answers) or [reference_text(q)], q)
     )
     record["metrics"]["context_tokens"] = record["context_tokens"]
-
-
-def judge_all(
-    pending: list[tuple[Question, list[RetrievedItem], dict]],
-    cfg: DictConfig,
-    services: Services,
-    judges: Judges | None = None,
-) -> None:
-    todo = [
-        (q, r) for q, _, r in pending if r["status"] == "scored" and r.get("mode") == "generative"
-    ]
-    todo = failures.skip_empty_answers(todo)  # an empty answer is wrong; it is never judged
-    injection.flag_all(((reference_text(q), r) for q, r in todo), log)
-    requests = [
-        judge_request(q, reference_text(q), r["prediction"], cfg.eval.judge) for q, r in todo
-    ]
-    with services.meter.stage("judge"):
-        completions = (judges.primary if judges else services.llm).complete(requests, desc="judge")
-    for (_, record), comp in zip(todo, completions, strict=False):
-        record["judge_reply"] = comp.text
-        if not comp.ok:
-            record.update(judge_status="judge_failed", judge_error=comp.error)
-            continue
-        verdict = parse_judge(comp.text)
-        record["judge_status"] = "judge_unparsed" if verdict is None else "parsed"
-        record["metrics"]["judge"] = None if verdict is None else float(verdict)

@@ -7,8 +7,8 @@ import json
 import pytest
 from memharness.data_prep.base import subset
 from memharness.data_prep.sample import load as load_sample
+from memharness.eval.judge.prompt import reference_text
 from memharness.eval.run import closed_book
-from memharness.eval.run.answer import reference_text
 from memharness.eval.run.runner import run
 
 

@@ -43,7 +43,7 @@ def test_the_installed_command_and_an_old_path_run(tmp_path):
         env=ENV,
     )
     assert proc.returncode == 0 and "usage:" in proc.stdout
-    assert "memharness.eval.judge_report is now memharness.eval.judge.report" in proc.stderr
+    assert "memharness.eval.judge_report is now memharness.eval.report.judge_report" in proc.stderr
     proc = subprocess.run(
         [sys.executable, "-m", "memharness.eval.report", "--help"],
         capture_output=True,

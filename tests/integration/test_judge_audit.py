@@ -8,9 +8,9 @@ import sqlite3
 import pytest
 from memharness.data_prep.base import subset
 from memharness.data_prep.sample import load as load_sample
-from memharness.eval.judge import report as judge_report
+from memharness.eval.judge.prompt import reference_text
 from memharness.eval.metrics.stats import cohen_kappa
-from memharness.eval.run.answer import reference_text
+from memharness.eval.report import judge_report
 from memharness.eval.run.runner import run
 from memharness.memsys.services.types import ConfigError
 

@@ -7,6 +7,7 @@ import json
 
 import pytest
 import records
+from memharness.eval.metrics import run_format
 from memharness.eval.record import read, schema
 from memharness.eval.report.comparison import main as report_main
 from memharness.eval.run.runner import run
@@ -14,8 +15,8 @@ from paths import ROOT
 
 
 def test_docs_run_format_is_the_schema_rendered():
-    assert (ROOT / "docs" / "run-format.md").read_text() == schema.markdown(), (
-        "regenerate: python -m memharness.eval.record.schema > docs/run-format.md"
+    assert (ROOT / "docs" / "run-format.md").read_text() == run_format.markdown(), (
+        "regenerate: python -m memharness.eval.metrics.run_format > docs/run-format.md"
     )
 
 

@@ -193,7 +193,7 @@ def test_judge_canaries_expose_a_judge_that_always_says_one(make_cfg, tmp_path):
     cfg = make_cfg(
         "memory=full_context", "dataset.limit=4", "+llm.backend.model_id=fake-strict-judge"
     )
-    from memharness.eval.run.answer import reference_text
+    from memharness.eval.judge.prompt import reference_text
 
     ref = reference_text(
         subset(load_sample(), 4, 0, "type").episodes[0].questions[0]

@@ -1,6 +1,6 @@
 """How much can each run's judge be trusted? A report from run folders.
 
-    python -m memharness.eval.judge.report results/runs [--out results/tables --name judges]
+    memharness judge-report results/runs [--out results/tables --name judges]
 
 Per run (from metrics.json ``judge_reliability``): the accuracy the strict and the lenient prompt
 give and Cohen's κ between them, the second judge's accuracy and κ (``judge@judge2=<name>``), and
