@@ -24,6 +24,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "memharness.eval.report.judge_report",
         "how far each run's judge can be trusted",
     ),
+    "rescore": ("memharness.eval.cli.rescore", "a run-format-2 folder rebuilt as format 3"),
     "judge-eval": ("memharness.eval.judge.labelled_set", "score a judge on the labelled set"),
     "papers": ("memharness.eval.papers.report", "the seed papers' tables, ours beside theirs"),
     "papers-check": ("memharness.eval.papers.check", "check the published numbers' files"),

@@ -11,11 +11,13 @@ from typing import Any
 from memharness.eval.judge import injection
 from memharness.eval.judge.judges import Judges
 from memharness.eval.judge.prompt import judge_request, parse_judge, reference_text
+from memharness.eval.record.scores import put
 from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.types import Question
 from omegaconf import DictConfig
 
 log = logging.getLogger("memharness")
+KIND = "judge"  # the Score kind of the harness judge
 
 
 def answers_to_judge(
@@ -41,8 +43,7 @@ def ask(judge: Any, requests: list[ChatRequest], services: Any, desc: str) -> li
 
 
 def _empty(record: dict) -> None:
-    record["judge_status"] = "answer_empty"
-    record["metrics"]["judge"] = 0.0
+    put(record, "judge", 0.0, KIND, status="answer_empty")
 
 
 def judge_all(
@@ -52,18 +53,40 @@ def judge_all(
     judges: Judges | None = None,
 ) -> None:
     """The harness judge's verdict (metric ``judge``) on every scored generative answer; an
-    unparsed reply or a failed call is recorded (``judge_status``), never scored."""
+    unparsed reply or a failed call is recorded (its score's ``status``), never scored."""
     todo = answers_to_judge(pending, _empty)
-    injection.flag_all(((reference_text(q), r) for q, r in todo), log)
+    flags = injection.flag_all(((reference_text(q), r) for q, r in todo), log)
     requests = [
         judge_request(q, reference_text(q), r["prediction"], cfg.eval.judge) for q, r in todo
     ]
     completions = ask(judges.primary if judges else services.llm, requests, services, "judge")
-    for (_, record), comp in zip(todo, completions, strict=False):
-        record["judge_reply"] = comp.text
+    for (_, record), comp, flagged in zip(todo, completions, flags, strict=False):
+        seen = {"injection": flagged} if flagged else {}
         if not comp.ok:
-            record.update(judge_status="judge_failed", judge_error=comp.error)
+            put(
+                record,
+                "judge",
+                None,
+                KIND,
+                reply=comp.text,
+                status="judge_failed",
+                error=comp.error,
+                **seen,
+            )
             continue
         verdict = parse_judge(comp.text)
-        record["judge_status"] = "judge_unparsed" if verdict is None else "parsed"
-        record["metrics"]["judge"] = None if verdict is None else float(verdict)
+        status = "judge_unparsed" if verdict is None else "parsed"
+        value = None if verdict is None else float(verdict)
+        put(record, "judge", value, KIND, reply=comp.text, status=status, **seen)
+
+
+class Judge:
+    """The harness judge as a scorer (metric ``judge``; ``judge_all``)."""
+
+    name = KIND
+
+    def score(self, pending: Any, ctx: Any) -> None:
+        judge_all(pending, ctx.cfg, ctx.services, ctx.judges)
+
+
+SCORER = Judge()

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from memharness.eval.judge.injection import quote_prediction
+from memharness.eval.metrics.scorers import references
 from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.types import Question
 
@@ -22,12 +23,8 @@ def judge_request(question: Question, reference: str, prediction: str, cfg: Any)
 
 
 def reference_text(question: Question) -> str:
-    """The reference the judge compares with: the gold answer, or the gold option's text."""
-    if question.answers:
-        return " / ".join(question.answers)
-    if question.options and question.gold_option is not None:
-        return question.options[question.gold_option]
-    raise ValueError(f"question {question.id} has neither answers nor a gold option")
+    """The reference the judge compares with: the gold answers joined, or the gold option's text."""
+    return " / ".join(references(question))
 
 
 def parse_judge(reply: str) -> int | None:

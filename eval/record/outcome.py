@@ -58,21 +58,16 @@ def outcome(metrics: dict[str, Any], cfg: Any, services: Any) -> dict[str, Any]:
         "incomplete": None,
         "problems": [],
     }
-    if deadline is not None and deadline.hit:
-        out["incomplete"] = (
-            f"{deadline.describe()}; {counts.get('deadline_exceeded', 0)} questions were not "
-            "run to the end"
-        )
-        out["problems"].append(out["incomplete"])
-        out["exit_code"] = EXIT_ABORTED
-    budget = getattr(services, "budget", None)
-    if budget is not None and budget.hit:
-        out["incomplete"] = (
-            f"{budget.describe()}; {counts.get('budget_exceeded', 0)} questions were not "
-            "run to the end"
-        )
-        out["problems"].append(out["incomplete"])
-        out["exit_code"] = EXIT_ABORTED
+    for stop, status in (
+        (deadline, "deadline_exceeded"),
+        (getattr(services, "budget", None), "budget_exceeded"),
+    ):
+        if stop is not None and stop.hit:  # the run was cut short: its folder says why
+            out["incomplete"] = (
+                f"{stop.describe()}; {counts.get(status, 0)} questions were not run to the end"
+            )
+            out["problems"].append(out["incomplete"])
+            out["exit_code"] = EXIT_ABORTED
     no_verdict = counts.get("judge_unparsed", 0) + counts.get("judge_failed", 0)
     if counts["scored"] == 0:
         out["problems"].append(f"no question was scored ({counts['questions']} questions)")

@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 import yaml
 from memharness.eval.metrics import registry
-from memharness.eval.record import read
+from memharness.eval.record import read, scores
 from memharness.eval.report.columns import cost_columns, judge_columns
 
 # Resolved keys that never make two runs different experiments: paths, caching, concurrency, retries,
@@ -119,7 +119,7 @@ def attach(run: dict[str, Any]) -> dict[str, Any]:
     )
     samples = read_samples(folder)
     run["per_question"] = {
-        key: s.get("metrics", {}) for key, s in zip(question_keys(samples), samples, strict=True)
+        key: scores.values(s) for key, s in zip(question_keys(samples), samples, strict=True)
     }
     ids = [str(s.get("question_id", i)) for i, s in enumerate(samples)]
     run["qset"] = ((run.get("data") or {}).get("question_ids_sha256") or question_checksum(ids))[:8]

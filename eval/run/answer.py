@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from memharness.eval.metrics.claims import LABELS
-from memharness.eval.metrics.lexical import parse_choice
 from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.types import OPTION_LETTERS, Question, RetrievedItem, option_letters
 
@@ -100,12 +99,3 @@ def answer_request(question: Question, items: Sequence[RetrievedItem], cfg: Any)
         )
     prompt = with_now(cfg.prompt, question, cfg).format(question=question.text, context=context)
     return ChatRequest.user(prompt, max_tokens=int(cfg.max_tokens))
-
-
-def mc_correct(question: Question, reply: str) -> tuple[int | None, float | None]:
-    """Parsed option index and 0/1 correctness. A reply naming no single option is wrong (0), as
-    in multiple-choice convention; the runner also counts it as ``mc_unparsed``."""
-    choice = parse_choice(reply, len(question.options or ()))
-    if question.gold_option is None:
-        return choice, None
-    return choice, float(choice is not None and choice == question.gold_option)
