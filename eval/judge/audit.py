@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from memharness.eval.judge.judges import Judges
-from memharness.eval.judge.prompt import judge_request, parse_judge, reference_text
+from memharness.eval.judge.loop import verdicts
+from memharness.eval.judge.prompt import reference_text
 from memharness.eval.metrics.lexical import normalize_answer, token_f1
 from memharness.eval.metrics.stats import cohen_kappa
 from memharness.eval.record import scores
@@ -31,30 +32,7 @@ from memharness.memsys.types import Question
 from omegaconf import DictConfig
 
 KIND = "judge_audit"  # the Score kind of the lenient and second judges
-
-
-def verdicts(
-    llm: LLM, prompt_cfg: Any, cases: Sequence[tuple[Question, str, str]], desc: str
-) -> list[dict]:
-    """Judge (question, reference, answer) cases; each result has verdict (0/1/None) and status."""
-    if not cases:
-        return []
-    completions = llm.complete(
-        [judge_request(q, ref, ans, prompt_cfg) for q, ref, ans in cases], desc=desc
-    )
-    out = []
-    for comp in completions:
-        v = parse_judge(comp.text) if comp.ok else None
-        out.append(
-            {
-                "verdict": v,
-                "reply": comp.text,
-                "status": "judge_failed"
-                if not comp.ok
-                else ("parsed" if v is not None else "judge_unparsed"),
-            }
-        )
-    return out
+CASE_KEYS = ("verdict", "reply", "status")  # of a canary verdict, as metrics.json records it
 
 
 def agreement(a: Sequence[float | None], b: Sequence[dict]) -> dict[str, Any] | None:
@@ -161,7 +139,7 @@ def judge_canaries(judge: LLM, canary: dict[str, Any], cfg: DictConfig) -> dict[
         for kind, cases in canary["groups"]
     }
     cases = [
-        {"kind": kind, "question_id": q.id, "answer": ans, **r}
+        {"kind": kind, "question_id": q.id, "answer": ans, **{k: r[k] for k in CASE_KEYS}}
         for kind, group in canary["groups"]
         for (q, _, ans), r in zip(group, results[kind], strict=False)
     ]

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from memharness.eval.judge.injection import verdict_like
-from memharness.eval.judge.prompt import judge_request, parse_judge
+from memharness.eval.judge.loop import verdicts
 from memharness.memsys.services import files as fileio
 from memharness.memsys.services.files import json_text
 from memharness.memsys.services.types import ConfigError
@@ -105,37 +105,25 @@ def judge_settings(cfg: Any) -> Any:
 
 def judge_items(items: Sequence[JudgeItem], llm: Any, judge_cfg: Any) -> list[dict[str, Any]]:
     """One verdict per item through the runner's own judge request; failures are kept, not dropped."""
-    requests = [
-        judge_request(
+    cases = [
+        (
             Question(id=it.id, text=it.question, answers=(it.reference,), position=0),
             it.reference,
             it.prediction,
-            judge_cfg,
         )
         for it in items
     ]
-    completions = llm.complete(requests, desc="judge_eval")
-    results = []
-    for it, comp in zip(items, completions, strict=False):
-        verdict = parse_judge(comp.text) if comp.ok else None
-        status = (
-            "judge_failed" if not comp.ok else ("judge_unparsed" if verdict is None else "parsed")
-        )
-        results.append(
-            {
-                "id": it.id,
-                "kind": it.kind,
-                "domain": it.domain,
-                "label": it.label,
-                "verdict": verdict,
-                "reply": comp.text,
-                "status": status,
-                "error": comp.error,
-                "cached": comp.cached,
-                "flagged": verdict_like(it.prediction, it.reference),
-            }
-        )
-    return results
+    return [
+        {
+            "id": it.id,
+            "kind": it.kind,
+            "domain": it.domain,
+            "label": it.label,
+            **v,
+            "flagged": verdict_like(it.prediction, it.reference),
+        }
+        for it, v in zip(items, verdicts(llm, judge_cfg, cases, "judge_eval"), strict=False)
+    ]
 
 
 def _rate(k: int, n: int) -> float | None:

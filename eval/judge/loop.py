@@ -42,6 +42,33 @@ def ask(judge: Any, requests: list[ChatRequest], services: Any, desc: str) -> li
         return judge.complete(requests, desc=desc)
 
 
+def verdicts(
+    llm: Any, prompt_cfg: Any, cases: Sequence[tuple[Question, str, str]], desc: str
+) -> list[dict[str, Any]]:
+    """The harness judge's verdict on each (question, reference, answer) case, with ``prompt_cfg``'s
+    prompt: verdict (0/1, None when the reply did not parse or the call failed), reply, status
+    (parsed | judge_unparsed | judge_failed), error, cached. Failures are kept, never dropped."""
+    requests = [judge_request(q, ref, ans, prompt_cfg) for q, ref, ans in cases]
+    out = []
+    for comp in llm.complete(requests, desc=desc) if requests else []:
+        verdict = parse_judge(comp.text) if comp.ok else None
+        status = (
+            "judge_failed"
+            if not comp.ok
+            else ("parsed" if verdict is not None else "judge_unparsed")
+        )
+        out.append(
+            {
+                "verdict": verdict,
+                "reply": comp.text,
+                "status": status,
+                "error": comp.error,
+                "cached": comp.cached,
+            }
+        )
+    return out
+
+
 def _empty(record: dict) -> None:
     put(record, "judge", 0.0, KIND, status="answer_empty")
 
@@ -56,28 +83,16 @@ def judge_all(
     unparsed reply or a failed call is recorded (its score's ``status``), never scored."""
     todo = answers_to_judge(pending, _empty)
     flags = injection.flag_all(((reference_text(q), r) for q, r in todo), log)
-    requests = [
-        judge_request(q, reference_text(q), r["prediction"], cfg.eval.judge) for q, r in todo
-    ]
-    completions = ask(judges.primary if judges else services.llm, requests, services, "judge")
-    for (_, record), comp, flagged in zip(todo, completions, flags, strict=False):
+    cases = [(q, reference_text(q), r["prediction"]) for q, r in todo]
+    with services.meter.stage("judge"):
+        results = verdicts(
+            judges.primary if judges else services.llm, cfg.eval.judge, cases, "judge"
+        )
+    for (_, record), v, flagged in zip(todo, results, flags, strict=False):
         seen = {"injection": flagged} if flagged else {}
-        if not comp.ok:
-            put(
-                record,
-                "judge",
-                None,
-                KIND,
-                reply=comp.text,
-                status="judge_failed",
-                error=comp.error,
-                **seen,
-            )
-            continue
-        verdict = parse_judge(comp.text)
-        status = "judge_unparsed" if verdict is None else "parsed"
-        value = None if verdict is None else float(verdict)
-        put(record, "judge", value, KIND, reply=comp.text, status=status, **seen)
+        failed = {"error": v["error"]} if v["status"] == "judge_failed" else {}
+        value = None if v["verdict"] is None else float(v["verdict"])
+        put(record, "judge", value, KIND, reply=v["reply"], status=v["status"], **failed, **seen)
 
 
 class Judge:

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from memharness.eval.judge.judges import Judges
-from memharness.eval.judge.prompt import judge_request, parse_judge, reference_text
+from memharness.eval.judge.loop import verdicts
+from memharness.eval.judge.prompt import reference_text
 from memharness.eval.metrics.aggregate import summarize_all
 from memharness.eval.metrics.claims import parse_verdict
 from memharness.eval.metrics.lexical import exact_match
@@ -90,25 +91,11 @@ def closed_book_pass(
                     ),
                 )
             entries.append((record, entry))
-        judged = (
-            judges.primary.complete(
-                [
-                    judge_request(q, reference_text(q), e["prediction"], cfg.eval.judge)
-                    for q, e in to_judge
-                ],
-                desc="closed-book judge",
-            )
-            if to_judge
-            else []
-        )
-        for (_, entry), comp in zip(to_judge, judged, strict=False):
-            verdict = parse_judge(comp.text) if comp.ok else None
-            entry["judge_status"] = (
-                "judge_failed"
-                if not comp.ok
-                else ("parsed" if verdict is not None else "judge_unparsed")
-            )
-            entry["correct"] = None if verdict is None else float(verdict)
+        cases = [(q, reference_text(q), e["prediction"]) for q, e in to_judge]
+        judged = verdicts(judges.primary, cfg.eval.judge, cases, "closed-book judge")
+        for (_, entry), v in zip(to_judge, judged, strict=False):
+            entry["judge_status"] = v["status"]
+            entry["correct"] = None if v["verdict"] is None else float(v["verdict"])
     for record, entry in entries:
         correct = entry.pop("correct")
         put(record, METRIC, correct, KIND, **entry)
