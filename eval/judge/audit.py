@@ -206,6 +206,19 @@ def audit(
     return section
 
 
+class JudgeAudit:
+    """The audit as a scorer (``judge_lenient``, ``judge2``); its metrics.json section goes to
+    ``ctx.sections["judge_reliability"]``."""
+
+    name = KIND
+
+    def score(self, pending: Sequence[tuple[Question, Any, dict]], ctx: Any) -> None:
+        ctx.sections["judge_reliability"] = audit(pending, ctx.cfg, ctx.services, ctx.judges)
+
+
+SCORER = JudgeAudit()
+
+
 def _enabled(metric: str, audit_cfg: Any, judges: Judges) -> bool:
     return (
         bool(audit_cfg.get("lenient", True))

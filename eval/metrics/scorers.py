@@ -2,7 +2,8 @@
 
 Every scorer implements one protocol, ``score(pending, ctx)``: ``pending`` is the episode's
 (question, retrieved items, sample record) triples, ``ctx`` what a scorer may need beyond them
-(the config, the services, the judges, the episode's units). A scorer writes one ``Score`` per
+(the config, the services, the judges, the episode's units; a run-level scorer such as the judge
+audit leaves its metrics.json section in ``ctx.sections``). A scorer writes one ``Score`` per
 metric it fills (``eval/record/scores.py put``) and never touches another scorer's. The registry
 (``registry.py``) names the scorer of every metric, so adding a metric is one registry entry and
 one scorer (or one function of an existing scorer), never a schema change.
@@ -15,7 +16,7 @@ The scorers of the answer live here (choice, claim, lexical, latency); the judge
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from memharness.eval.metrics import registry
@@ -36,6 +37,7 @@ class ScoreContext:
     services: Any = None
     judges: Any = None
     units: Mapping[str, Any] | None = None
+    sections: dict[str, Any] = field(default_factory=dict)  # run-level results for metrics.json
 
 
 class Scorer(Protocol):

@@ -102,6 +102,18 @@ def closed_book_pass(
     return len(todo)
 
 
+class ClosedBook:
+    """The closed-book pass as a scorer (``closed_book_accuracy``), run over the whole run."""
+
+    name = KIND
+
+    def score(self, pending: Sequence[tuple[Any, Any, dict]], ctx: Any) -> None:
+        closed_book_pass(pending, ctx.cfg, ctx.services, ctx.judges)
+
+
+SCORER = ClosedBook()
+
+
 def needs_memory(samples: Sequence[dict]) -> list[dict]:
     """Samples the model could not answer closed-book (a closed-book verdict of 0)."""
     return [s for s in samples if scores.value(s, METRIC) == 0]

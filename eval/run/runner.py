@@ -359,13 +359,14 @@ def run(
                 ),
                 progress.episode_done,
             )
+            ctx = ScoreContext(cfg, services, judges)  # the run-level scorers
             if cfg.eval.get("closed_book", {}).get("enabled", False):
                 progress.set_stage("closed_book")
-                closed_book.closed_book_pass(pending, cfg, services, judges)
-            reliability = None
+                closed_book.SCORER.score(pending, ctx)
             if cfg.eval.judge.enabled:
                 progress.set_stage("audit")
-                reliability = judge_audit.audit(pending, cfg, services, judges)
+                judge_audit.SCORER.score(pending, ctx)
+            reliability = ctx.sections.get("judge_reliability")
         finally:
             progress.close()
             if judges is not None:
