@@ -123,9 +123,10 @@ class MemorySystem(ABC):
     ) -> Completion:
         """Self-answering systems only: answer ``question`` from the ``items`` their retrieval returned
         (an option letter when ``multiple_choice``). A failed call comes back with ``error`` set; put the
-        prompt sent in ``extra["prompt"]`` so the run folder records it, and anything the question's
-        record should carry in ``extra["sample_fields"]`` (e.g. ``{"partial": {...}}`` when the answer
-        stands on only some of the LLM outputs its retrieval asked for; the runner counts ``partial``)."""
+        prompt sent in ``extra["prompt"]`` so the run folder records it, and what the question's record
+        should carry in ``extra["sample_fields"]``, written to its ``memory`` mapping (e.g.
+        ``{"partial": {...}}`` when the answer stands on only some of the LLM outputs its retrieval
+        asked for; the runner counts ``partial``)."""
         raise NotImplementedError(
             f"{type(self).__name__} sets answers_itself but does not implement answer()"
         )

@@ -33,7 +33,8 @@ def demo_workload() -> list[tuple[str, Any]]:
     """(kind, request) pairs in a demo row's order (see the module docstring)."""
     from hydra import compose, initialize_config_dir
     from memharness.data_prep.sample import load
-    from memharness.eval.run.answer import answer_request, judge_request, reference_text
+    from memharness.eval.judge.prompt import judge_request, reference_text
+    from memharness.eval.run.answer import answer_request
     from memharness.memsys.types import RetrievedItem
 
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):

@@ -22,7 +22,11 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "ls": ("memharness.eval.cli.listing", "memory systems, datasets, experiments, metrics"),
     "report": ("memharness.eval.report.comparison", "tables and plots from run folders"),
     "browse": ("memharness.eval.report.browser", "one HTML page to browse runs and answers"),
-    "judge-report": ("memharness.eval.judge.report", "how far each run's judge can be trusted"),
+    "judge-report": (
+        "memharness.eval.report.judge_report",
+        "how far each run's judge can be trusted",
+    ),
+    "rescore": ("memharness.eval.cli.rescore", "a run-format-2 folder rebuilt as format 3"),
     "judge-eval": ("memharness.eval.judge.labelled_set", "score a judge on the labelled set"),
     "papers": ("memharness.eval.papers.report", "the seed papers' tables, ours beside theirs"),
     "papers-check": ("memharness.eval.papers.check", "check the published numbers' files"),

@@ -58,7 +58,7 @@ def main() -> None:
     """The ``memharness`` command: exit status 0 ok, 2 a user mistake, 3 aborted, 4 too many failures."""
     from memharness.eval.cli import hydra_errors
     from memharness.eval.cli.run_command import exit_status, guard_argv, print_error
-    from memharness.eval.run.failures import EXIT_USER_ERROR
+    from memharness.eval.record.outcome import EXIT_USER_ERROR
 
     guard_argv(sys.argv[1:])
     hydra_errors.install(sys.argv[1:], print_error, EXIT_USER_ERROR)

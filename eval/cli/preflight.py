@@ -19,7 +19,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from memharness.eval.cli.run_command import key_env_overrides, note_checked, print_error
 from memharness.eval.record import folder as run_io
-from memharness.eval.run import failures
+from memharness.eval.record import outcome
 from memharness.memsys.services.secrets import (
     install_log_redaction,
     looks_like_key,
@@ -110,4 +110,4 @@ def writable_problems(folder: str, setting: str) -> list[str]:
 def _stop_on(problems: list[str]) -> None:
     if problems:
         print_error("\n".join(problems))
-        sys.exit(failures.EXIT_USER_ERROR)
+        sys.exit(outcome.EXIT_USER_ERROR)

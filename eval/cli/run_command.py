@@ -15,7 +15,7 @@ from typing import Any
 
 from memharness.data_prep.base import DatasetError
 from memharness.eval.record import folder as run_io
-from memharness.eval.run import failures
+from memharness.eval.record import outcome
 from memharness.memsys.services.secrets import (
     install_log_redaction,
     looks_like_key,
@@ -101,10 +101,10 @@ def run_command(
         metrics = run(cfg, out_dir, overrides=overrides, checked=True)
         log_run(OmegaConf.to_container(cfg, resolve=True), metrics, out_dir)
     except (ConfigError, DatasetError) as err:
-        return _fail(failures.EXIT_USER_ERROR, str(err), out_dir)
+        return _fail(outcome.EXIT_USER_ERROR, str(err), out_dir)
     except RunAborted as err:
         return _fail(
-            failures.EXIT_ABORTED,
+            outcome.EXIT_ABORTED,
             f"{err}\nthe run stopped; {out_dir} is marked incomplete",
             out_dir,
         )
@@ -124,7 +124,7 @@ def _dry_run(cfg: DictConfig, out_dir: Path, overrides: list[str]) -> None:
     try:
         est = dry_run(cfg, out_dir, overrides, checked=True)
     except (ConfigError, DatasetError) as err:
-        return _fail(failures.EXIT_USER_ERROR, str(err), out_dir)
+        return _fail(outcome.EXIT_USER_ERROR, str(err), out_dir)
     t = est["total"]
     log.info(
         "dry run (%s): %.0f LLM calls, %.0f prompt + %.0f completion tokens, %.0f embedding requests, "
@@ -137,13 +137,13 @@ def _dry_run(cfg: DictConfig, out_dir: Path, overrides: list[str]) -> None:
         t["cost_usd"],
         out_dir / "estimate.json",
     )
-    _exit_codes.append(failures.EXIT_OK)
+    _exit_codes.append(outcome.EXIT_OK)
     return None
 
 
 def _report(cfg: DictConfig, metrics: dict[str, Any], out_dir: Path) -> float | None:
     counts, result = metrics["counts"], metrics["outcome"]
-    for line in failures.stage_warnings(metrics):
+    for line in outcome.stage_warnings(metrics):
         log.warning(line)
     judge = metrics["metrics"].get("judge", {}).get("mean")
     log.info(
@@ -166,7 +166,7 @@ def _report(cfg: DictConfig, metrics: dict[str, Any], out_dir: Path) -> float | 
 def refuse(message: str) -> None:
     """A mistake found before the run starts (nothing was written): one error line, exit status 2."""
     print_error(message)
-    _exit_codes.append(failures.EXIT_USER_ERROR)
+    _exit_codes.append(outcome.EXIT_USER_ERROR)
     return None
 
 

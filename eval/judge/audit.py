@@ -20,37 +20,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from memharness.eval.judge.judges import Judges
-from memharness.eval.metrics.lexical import normalize_answer, parse_judge, token_f1
+from memharness.eval.judge.loop import verdicts
+from memharness.eval.judge.prompt import reference_text
+from memharness.eval.metrics.lexical import normalize_answer, token_f1
 from memharness.eval.metrics.stats import cohen_kappa
-from memharness.eval.run.answer import judge_request, reference_text
+from memharness.eval.record import scores
+from memharness.eval.record.scores import put
 from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.types import Question
 from omegaconf import DictConfig
 
-
-def verdicts(
-    llm: LLM, prompt_cfg: Any, cases: Sequence[tuple[Question, str, str]], desc: str
-) -> list[dict]:
-    """Judge (question, reference, answer) cases; each result has verdict (0/1/None) and status."""
-    if not cases:
-        return []
-    completions = llm.complete(
-        [judge_request(q, ref, ans, prompt_cfg) for q, ref, ans in cases], desc=desc
-    )
-    out = []
-    for comp in completions:
-        v = parse_judge(comp.text) if comp.ok else None
-        out.append(
-            {
-                "verdict": v,
-                "reply": comp.text,
-                "status": "judge_failed"
-                if not comp.ok
-                else ("parsed" if v is not None else "judge_unparsed"),
-            }
-        )
-    return out
+KIND = "judge_audit"  # the Score kind of the lenient and second judges
+CASE_KEYS = ("verdict", "reply", "status")  # of a canary verdict, as metrics.json records it
 
 
 def agreement(a: Sequence[float | None], b: Sequence[dict]) -> dict[str, Any] | None:
@@ -157,7 +139,7 @@ def judge_canaries(judge: LLM, canary: dict[str, Any], cfg: DictConfig) -> dict[
         for kind, cases in canary["groups"]
     }
     cases = [
-        {"kind": kind, "question_id": q.id, "answer": ans, **r}
+        {"kind": kind, "question_id": q.id, "answer": ans, **{k: r[k] for k in CASE_KEYS}}
         for kind, group in canary["groups"]
         for (q, _, ans), r in zip(group, results[kind], strict=False)
     ]
@@ -176,7 +158,8 @@ def judge_canaries(judge: LLM, canary: dict[str, Any], cfg: DictConfig) -> dict[
 def audit(
     pending: Sequence[tuple[Question, Any, dict]], cfg: DictConfig, services: Any, judges: Judges
 ) -> dict[str, Any] | None:
-    """Run the audit over the judged samples; adds ``judge_lenient`` / ``judge2`` to their metrics."""
+    """Run the audit over the judged samples; scores ``judge_lenient`` / ``judge2`` on them (kind
+    ``judge_audit``) and returns metrics.json's ``judge_reliability``."""
     audit_cfg = cfg.eval.get("judge_audit")
     todo = [
         (q, r) for q, _, r in pending if r["status"] == "scored" and r.get("mode") == "generative"
@@ -185,12 +168,12 @@ def audit(
         return None
     for _, r in todo:  # an empty answer is wrong under every judge and is never sent to one
         if r.get("answer_empty"):
-            r["metrics"].update(
-                {k: 0.0 for k in ("judge_lenient", "judge2") if _enabled(k, audit_cfg, judges)}
-            )
+            for k in ("judge_lenient", "judge2"):
+                if _enabled(k, audit_cfg, judges):
+                    put(r, k, 0.0, KIND, status="answer_empty")
     todo = [(q, r) for q, r in todo if not r.get("answer_empty")]
     section: dict[str, Any] = {**judges.describe(), "n": len(todo)}
-    strict = [r["metrics"].get("judge") for _, r in todo]
+    strict = [scores.value(r, "judge") for _, r in todo]
     cases = [(q, reference_text(q), r["prediction"]) for q, r in todo]
     with services.meter.stage("audit"):
         if audit_cfg.get("lenient", True):
@@ -200,16 +183,14 @@ def audit(
             }
             lenient = verdicts(judges.primary, _Obj(lenient_cfg), cases, "lenient judge")
             for (_, r), v in zip(todo, lenient, strict=False):
-                r["judge_lenient_status"] = v["status"]
-                r["metrics"]["judge_lenient"] = (
-                    None if v["verdict"] is None else float(v["verdict"])
-                )
+                value = None if v["verdict"] is None else float(v["verdict"])
+                put(r, "judge_lenient", value, KIND, status=v["status"])
             section["strict_vs_lenient"] = agreement(strict, lenient)
         if judges.second is not None:
             second = verdicts(judges.second, cfg.eval.judge, cases, "second judge")
             for (_, r), v in zip(todo, second, strict=False):
-                r["judge2_status"] = v["status"]
-                r["metrics"]["judge2"] = None if v["verdict"] is None else float(v["verdict"])
+                value = None if v["verdict"] is None else float(v["verdict"])
+                put(r, "judge2", value, KIND, status=v["status"])
             section["judge_vs_judge2"] = agreement(strict, second)
         # Canaries are drawn from the whole question set, never from this row's answers, so every
         # memory system of a sweep asks the same canary calls and the call cache answers all but the
@@ -223,6 +204,19 @@ def audit(
             if judges.second is not None:
                 section["canaries_judge2"] = judge_canaries(judges.second, canary, cfg)
     return section
+
+
+class JudgeAudit:
+    """The audit as a scorer (``judge_lenient``, ``judge2``); its metrics.json section goes to
+    ``ctx.sections["judge_reliability"]``."""
+
+    name = KIND
+
+    def score(self, pending: Sequence[tuple[Question, Any, dict]], ctx: Any) -> None:
+        ctx.sections["judge_reliability"] = audit(pending, ctx.cfg, ctx.services, ctx.judges)
+
+
+SCORER = JudgeAudit()
 
 
 def _enabled(metric: str, audit_cfg: Any, judges: Judges) -> bool:

@@ -9,8 +9,8 @@ worked examples cost it 0.06-0.09 accuracy on the labelled set; masking is what 
 
 ``verdict_like`` names what in a prediction looks like an attempt to steer the judge: an
 instruction to the grader, a verdict in the prompt's format (``-> 1``), the prompt's own field
-labels, or a bare ``0``/``1`` where the reference is something else. The runner records the names
-in ``judge_injection`` and counts flagged answers in ``counts.judge_injection``; the verdict itself
+labels, or a bare ``0``/``1`` where the reference is something else. The judge scorer records the names
+in its score's ``injection`` detail and counts flagged answers in ``counts.judge_injection``; the verdict itself
 is kept (a flag is a warning to read the answer, not a score).
 """
 
@@ -64,14 +64,16 @@ def verdict_like(prediction: str, reference: str = "") -> list[str]:
     return found
 
 
-def flag_all(cases: Iterable[tuple[str, dict[str, Any]]], log: logging.Logger | None = None) -> int:
-    """Set ``judge_injection`` on each (reference, sample record) whose prediction is verdict-like;
-    return how many were flagged (and say so in the log)."""
-    flagged = []
+def flag_all(
+    cases: Iterable[tuple[str, dict[str, Any]]], log: logging.Logger | None = None
+) -> list[list[str]]:
+    """The verdict-like patterns of each (reference, sample record)'s prediction, in order (the
+    judge scorer records them as its ``injection`` detail); the flagged ones are logged."""
+    flagged, out = [], []
     for reference, record in cases:
         names = verdict_like(str(record.get("prediction") or ""), reference)
+        out.append(names)
         if names:
-            record["judge_injection"] = names
             flagged.append(str(record.get("question_id", "?")))
     if flagged and log is not None:
         log.warning(
@@ -79,4 +81,4 @@ def flag_all(cases: Iterable[tuple[str, dict[str, Any]]], log: logging.Logger | 
             len(flagged),
             ", ".join(flagged[:10]) + (" ..." if len(flagged) > 10 else ""),
         )
-    return len(flagged)
+    return out

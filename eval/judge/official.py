@@ -22,12 +22,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memharness.eval.judge.loop import answers_to_judge, ask
+from memharness.eval.record import scores
+from memharness.eval.record.scores import put
 from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.types import Question
 from omegaconf import DictConfig, OmegaConf
 
 METRIC = "official_judge"  # the metric a protocol writes unless it names its own (``metric``)
 VERDICTS = ("contains_yes", "exact_yes")
+KIND = "official_judge"  # the Score kind of its verdicts
 
 
 def settings(cfg: DictConfig) -> dict[str, Any] | None:
@@ -36,6 +40,11 @@ def settings(cfg: DictConfig) -> dict[str, Any] | None:
     if not isinstance(judge, DictConfig) or judge.get("official") is None:
         return None
     return OmegaConf.to_container(judge.official, resolve=True)
+
+
+def official_status(sample: Mapping[str, Any], proto: Mapping[str, Any]) -> str | None:
+    """The official judge's status of a sample (None: not judged, failed earlier)."""
+    return scores.status(sample, metric_name(proto))
 
 
 def is_abstention(question_id: str, proto: Mapping[str, Any]) -> bool:
@@ -117,30 +126,36 @@ def judge_all(
     proto = settings(cfg)
     if proto is None:
         return
-    todo = [
-        (q, r) for q, _, r in pending if r["status"] == "scored" and r.get("mode") == "generative"
-    ]
-    for _, r in todo:
-        if r.get("answer_empty"):  # wrong, never judged
-            r["metrics"][metric_name(proto)] = 0.0
-            r["official_judge_status"] = "answer_empty"
-    todo = [(q, r) for q, r in todo if not r.get("answer_empty")]
+
+    def empty(record: dict) -> None:  # wrong, never judged
+        put(record, metric_name(proto), 0.0, KIND, status="answer_empty")
+
+    todo = answers_to_judge(pending, empty)
     per_question = [requests_for(q, r["prediction"], proto) for q, r in todo]
     flat = [req for reqs in per_question for req in reqs]
-    with services.meter.stage("judge"):
-        completions = judges.primary.complete(flat, desc=f"{proto['name']} judge")
+    completions = ask(judges.primary, flat, services, f"{proto['name']} judge")
     rule, metric, at = str(proto.get("verdict") or "contains_yes"), metric_name(proto), 0
     for (_, record), reqs in zip(todo, per_question, strict=True):
         comps, at = completions[at : at + len(reqs)], at + len(reqs)
         texts = [c.text for c in comps]
-        record["official_judge_reply"] = texts[0] if len(texts) == 1 else " | ".join(texts)
+        reply = texts[0] if len(texts) == 1 else " | ".join(texts)
         if len(comps) < len(reqs) or not all(c.ok for c in comps):
-            record.update(official_judge_status="judge_failed")
+            put(record, metric, None, KIND, reply=reply, status="judge_failed")
             continue
-        record["official_judge_status"] = (
-            "unclear" if rule == "exact_yes" and all(unclear(t) for t in texts) else "parsed"
-        )
-        record["metrics"][metric] = max(verdict(t, rule) for t in texts)
+        status = "unclear" if rule == "exact_yes" and all(unclear(t) for t in texts) else "parsed"
+        put(record, metric, max(verdict(t, rule) for t in texts), KIND, reply=reply, status=status)
+
+
+class OfficialJudge:
+    """The benchmark's own judge as a scorer (``official_judge`` or the protocol's ``metric``)."""
+
+    name = KIND
+
+    def score(self, pending: Sequence[tuple[Question, Any, dict]], ctx: Any) -> None:
+        judge_all(pending, ctx.cfg, ctx.services, ctx.judges)
+
+
+SCORER = OfficialJudge()
 
 
 def accuracies(samples: Sequence[Mapping[str, Any]], proto: Mapping[str, Any]) -> dict[str, Any]:
@@ -151,7 +166,7 @@ def accuracies(samples: Sequence[Mapping[str, Any]], proto: Mapping[str, Any]) -
     abstention: list[float] = []
     metric, category = metric_name(proto), proto.get("category")
     for s in samples:
-        value = s["metrics"].get(metric)
+        value = scores.value(s, metric)
         if value is None:
             continue
         key = "default" if category is None else s["categories"].get(category)
@@ -182,7 +197,7 @@ def summary(
     proto = settings(cfg)
     if proto is None or not bool(cfg.eval.judge.enabled):
         return None
-    statuses = [s.get("official_judge_status") for s in samples]
+    statuses = [official_status(s, proto) for s in samples]
     rule = str(proto.get("verdict") or "contains_yes")
     return {
         "protocol": proto["name"],

@@ -8,6 +8,7 @@ from typing import Any
 
 from memharness.eval.metrics import claims, registry
 from memharness.eval.metrics.lexical import summarize
+from memharness.eval.record import scores
 
 # A question category: questions that carry it (e.g. LoCoMo's adversarial category) are summarised
 # under metrics.json "metrics_apart" by its value and left out of the run's means ("metrics").
@@ -28,14 +29,15 @@ def split_apart(
 
 def metric_values(samples: Sequence[dict[str, Any]], metric: str) -> list[float]:
     """Values of ``metric`` over the samples that have it (failed / unparsed ones do not)."""
-    return [s["metrics"][metric] for s in samples if s["metrics"].get(metric) is not None]
+    found = (scores.value(s, metric) for s in samples)
+    return [v for v in found if v is not None]
 
 
 def claim_pairs(samples: Sequence[dict[str, Any]]) -> list[tuple[str, str | None]]:
     """(gold label, predicted label) of every claim-verification answer; an unparsed verdict is
     None (wrong for either label). Failed questions have no answer and are counted elsewhere."""
     return [
-        (s["references"][0], s.get("predicted_label"))
+        (s["references"][0], scores.detail(s, "claim_accuracy", "predicted_label"))
         for s in samples
         if s.get("mode") == "claim_verification" and s["status"] == "scored"
     ]
@@ -124,18 +126,18 @@ def failure_counts(samples: Sequence[dict[str, Any]]) -> dict[str, int]:
     for s in samples:
         counts["scored" if s["status"] == "scored" else s["status"]] += 1
         counts["answer_empty"] += bool(s.get("answer_empty"))  # scored wrong, never judged
-        counts["degraded"] += bool(
-            s.get("degraded")
-        )  # answered from a memory built without some LLM outputs
-        counts["partial"] += bool(
-            s.get("partial")
-        )  # answered without some of this question's own LLM outputs
-        counts["judge_injection"] += bool(s.get("judge_injection"))  # flagged, still judged
-        if s.get("judge_status") in ("parsed", "judge_failed", "judge_unparsed"):
-            counts["judge_" + s["judge_status"].removeprefix("judge_")] += 1
-        if s.get("mc_status") == "mc_unparsed":
+        # answered from a memory built without some LLM outputs
+        counts["degraded"] += bool(scores.memory_flag(s, "degraded"))
+        # answered without some of this question's own LLM outputs
+        counts["partial"] += bool(scores.memory_flag(s, "partial"))
+        # flagged, still judged
+        counts["judge_injection"] += bool(scores.detail(s, "judge", "injection"))
+        judge_status = scores.status(s, "judge")
+        if judge_status in ("parsed", "judge_failed", "judge_unparsed"):
+            counts["judge_" + judge_status.removeprefix("judge_")] += 1
+        if scores.status(s, "mc_accuracy") == "mc_unparsed":
             counts["mc_unparsed"] += 1
-        if s.get("claim_status") == "claim_unparsed":
+        if scores.status(s, "claim_accuracy") == "claim_unparsed":
             counts["claim_unparsed"] += 1
         if s.get("prompt_tokens_cut"):
             counts["prompt_cut"] += 1

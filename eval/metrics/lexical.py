@@ -1,4 +1,4 @@
-"""Lexical metrics, the judge-reply parser and bootstrap confidence intervals.
+"""Lexical metrics, the multiple-choice reply parser and bootstrap confidence intervals.
 
 ROUGE-L recall is MemTree's lexical metric; ROUGE-1 / ROUGE-L F are CAM's; exact
 match and token F1 use SQuAD normalisation. With several references a sample
@@ -66,18 +66,6 @@ def _rouge(prediction: str, reference: str) -> tuple[tuple[str, float], ...]:
         ("rouge_1_f", scores["rouge1"].fmeasure),
         ("rouge_l_f", scores["rougeL"].fmeasure),
     )
-
-
-def parse_judge(reply: str) -> int | None:
-    """Read a 0/1 verdict. Anything that is not exactly one of them gives None (unparsed).
-
-    Surrounding whitespace, quotes and a trailing full stop are tolerated; a reply
-    such as "1 because ..." or "yes" is not a verdict and is never guessed at.
-    """
-    text = reply.strip().strip("\"'`").rstrip(".").strip()
-    if text in ("0", "1"):
-        return int(text)
-    return None
 
 
 def parse_choice(reply: str, n_options: int) -> int | None:

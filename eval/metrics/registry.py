@@ -3,8 +3,9 @@
 Each entry says which way is better, what kind of number it is, how it aggregates, which report
 section shows it and, for a metric scored from an answer and its references, how to score it.
 The runner, ``metrics.json`` validation, every table, the paired tests, the plots and the
-browser read this table; adding a metric is one entry here (and, when it is scored from the
-answer, its ``score`` function).
+browser read this table; adding a metric is one entry here naming its scorer (and, when it is
+scored from the answer, its ``score`` function, which the lexical scorer applies), never a change
+of the run record's schema.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class Metric:
     # benchmark's official score that depends on the question's category)
     score_question: Callable[[str, Question], float | None] | None = None
     label: str | None = None  # the label a label_f1 metric scores
+    scorer: str = "lexical"  # the scorer that fills it (Score.kind; eval/metrics/scorers.py)
 
 
 METRICS: tuple[Metric, ...] = (
@@ -53,6 +55,7 @@ METRICS: tuple[Metric, ...] = (
         "LLM judge: 1 if the answer means the reference",
         selectable=True,
         headline=True,
+        scorer="judge",
     ),
     Metric(
         "mc_accuracy",
@@ -61,6 +64,7 @@ METRICS: tuple[Metric, ...] = (
         "scores",
         "multiple choice: the gold option chosen",
         headline=True,
+        scorer="choice",
     ),
     Metric(
         "rouge_l_recall",
@@ -133,6 +137,7 @@ METRICS: tuple[Metric, ...] = (
         "accuracy",
         "scores",
         "claim verification: the faithful / unfaithful verdict matches the gold label",
+        scorer="claim",
     ),
     Metric(
         "f1_p",
@@ -143,6 +148,7 @@ METRICS: tuple[Metric, ...] = (
         aggregate="label_f1",
         label=claims.FAITHFUL,
         selectable=True,
+        scorer="claim",
     ),
     Metric(
         "f1_n",
@@ -153,6 +159,7 @@ METRICS: tuple[Metric, ...] = (
         aggregate="label_f1",
         label=claims.UNFAITHFUL,
         selectable=True,
+        scorer="claim",
     ),
     Metric(
         "closed_book_accuracy",
@@ -160,6 +167,7 @@ METRICS: tuple[Metric, ...] = (
         "accuracy",
         "memory",
         "share answered correctly with no memory in the prompt",
+        scorer="closed_book",
     ),
     Metric(
         "evidence_recall_at_",
@@ -168,6 +176,7 @@ METRICS: tuple[Metric, ...] = (
         "retrieval",
         "share of the gold evidence under the top k items' provenance",
         prefix=True,
+        scorer="evidence",
     ),
     Metric(
         "evidence_recall",
@@ -176,6 +185,7 @@ METRICS: tuple[Metric, ...] = (
         "retrieval",
         "share of the gold evidence under every retrieved item",
         headline=True,
+        scorer="evidence",
     ),
     Metric(
         "source_recall_all_at_",
@@ -185,6 +195,7 @@ METRICS: tuple[Metric, ...] = (
         "1 if every gold source document (session, article) is among the top k retrieved sources "
         "(LongMemEval's recall_all@k)",
         prefix=True,
+        scorer="evidence",
     ),
     Metric(
         "source_ndcg_any_at_",
@@ -193,19 +204,40 @@ METRICS: tuple[Metric, ...] = (
         "retrieval",
         "nDCG of the top k retrieved source documents, binary relevance (LongMemEval's ndcg_any@k)",
         prefix=True,
+        scorer="evidence",
     ),
     Metric(
-        "evidence_units", None, "retrieval", "retrieval", "source units the retrieved items cover"
+        "evidence_units",
+        None,
+        "retrieval",
+        "retrieval",
+        "source units the retrieved items cover",
+        scorer="evidence",
     ),
-    Metric("context_tokens", False, "cost", "retrieval", "tokens of the retrieved context"),
-    Metric("judge_lenient", True, "accuracy", "judging", "the judge with the lenient prompt"),
-    Metric("judge2", True, "accuracy", "judging", "a second judge model"),
+    Metric(
+        "context_tokens",
+        False,
+        "cost",
+        "retrieval",
+        "tokens of the retrieved context",
+        scorer="latency",
+    ),
+    Metric(
+        "judge_lenient",
+        True,
+        "accuracy",
+        "judging",
+        "the judge with the lenient prompt",
+        scorer="judge_audit",
+    ),
+    Metric("judge2", True, "accuracy", "judging", "a second judge model", scorer="judge_audit"),
     Metric(
         "official_judge",
         True,
         "accuracy",
         "scores",
         "the benchmark's own judge prompts and verdict rule (dataset=longmemeval)",
+        scorer="official_judge",
     ),
     Metric(
         "acc_l",
@@ -214,11 +246,25 @@ METRICS: tuple[Metric, ...] = (
         "scores",
         "CAM's ACC-L: the judge says the answer agrees with a reference summary (yes / no, the best "
         "over the references; conf/judge/official/cam_acc_l.yaml, dataset=qmsum | odsum_*)",
+        scorer="official_judge",
     ),
 )
 _BY_NAME = {m.name: m for m in METRICS if not m.prefix}
 _PREFIXES = [m for m in METRICS if m.prefix]
 NEEDS_MEMORY = ":needs_memory"  # suffix: the metric on the questions closed-book got wrong
+
+
+SCORERS = (
+    "lexical",
+    "choice",
+    "claim",
+    "latency",
+    "evidence",
+    "judge",
+    "official_judge",
+    "judge_audit",
+    "closed_book",
+)  # the kinds of Score (eval/metrics/scorers.py, eval/judge/, eval/run/)
 
 
 def lookup(name: str) -> Metric | None:
@@ -264,12 +310,13 @@ def answer_scores(
     also every ``score_question`` metric that applies to it."""
     if not references:
         raise lexical.MetricError("a sample has no reference answer")
+    lexical_metrics = [m for m in METRICS if m.scorer == "lexical"]
     out = {
         m.name: max(m.score(prediction, ref) for ref in references)
-        for m in METRICS
+        for m in lexical_metrics
         if m.score is not None
     }
-    for m in METRICS:
+    for m in lexical_metrics:
         value = m.score_question(prediction, question) if m.score_question and question else None
         if value is not None:
             out[m.name] = value

@@ -11,10 +11,8 @@ from typing import Any
 import yaml
 from memharness.data_prep.base import Dataset
 from memharness.eval.record import folder as run_io
-from memharness.eval.record import schema
+from memharness.eval.record import outcome, schema
 from memharness.eval.record.provenance import environment
-from memharness.eval.run import failures
-from memharness.eval.run.episodes import episodes_in_flight
 from memharness.memsys.services import files as fileio
 from memharness.memsys.services.factory import Services
 from memharness.memsys.services.secrets import redact
@@ -93,10 +91,12 @@ def write_outputs(
     oracle: bool = False,
     overrides: list[str] | None = None,
     sections: dict[str, Any] | None = None,
+    in_flight: int = 1,
 ) -> dict[str, Any]:
     """Write samples.jsonl, memory_stats.json and metrics.json. ``summarize(samples)`` gives the
     run's counts, means and breakdowns (``runner.summarize_run``), called once non-finite scores
-    are null; ``sections`` (the judges, the judge reliability audit) go in as they are."""
+    are null; ``sections`` (the judges, the judge reliability audit) go in as they are;
+    ``in_flight`` is ``run.episodes_in_flight`` as the runner resolved it."""
     # NaN / inf become null before anything is summarised or written (null = not computable)
     nulled = run_io.null_nonfinite(samples)
     run_io.write_samples(out_dir, samples)
@@ -128,13 +128,13 @@ def write_outputs(
         },
         "time": {
             **time_accounting(wall_s, calls, services),
-            "episodes_in_flight": episodes_in_flight(cfg),  # run.episodes_in_flight, resolved
+            "episodes_in_flight": in_flight,  # run.episodes_in_flight, resolved
         },
         "calls": calls,  # the spend ledger: what this run sent to a backend
         "intrinsic": services.meter.intrinsic_json(),  # the method's cost, cached or not (tables show this)
         "env": environment(),
     }
-    metrics["outcome"] = failures.outcome(metrics, cfg, services)
+    metrics["outcome"] = outcome.outcome(metrics, cfg, services)
     metrics["outcome"]["nonfinite_nulled"] = nulled + stats_nulled
     run_io.write_metrics(out_dir, metrics)
     return metrics

@@ -84,7 +84,14 @@ def load_run(folder: Path) -> dict[str, Any]:
 
 
 def setting(run: dict[str, Any]) -> str:
-    """The run's distinguishing settings (set by ``tables.identify``; overrides for a lone run)."""
-    from memharness.eval.report import tables  # reports build on this module, not the reverse
+    """The run's distinguishing settings (set by ``report.tables.identify``; overrides for a
+    lone run)."""
+    return run["setting"] if "setting" in run else override_setting(run)
 
-    return run["setting"] if "setting" in run else tables._override_setting(run)
+
+NOT_CONFIG = ("memory=", "dataset=", "hydra.", "progress=")  # overrides that are not a setting
+
+
+def override_setting(run: dict[str, Any]) -> str:
+    """Runs without config.yaml: the command-line overrides beyond memory and dataset."""
+    return " ".join(sorted(o for o in run.get("overrides", []) if not o.startswith(NOT_CONFIG)))

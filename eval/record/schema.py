@@ -3,9 +3,10 @@
 Every writer validates against these models before a byte is written, and every reader
 (reports, browser, collect, paper tables, golden, figures) opens a run through
 ``eval.record.read``, which checks the folder's ``format`` first. A folder written in another
-format is refused in one line naming both formats: re-run it (the call cache makes that cheap).
-``docs/run-format.md`` is generated from these models (``python -m memharness.eval.record.schema``)
-and a test keeps it in step.
+format is refused in one line naming both formats: ``memharness rescore OLD NEW`` converts a
+format-2 folder; older ones are re-run (the call cache makes that cheap).
+``docs/run-format.md`` is generated from these models and the metric registry
+(``python -m memharness.eval.metrics.run_format``) and a test keeps it in step.
 
 Sections that belong to one part of the harness (a judge audit, the call ledger, a memory's own
 statistics) are typed here as JSON objects; the modules that write them document their fields.
@@ -13,15 +14,13 @@ statistics) are typed here as JSON objects; the modules that write them document
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from memharness.eval.metrics import registry
 from memharness.memsys.services.formats import markdown_cell
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-FORMAT = 2  # 1 = runs before the record had a version (no "format" key in metrics.json)
+FORMAT = 3  # 1: no "format" key in metrics.json; 2: flat per-sample scores (``memharness rescore``)
 
 Status = Literal[
     "pending",
@@ -47,6 +46,28 @@ class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+class Score(_Record):
+    """One metric's value on one question, as its scorer wrote it (``eval/metrics/scorers.py``)."""
+
+    value: float | int | None = Field(
+        description="the metric's value (null = the scorer ran but could not give one: a judge "
+        "reply that did not parse, a failed call)"
+    )
+    kind: str = Field(
+        description="the scorer that filled it: lexical | choice | claim | judge | official_judge "
+        "| judge_audit | evidence | closed_book | latency (the registry names each metric's scorer)"
+    )
+    details: JSON = Field(
+        default_factory=dict,
+        description="the scorer's own fields: judge: reply, status (parsed | judge_unparsed | "
+        "judge_failed | answer_empty), error, injection (verdict-like text the judge saw masked); "
+        "choice: predicted_option, status (parsed | mc_unparsed); claim: predicted_label, status "
+        "(parsed | claim_unparsed); official_judge: reply (per_reference: ' | '-joined), status "
+        "(parsed | unclear | judge_failed | answer_empty); judge_audit: status; closed_book: "
+        "prediction, status, criterion, judge_status, error",
+    )
+
+
 class Sample(_Record):
     """One line of ``samples.jsonl``: one question, what was retrieved, the answer and its scores."""
 
@@ -61,15 +82,23 @@ class Sample(_Record):
     evidence_position: int | None = Field(description="position of the latest gold evidence")
     evidence_sources: list[str] = Field(description="source ids of the gold evidence")
     status: Status = Field(description="scored, or the stage that failed")
-    metrics: dict[str, float | int | None] = Field(
-        description="this question's metric values (null = the metric could not be computed)"
+    scores: dict[str, Score] = Field(
+        description="this question's scores by metric key (registry in eval/metrics); a metric "
+        "its scorer did not apply to the question is absent"
+    )
+    memory: JSON = Field(
+        default_factory=dict,
+        description='what the memory system flags about this question: answered_by ("memory" '
+        "when it answered itself), degraded (LLM outputs it was built without, by kind; counted), "
+        "partial (a memory that answers itself: the parts that failed, GraphRAG global), "
+        "agent_steps (a function-calling memory, MemGPT: each step's function and status, "
+        "heartbeat, forced, arguments, result_head)",
     )
     error: str | None = Field(None, description="why the question failed (type: message)")
     retrieved: list[JSON] | None = Field(
         None, description="retrieved items: text, score, level, node id, source_unit_ids"
     )
     context_tokens: int | None = Field(None, description="tokens of the retrieved context")
-    answered_by: str | None = Field(None, description='"memory" when the memory answered itself')
     prompt: str | None = Field(None, description="the answer prompt sent")
     prediction: str | None = Field(None, description="the answer, stripped")
     answer_cached: bool | None = Field(None, description="the answer came from the call cache")
@@ -80,58 +109,12 @@ class Sample(_Record):
     mode: Literal["generative", "multiple_choice", "claim_verification"] | None = Field(
         None, description="answer mode"
     )
-    predicted_option: int | None = Field(None, description="the option letter chosen, as index")
-    mc_status: str | None = Field(None, description="parsed | mc_unparsed")
-    predicted_label: str | None = Field(
-        None,
-        description="claim verification: the verdict read from the answer (faithful | unfaithful)",
-    )
-    claim_status: str | None = Field(
-        None, description="claim verification: parsed | claim_unparsed"
-    )
-    judge_reply: str | None = Field(None, description="the judge's raw reply")
-    judge_status: str | None = Field(
-        None, description="parsed | judge_unparsed | judge_failed | answer_empty"
-    )
-    judge_error: str | None = Field(None, description="why the judge call failed")
-    judge_injection: list[str] | None = Field(
-        None,
-        description="verdict-like text in the prediction (instruction, verdict_arrow, field_label, "
-        "bare_verdict); the judge saw it masked; counted in counts.judge_injection",
-    )
-    judge_lenient_status: str | None = Field(None, description="the lenient judge's status")
-    judge2_status: str | None = Field(None, description="the second judge's status")
-    official_judge_reply: str | None = Field(
-        None,
-        description="the benchmark's own judge's raw reply (judge.official); with per_reference "
-        "the replies to each reference joined by ' | '",
-    )
-    official_judge_status: str | None = Field(
-        None,
-        description="parsed | unclear (exact_yes: neither yes nor no, scored 0) | judge_failed | "
-        "answer_empty (judge.official)",
-    )
-    closed_book: JSON | None = Field(None, description="the same question answered with no memory")
-    degraded: dict[str, int] | None = Field(
-        None, description="LLM outputs the memory was built without, by kind (counted)"
-    )
-    partial: JSON | None = Field(
-        None, description="a memory that answers itself: the parts that failed (GraphRAG global)"
-    )
-    agent_steps: list[JSON] | None = Field(
-        None,
-        description="a function-calling memory (MemGPT): each step's function and status (ok, "
-        "failed, malformed:<kind>, call_failed), heartbeat, and forced: true on a send_message "
-        "the loop's last step was restricted to (memory.final_send); a memory function's step "
-        "also its arguments and the first line of its result (result_head: 'No results found.' "
-        "or 'Showing 5 of 12 ...')",
-    )
 
 
 class Metrics(_Record):
     """``metrics.json``: the run's identity, aggregates, judges, data, time, calls and outcome."""
 
-    format: Literal[2] = Field(description="the run-record format; readers refuse any other")
+    format: Literal[3] = Field(description="the run-record format; readers refuse any other")
     memory: str = Field(description="memory system config name")
     oracle: bool | None = Field(
         None,
@@ -188,6 +171,11 @@ class Metrics(_Record):
         "prompt_cuts, prompt_tokens_cut: replies used whose prompt was cut, cached ones included)"
     )
     env: JSON = Field(description="package versions, git SHA, platform")
+    rescored_from: JSON | None = Field(
+        None,
+        description="``memharness rescore``: the format-2 folder this one was rebuilt from, its "
+        "format, the call cache read and the backend calls made (0)",
+    )
     outcome: JSON = Field(
         description="exit code, failed fraction, problems; nonfinite_nulled: NaN or infinite "
         "numbers written as null (samples.jsonl, memory_stats.json, metrics.json)"
@@ -200,7 +188,12 @@ def check_format(doc: JSON, where: str | Path) -> None:
     if found != FORMAT:
         raise RunFormatError(
             f"{where}: run format {found}; this memharness reads run format {FORMAT} only: "
-            "re-run it (with the same call cache a re-run makes no new backend calls)"
+            + (
+                "convert it with `memharness rescore OLD NEW` (through the call cache, no backend "
+                "call)"
+                if found == 2
+                else "re-run it (with the same call cache a re-run makes no new backend calls)"
+            )
         )
 
 
@@ -219,12 +212,13 @@ def validated(model: type[BaseModel], doc: JSON, where: str | Path) -> JSON:
 
 
 def markdown() -> str:
-    """``docs/run-format.md``: every field of both records, from the models."""
+    """Both records' fields, from the models (``docs/run-format.md`` adds the metric keys:
+    ``eval/metrics/run_format.py``)."""
     out = [
         "# The run folder format",
         "",
-        f"Format {FORMAT}. Generated from `eval/record/schema.py` by "
-        "`python -m memharness.eval.record.schema > docs/run-format.md`; a test keeps the two "
+        f"Format {FORMAT}. Generated from `eval/record/schema.py` and `eval/metrics/registry.py` by "
+        "`python -m memharness.eval.metrics.run_format > docs/run-format.md`; a test keeps the two "
         "equal. Readers refuse a run folder of another format in one line.",
         "",
         "A run folder holds `config.yaml` (the resolved config), `samples.jsonl` (one `Sample` per "
@@ -232,7 +226,11 @@ def markdown() -> str:
         "episode's memory statistics, written by its memory system), `memory/<episode>/` "
         "(saved memories, when snapshots are on) and, until the run ends, `INCOMPLETE.json`.",
     ]
-    for model, file in ((Sample, "samples.jsonl (one per line)"), (Metrics, "metrics.json")):
+    for model, file in (
+        (Sample, "samples.jsonl (one per line)"),
+        (Score, "each value of `Sample.scores`"),
+        (Metrics, "metrics.json"),
+    ):
         out += ["", f"## `{model.__name__}`: {file}", "", (model.__doc__ or "").strip(), ""]
         out += ["| field | type | required | meaning |", "|---|---|---|---|"]
         for name, f in model.model_fields.items():
@@ -240,17 +238,6 @@ def markdown() -> str:
             out.append(
                 f"| `{name}` | `{kind}` | {'yes' if f.is_required() else 'no'} | {f.description} |"
             )
-    out += ["", "## Metric keys (`eval/metrics/registry.py`)", ""]
-    out += ["| key | better | kind | report section | meaning |", "|---|---|---|---|---|"]
-    for m in registry.METRICS:
-        better = {True: "higher", False: "lower", None: "-"}[m.higher_is_better]
-        key = f"{m.name}<k>" if m.prefix else m.name
-        out.append(f"| `{key}` | {better} | {m.kind} | {m.section} | {m.doc} |")
-    out += [
-        "",
-        f"Any key with `{registry.NEEDS_MEMORY}` appended: the metric over the questions the "
-        "model got wrong closed-book (when `eval.closed_book.enabled`).",
-    ]
     return "\n".join(out) + "\n"
 
 
@@ -260,7 +247,3 @@ def _type_name(annotation: Any) -> str:
         if isinstance(annotation, type)
         else str(annotation).replace("typing.", "")
     )
-
-
-if __name__ == "__main__":
-    sys.stdout.write(markdown())

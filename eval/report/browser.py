@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memharness.eval.metrics import registry
+from memharness.eval.record import scores
 from memharness.eval.record.read import ReportError, find_runs, iter_samples, load_run, setting
 from memharness.memsys.services import files as fileio
 from memharness.memsys.services.formats import html_page
@@ -102,10 +103,11 @@ def _sample(record: dict[str, Any], max_chars: int) -> dict[str, Any]:
         "prediction",
         "status",
         "error",
-        "judge_reply",
-        "metrics",
     )
     out = {k: record.get(k) for k in keep}
+    # the page's own payload: each metric's value and the judge's reply, from the sample's scores
+    out["metrics"] = scores.values(record)
+    out["judge_reply"] = scores.detail(record, "judge", "reply")
     out["retrieved"] = [
         {**r, "text": r["text"] if len(r["text"]) <= max_chars else r["text"][:max_chars] + " […]"}
         for r in record.get("retrieved", [])

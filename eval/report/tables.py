@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 import yaml
 from memharness.eval.metrics import registry
-from memharness.eval.record import read
+from memharness.eval.record import read, scores
 from memharness.eval.report.columns import cost_columns, judge_columns
 
 # Resolved keys that never make two runs different experiments: paths, caching, concurrency, retries,
@@ -62,7 +62,6 @@ IGNORED_SETTINGS = (
     "eval.evidence.*",
     "eval.closed_book.*",
 )
-_NOT_CONFIG = ("memory=", "dataset=", "hydra.", "progress=")
 IDENTITY = (
     "memory",
     "setting",
@@ -120,7 +119,7 @@ def attach(run: dict[str, Any]) -> dict[str, Any]:
     )
     samples = read_samples(folder)
     run["per_question"] = {
-        key: s.get("metrics", {}) for key, s in zip(question_keys(samples), samples, strict=True)
+        key: scores.values(s) for key, s in zip(question_keys(samples), samples, strict=True)
     }
     ids = [str(s.get("question_id", i)) for i, s in enumerate(samples)]
     run["qset"] = ((run.get("data") or {}).get("question_ids_sha256") or question_checksum(ids))[:8]
@@ -139,11 +138,6 @@ def question_keys(samples: Sequence[dict[str, Any]]) -> list[str]:
     return keys
 
 
-def _override_setting(run: dict[str, Any]) -> str:
-    """Runs without config.yaml: the command-line overrides beyond memory and dataset."""
-    return " ".join(sorted(o for o in run.get("overrides", []) if not o.startswith(_NOT_CONFIG)))
-
-
 def settings(runs: Sequence[dict[str, Any]]) -> list[str]:
     """Each run's resolved settings that differ among the runs it may be compared with.
 
@@ -152,7 +146,7 @@ def settings(runs: Sequence[dict[str, Any]]) -> list[str]:
     out = []
     for run in runs:
         if run.get("config") is None:
-            out.append(_override_setting(run))
+            out.append(read.override_setting(run))
             continue
         peers = [r for r in runs if r["dataset"] == run["dataset"] and r.get("config") is not None]
         parts = []

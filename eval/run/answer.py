@@ -1,13 +1,12 @@
-"""Answer generation from retrieved items only, and the LLM judge (MemTree App. A.2.2)."""
+"""Answer generation from retrieved items only (MemTree App. A.2.2); the judge's request is in
+``eval/judge/prompt.py``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from memharness.eval.judge.injection import quote_prediction
 from memharness.eval.metrics.claims import LABELS
-from memharness.eval.metrics.lexical import parse_choice
 from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.types import OPTION_LETTERS, Question, RetrievedItem, option_letters
 
@@ -100,31 +99,3 @@ def answer_request(question: Question, items: Sequence[RetrievedItem], cfg: Any)
         )
     prompt = with_now(cfg.prompt, question, cfg).format(question=question.text, context=context)
     return ChatRequest.user(prompt, max_tokens=int(cfg.max_tokens))
-
-
-def judge_request(question: Question, reference: str, prediction: str, cfg: Any) -> ChatRequest:
-    """The judge's request; the prediction goes in neutralised (``eval/judge/injection.py``)."""
-    prompt = cfg.prompt.format(
-        question=question.text,
-        reference=reference,
-        prediction=quote_prediction(prediction, reference, bool(cfg.get("quote", False))),
-    )
-    return ChatRequest.user(prompt, max_tokens=int(cfg.max_tokens), choices=("0", "1"))
-
-
-def reference_text(question: Question) -> str:
-    """The reference the judge compares with: the gold answer, or the gold option's text."""
-    if question.answers:
-        return " / ".join(question.answers)
-    if question.options and question.gold_option is not None:
-        return question.options[question.gold_option]
-    raise ValueError(f"question {question.id} has neither answers nor a gold option")
-
-
-def mc_correct(question: Question, reply: str) -> tuple[int | None, float | None]:
-    """Parsed option index and 0/1 correctness. A reply naming no single option is wrong (0), as
-    in multiple-choice convention; the runner also counts it as ``mc_unparsed``."""
-    choice = parse_choice(reply, len(question.options or ()))
-    if question.gold_option is None:
-        return choice, None
-    return choice, float(choice is not None and choice == question.gold_option)

@@ -15,20 +15,23 @@ from collections.abc import Sequence
 from typing import Any
 
 from memharness.eval.judge.judges import Judges
+from memharness.eval.judge.loop import verdicts
+from memharness.eval.judge.prompt import reference_text
 from memharness.eval.metrics.aggregate import summarize_all
 from memharness.eval.metrics.claims import parse_verdict
-from memharness.eval.metrics.lexical import exact_match, parse_judge
+from memharness.eval.metrics.lexical import exact_match
+from memharness.eval.metrics.scorers import mc_correct
+from memharness.eval.record import scores
+from memharness.eval.record.scores import put
 from memharness.eval.run.answer import (
     answer_request,
     is_claim,
     is_multiple_choice,
-    judge_request,
-    mc_correct,
-    reference_text,
 )
 from omegaconf import DictConfig, OmegaConf
 
 SUFFIX = ":needs_memory"
+METRIC, KIND = "closed_book_accuracy", "closed_book"  # its score: value 0/1, details the answer
 
 
 def _answer_cfg(cfg: DictConfig) -> DictConfig:
@@ -47,7 +50,8 @@ def _answer_cfg(cfg: DictConfig) -> DictConfig:
 def closed_book_pass(
     pending: Sequence[tuple[Any, Any, dict]], cfg: DictConfig, services: Any, judges: Judges
 ) -> int:
-    """Answer and score the scored questions without memory; sets ``record["closed_book"]``.
+    """Answer and score the scored questions without memory: score ``closed_book_accuracy`` (its
+    details: the closed-book prediction, status, criterion, judge_status, error).
 
     Returns the number of questions answered closed-book."""
     todo = [(q, r) for q, _, r in pending if r["status"] == "scored"]
@@ -58,7 +62,7 @@ def closed_book_pass(
     use_judge = bool(cfg.eval.judge.enabled)
     with services.meter.stage("closed_book"):
         completions = services.llm.complete(requests, desc="closed book")
-        to_judge = []
+        to_judge, entries = [], []
         for (q, record), comp in zip(todo, completions, strict=False):
             entry: dict[str, Any] = {"prediction": comp.text.strip(), "correct": None}
             if not comp.ok:
@@ -86,43 +90,42 @@ def closed_book_pass(
                         for ref in (q.answers or [reference_text(q)])
                     ),
                 )
-            record["closed_book"] = entry
-        judged = (
-            judges.primary.complete(
-                [
-                    judge_request(q, reference_text(q), e["prediction"], cfg.eval.judge)
-                    for q, e in to_judge
-                ],
-                desc="closed-book judge",
-            )
-            if to_judge
-            else []
-        )
-        for (_, entry), comp in zip(to_judge, judged, strict=False):
-            verdict = parse_judge(comp.text) if comp.ok else None
-            entry["judge_status"] = (
-                "judge_failed"
-                if not comp.ok
-                else ("parsed" if verdict is not None else "judge_unparsed")
-            )
-            entry["correct"] = None if verdict is None else float(verdict)
+            entries.append((record, entry))
+        cases = [(q, reference_text(q), e["prediction"]) for q, e in to_judge]
+        judged = verdicts(judges.primary, cfg.eval.judge, cases, "closed-book judge")
+        for (_, entry), v in zip(to_judge, judged, strict=False):
+            entry["judge_status"] = v["status"]
+            entry["correct"] = None if v["verdict"] is None else float(v["verdict"])
+    for record, entry in entries:
+        correct = entry.pop("correct")
+        put(record, METRIC, correct, KIND, **entry)
     return len(todo)
+
+
+class ClosedBook:
+    """The closed-book pass as a scorer (``closed_book_accuracy``), run over the whole run."""
+
+    name = KIND
+
+    def score(self, pending: Sequence[tuple[Any, Any, dict]], ctx: Any) -> None:
+        closed_book_pass(pending, ctx.cfg, ctx.services, ctx.judges)
+
+
+SCORER = ClosedBook()
 
 
 def needs_memory(samples: Sequence[dict]) -> list[dict]:
     """Samples the model could not answer closed-book (a closed-book verdict of 0)."""
-    return [s for s in samples if (s.get("closed_book") or {}).get("correct") == 0]
+    return [s for s in samples if scores.value(s, METRIC) == 0]
 
 
 def summarize(
     samples: Sequence[dict], metrics: Sequence[str], resamples: int, confidence: float, seed: int
 ) -> dict[str, dict[str, float]]:
     """``<metric>:needs_memory`` summaries and ``closed_book_accuracy``; empty without a closed-book pass."""
-    graded = [s for s in samples if (s.get("closed_book") or {}).get("correct") is not None]
-    if not graded:
+    if not any(scores.value(s, METRIC) is not None for s in samples):
         return {}
-    closed = [{"metrics": {"closed_book_accuracy": s["closed_book"]["correct"]}} for s in graded]
-    out = summarize_all(closed, ["closed_book_accuracy"], resamples, confidence, seed)
+    out = summarize_all(samples, [METRIC], resamples, confidence, seed)
     for metric, summary in summarize_all(
         needs_memory(samples), metrics, resamples, confidence, seed
     ).items():

@@ -28,6 +28,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from memharness.eval.record.scores import put
 from memharness.memsys.types import Episode, Evidence, Question, RetrievedItem, Unit
 
 DEFAULT_K = (1, 3, 10)
@@ -115,3 +116,23 @@ def recall_scores(
     source_k = cfg.get("source_k", ()) if cfg is not None else ()
     out.update(source_scores(gold, covered, (int(k) for k in source_k or ())))
     return out
+
+
+class EvidenceScorer:
+    """The evidence scorer: every question whose retrieval ran (the memory was built and searched)
+    gets its recall scores (none when it has no gold evidence); ``ctx.units`` is the episode's."""
+
+    name = "evidence"
+
+    def score(
+        self, pending: Sequence[tuple[Question, Sequence[RetrievedItem], dict]], ctx: Any
+    ) -> None:
+        for question, items, record in pending:
+            if record["status"] in ("build_failed", "retrieve_failed"):
+                continue
+            scores = recall_scores(question, items, ctx.units or {}, ctx.cfg.eval.get("evidence"))
+            for metric, value in scores.items():
+                put(record, metric, value, self.name)
+
+
+SCORER = EvidenceScorer()

@@ -17,9 +17,11 @@ from typing import Any
 from hydra.utils import get_class, instantiate
 from memharness.data_prep.base import Dataset, DatasetError, check_integrity, subset
 from memharness.eval.judge import audit as judge_audit
+from memharness.eval.judge import loop as judge_loop
 from memharness.eval.judge import official as official_judge
 from memharness.eval.judge.judges import Judges, build_judges
 from memharness.eval.metrics import aggregate
+from memharness.eval.metrics.scorers import ScoreContext
 from memharness.eval.record import folder as run_io
 from memharness.eval.record import outputs
 from memharness.eval.run import closed_book, episodes, evidence, failures, scoring
@@ -94,7 +96,8 @@ def sample_record(episode: Episode, question: Question) -> dict[str, Any]:
         "evidence_position": question.evidence_position,
         "evidence_sources": [e.source_id for e in question.evidence],
         "status": "pending",
-        "metrics": {},
+        "scores": {},
+        "memory": {},
     }
 
 
@@ -168,7 +171,6 @@ def _run_built(
     """``run_episode``'s body: the episode's events on a built (or loaded) memory."""
     meter, budget = services.meter, int(cfg.dataset.budget_tokens)
     to_save = snapshots is not None and loaded is None and snapshots.reusable(episode) is None
-    units = evidence.unit_index(episode)
     pending, build_error, batches = [], None, list(source["insert_batches"]) if source else []
     size = insert_batch_size(cfg)
     for kind, payload in episode.events():
@@ -202,14 +204,9 @@ def _run_built(
                 except Exception as err:  # recorded and counted, never dropped
                     failures.log_step_failure(log, f"retrieval failed for {payload.id}", err)
                     record.update(status="retrieve_failed", error=f"{type(err).__name__}: {err}")
-            record.update(
-                failures.degradation_fields(memory)
-            )  # answered from a degraded memory: flagged
+            # answered from a degraded memory: flagged
+            record["memory"].update(failures.degradation_fields(memory))
         record["retrieved"] = [i.to_json() for i in items]
-        if record["status"] == "pending":  # retrieval worked: did it find the gold evidence?
-            record["metrics"].update(
-                evidence.recall_scores(payload, items, units, cfg.eval.get("evidence"))
-            )
         record["context_tokens"] = sum(i.tokens or services.tokenizer.count(i.text) for i in items)
         if (
             record["status"] == "pending" and memory.answers_itself
@@ -268,18 +265,21 @@ def evaluate_episode(
     """One episode from first insert to verdict: build (or load), retrieve, answer, judge. Its answers
     and verdicts go out as soon as its questions are retrieved, beside other episodes' builds."""
     pending, stats = run_episode(episode, cfg, services, out_dir, snapshots)
+    ctx = ScoreContext(cfg, services, judges, units=evidence.unit_index(episode))
+    evidence.SCORER.score(pending, ctx)
     scoring.answer_all(pending, cfg, services)
+    scoring.score_answers(pending, cfg)
     if cfg.eval.judge.enabled:
-        scoring.judge_all(pending, cfg, services, judges)
-        official_judge.judge_all(pending, cfg, services, judges)  # judge.official, if any
+        judge_loop.SCORER.score(pending, ctx)
+        official_judge.SCORER.score(pending, ctx)  # judge.official, if any
     return pending, stats
 
 
 def summarize_run(samples: list[dict], cfg: DictConfig) -> dict[str, Any]:
     metrics = list(cfg.eval.metrics) + ["mc_accuracy", "f1_p", "f1_n", "context_tokens"]
-    metrics += sorted(
-        {m for s in samples for m in s["metrics"]} - set(metrics)
-    )  # evidence, judge_lenient, judge2
+    # evidence, judge_lenient, judge2...; closed book's own score is summarised by closed_book
+    scored = {m for s in samples for m, sc in s["scores"].items() if sc["kind"] != closed_book.KIND}
+    metrics += sorted(scored - set(metrics))
     boot = cfg.eval.bootstrap
     args = (int(boot.resamples), float(boot.confidence), int(cfg.seed))
     main, apart = aggregate.split_apart(samples)  # e.g. LoCoMo category 5: never in the means
@@ -362,13 +362,14 @@ def run(
                 ),
                 progress.episode_done,
             )
+            ctx = ScoreContext(cfg, services, judges)  # the run-level scorers
             if cfg.eval.get("closed_book", {}).get("enabled", False):
                 progress.set_stage("closed_book")
-                closed_book.closed_book_pass(pending, cfg, services, judges)
-            reliability = None
+                closed_book.SCORER.score(pending, ctx)
             if cfg.eval.judge.enabled:
                 progress.set_stage("audit")
-                reliability = judge_audit.audit(pending, cfg, services, judges)
+                judge_audit.SCORER.score(pending, ctx)
+            reliability = ctx.sections.get("judge_reliability")
         finally:
             progress.close()
             if judges is not None:
@@ -394,6 +395,7 @@ def run(
         oracle=is_oracle(cfg),
         overrides=overrides or [],
         sections=sections,
+        in_flight=episodes.episodes_in_flight(cfg),
     )
     run_io.end_run(out_dir, metrics)
     return metrics

@@ -1,24 +1,17 @@
-"""The answer and judge passes over one episode's pending samples: each prediction recorded on its
-sample and scored (lexical metrics, multiple-choice letter, the judge's verdict)."""
+"""The answer pass over one episode's pending samples: each prediction recorded on its sample, then
+scored by the answer's scorers (``eval/metrics/scorers.py``)."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
-from memharness.eval.judge import injection
-from memharness.eval.judge.judges import Judges
-from memharness.eval.metrics.claims import parse_verdict
-from memharness.eval.metrics.lexical import parse_judge
-from memharness.eval.metrics.registry import answer_scores
+from memharness.eval.metrics.scorers import ANSWER_SCORERS, ScoreContext
 from memharness.eval.run import failures
 from memharness.eval.run.answer import (
     answer_request,
     is_claim,
     is_multiple_choice,
-    judge_request,
-    mc_correct,
-    reference_text,
 )
 from memharness.memsys.base import MemorySystem
 from memharness.memsys.services.factory import Services
@@ -38,7 +31,7 @@ def answer_by_memory(
 ) -> None:
     """A memory that answers itself does so while it exists (the runner discards it after the
     episode), under the "answer" stage; the prediction is scored like every other answer."""
-    record["answered_by"] = "memory"
+    record["memory"]["answered_by"] = "memory"
     with meter.stage("answer"):
         try:
             comp = memory.answer(
@@ -54,9 +47,8 @@ def answer_by_memory(
             )
             return
     record_answer(question, record, comp.extra.get("prompt", ""), comp, cfg)
-    record.update(
-        comp.extra.get("sample_fields", {})
-    )  # what the memory flags about this answer (e.g. partial)
+    # what the memory flags about this answer (e.g. partial, agent_steps)
+    record["memory"].update(comp.extra.get("sample_fields", {}))
 
 
 def answer_all(
@@ -71,8 +63,8 @@ def answer_all(
 
 
 def record_answer(q: Question, record: dict, prompt: str, comp: Any, cfg: DictConfig) -> None:
-    """Record a prediction (``comp``, a Completion) on its sample and score it (lexical metrics,
-    multiple-choice letter)."""
+    """Record a prediction (``comp``, a Completion) and its answer mode on its sample; the
+    scorers (``score_answers``) score it."""
     record["prompt"] = prompt
     record["prediction"] = comp.text.strip()
     record["answer_cached"] = comp.cached
@@ -89,48 +81,13 @@ def record_answer(q: Question, record: dict, prompt: str, comp: Any, cfg: DictCo
         if is_multiple_choice(q, cfg.eval.answer.mode)
         else "generative"
     )
-    if record["mode"] == "claim_verification":  # F1_P / F1_N are computed over the run's claims
-        verdict = parse_verdict(comp.text)
-        record["predicted_label"] = verdict
-        record["claim_status"] = "claim_unparsed" if verdict is None else "parsed"
-        record["metrics"]["claim_accuracy"] = float(verdict in q.answers)
-        prediction_text = verdict or ""
-    elif record["mode"] == "multiple_choice":
-        choice, correct = mc_correct(q, comp.text)
-        record["predicted_option"] = choice
-        record["mc_status"] = "mc_unparsed" if choice is None else "parsed"
-        record["metrics"]["mc_accuracy"] = correct
-        prediction_text = q.options[choice] if choice is not None else ""
-    else:
-        prediction_text = record["prediction"]
     failures.flag_empty_answer(record)
-    record["metrics"].update(
-        answer_scores(prediction_text, list(q.answers) or [reference_text(q)], q)
-    )
-    record["metrics"]["context_tokens"] = record["context_tokens"]
 
 
-def judge_all(
-    pending: list[tuple[Question, list[RetrievedItem], dict]],
-    cfg: DictConfig,
-    services: Services,
-    judges: Judges | None = None,
+def score_answers(
+    pending: list[tuple[Question, list[RetrievedItem], dict]], cfg: DictConfig
 ) -> None:
-    todo = [
-        (q, r) for q, _, r in pending if r["status"] == "scored" and r.get("mode") == "generative"
-    ]
-    todo = failures.skip_empty_answers(todo)  # an empty answer is wrong; it is never judged
-    injection.flag_all(((reference_text(q), r) for q, r in todo), log)
-    requests = [
-        judge_request(q, reference_text(q), r["prediction"], cfg.eval.judge) for q, r in todo
-    ]
-    with services.meter.stage("judge"):
-        completions = (judges.primary if judges else services.llm).complete(requests, desc="judge")
-    for (_, record), comp in zip(todo, completions, strict=False):
-        record["judge_reply"] = comp.text
-        if not comp.ok:
-            record.update(judge_status="judge_failed", judge_error=comp.error)
-            continue
-        verdict = parse_judge(comp.text)
-        record["judge_status"] = "judge_unparsed" if verdict is None else "parsed"
-        record["metrics"]["judge"] = None if verdict is None else float(verdict)
+    """The answer's scorers (choice, claim, lexical, latency) over the episode's scored answers."""
+    ctx = ScoreContext(cfg)
+    for scorer in ANSWER_SCORERS:
+        scorer.score(pending, ctx)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from browser import browser_page
+from memharness.eval.record import scores
 from memharness.eval.report.browser import main as browse_main
 from memharness.eval.run.runner import run
 
@@ -37,7 +38,7 @@ def test_browser_lists_runs_filters_and_opens_a_sample_with_its_provenance(make_
         page.click("#samples tr")
         detail = page.inner_text("#sample")
         assert target["question"] in detail and target["references"][0] in detail
-        assert (target.get("judge_reply") or "-") in detail
+        assert (scores.detail(target, "judge", "reply") or "-") in detail
         cells = page.eval_on_selector_all(
             "#retrieved tr", "rows => rows.slice(1).map(r => [...r.cells].map(c => c.innerText))"
         )

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from _servers import REPO, fault_server, llama_server, stats
+from memharness.eval.record.scores import memory_flag
 
 pytestmark = pytest.mark.slow
 SECRET = "sk-memharness-test-0123456789abcdef"
@@ -123,7 +124,7 @@ def test_run_against_fault_server_loses_nothing_and_counts_match(tmp_path):
     assert calls["embed_failures"] == 0 and calls["embed_calls"] == injected["embed_ok"]
     # degraded-memory flags: every question is asked after its episode's inserts
     degraded_episodes = {ep for ep, st in memory_stats.items() if st["degradation"]}
-    assert {s["episode_id"] for s in samples if s.get("degraded")} == degraded_episodes
+    assert {s["episode_id"] for s in samples if memory_flag(s, "degraded")} == degraded_episodes
     assert counts["degraded"] == sum(s["episode_id"] in degraded_episodes for s in samples) > 0
     # the key went to the server but nowhere into the run folder
     assert injected["auth_seen"] > 0

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from memharness.eval.record.scores import status, value
 from paths import ROOT
 from processes import run_py
 
@@ -55,8 +56,8 @@ def test_end_to_end_with_real_embedded_models(tmp_path):
         assert s["status"] == "scored" and s["prediction"]  # the real model answered
         assert s["retrieved"] and all(i["source_unit_ids"] for i in s["retrieved"])
         # the judge is grammar-constrained to a digit on llama.cpp
-        assert s["judge_status"] == "parsed" and s["metrics"]["judge"] in (0.0, 1.0)
-        assert 0.0 <= s["metrics"]["rouge_l_recall"] <= 1.0
+        assert status(s, "judge") == "parsed" and value(s, "judge") in (0.0, 1.0)
+        assert 0.0 <= value(s, "rouge_l_recall") <= 1.0
     calls = metrics["calls"]
     assert calls["answer"]["calls"] == 3
     # 3 verdicts; the audit: 3 lenient verdicts, 3 written wrong answers, 3 + 3 canary verdicts and one

@@ -5,24 +5,26 @@ from __future__ import annotations
 import json
 
 import pytest
+import records
 from memharness.data_prep.base import subset
 from memharness.data_prep.sample import load as load_sample
+from memharness.eval.judge.prompt import reference_text
 from memharness.eval.run import closed_book
-from memharness.eval.run.answer import reference_text
 from memharness.eval.run.runner import run
 
 
 def test_needs_memory_keeps_only_closed_book_failures():
+    def sample(judge, closed="none"):
+        values = {"judge": judge, **({} if closed == "none" else {"closed_book_accuracy": closed})}
+        return records.sample("q", values)
+
     samples = [
-        {"metrics": {"judge": 1.0}, "closed_book": {"correct": 1.0}},
-        {"metrics": {"judge": 1.0}, "closed_book": {"correct": 0.0}},
-        {"metrics": {"judge": 0.0}, "closed_book": {"correct": 0.0}},
-        {
-            "metrics": {"judge": 1.0},
-            "closed_book": {"correct": None},
-        },  # unparsed: neither kept nor counted
-        {"metrics": {"judge": 0.0}},
-    ]  # no closed-book pass
+        sample(1.0, 1.0),
+        sample(1.0, 0.0),
+        sample(0.0, 0.0),
+        sample(1.0, None),  # unparsed: neither kept nor counted
+        sample(0.0),  # no closed-book pass
+    ]
     assert closed_book.needs_memory(samples) == samples[1:3]
     out = closed_book.summarize(samples, ["judge"], 100, 0.95, 0)
     assert out["judge:needs_memory"]["mean"] == 0.5 and out["judge:needs_memory"]["n"] == 2
@@ -50,14 +52,17 @@ def test_closed_book_run_filters_questions_the_model_knows(make_cfg, tmp_path):
         s["question_id"]: s
         for s in map(json.loads, (tmp_path / "r" / "samples.jsonl").read_text().splitlines())
     }
-    assert samples[known.id]["closed_book"] == {
-        "prediction": ref,
-        "correct": 1.0,
-        "status": "scored",
-        "criterion": "judge",
-        "judge_status": "parsed",
+    assert samples[known.id]["scores"]["closed_book_accuracy"] == {
+        "value": 1.0,
+        "kind": "closed_book",
+        "details": {
+            "prediction": ref,
+            "status": "scored",
+            "criterion": "judge",
+            "judge_status": "parsed",
+        },
     }
-    assert all(samples[q.id]["closed_book"]["correct"] == 0.0 for q in qs[1:])
+    assert all(samples[q.id]["scores"]["closed_book_accuracy"]["value"] == 0.0 for q in qs[1:])
     m = metrics["metrics"]
     assert m["closed_book_accuracy"]["mean"] == 0.25 and m["judge:needs_memory"]["n"] == 3
     assert m["f1:needs_memory"]["n"] == 3 and m["judge"]["n"] == 4

@@ -6,6 +6,7 @@ import json
 import math
 
 import pytest
+from memharness.eval.record.scores import value
 from memharness.eval.run.evidence import recall_scores, unit_index
 from memharness.eval.run.runner import run
 from memharness.memsys.types import Episode, Evidence, Question, RetrievedItem, Unit
@@ -79,9 +80,7 @@ def test_runs_record_evidence_recall_per_sample(make_cfg, tmp_path):
     out = tmp_path / "run"
     metrics = run(make_cfg("memory=full_context", "dataset.budget_tokens=100000"), out)
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
-    assert all(
-        s["metrics"]["evidence_recall"] == 1.0 for s in samples
-    )  # everything is in the context
+    assert all(value(s, "evidence_recall") == 1.0 for s in samples)  # everything is in the context
     assert metrics["metrics"]["evidence_recall"]["n"] == len(samples)
     narrow = run(make_cfg("memory=memorystream", "dataset.top_k=1"), tmp_path / "narrow")
     assert narrow["metrics"]["evidence_recall"]["mean"] < 1.0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from memharness.eval.record.scores import value
 from paths import ROOT
 from processes import run_py
 
@@ -48,9 +49,9 @@ def test_scripted_claims_give_the_hand_checked_f1_p_and_f1_n(tmp_path):
     assert metrics["data"]["metadata"]["excluded_inapplicable"] == 1
     # closed book: the script answers by the claim alone, so each claim is right exactly as with memory
     for sample in samples:
-        book = sample["closed_book"]
-        assert book["criterion"] == "claim_accuracy"
-        assert book["correct"] == sample["metrics"]["claim_accuracy"]
+        book = sample["scores"]["closed_book_accuracy"]
+        assert book["details"]["criterion"] == "claim_accuracy"
+        assert book["value"] == value(sample, "claim_accuracy")
 
 
 @pytest.mark.slow

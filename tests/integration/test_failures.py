@@ -11,6 +11,7 @@ import pytest
 from memharness.data_prep.base import subset
 from memharness.data_prep.sample import load as load_sample
 from memharness.eval.record import folder as run_io
+from memharness.eval.record.scores import detail, memory_flag, status, value
 from memharness.eval.run.runner import run
 from memharness.memsys.services import files as fileio
 from memharness.memsys.services.cache import CallCache
@@ -102,9 +103,9 @@ def test_questions_from_a_degraded_memory_are_flagged_and_counted(make_cfg, tmp_
     )
     metrics = run(cfg, tmp_path / "r")
     samples = _samples(tmp_path / "r")
-    flagged = [s for s in samples if s.get("degraded")]
+    flagged = [s for s in samples if memory_flag(s, "degraded")]
     assert {s["episode_id"] for s in flagged} == {"dlg-garden"} and all(
-        s["degraded"] == {"summary_failed": 1} for s in flagged
+        memory_flag(s, "degraded") == {"summary_failed": 1} for s in flagged
     )
     assert metrics["counts"]["degraded"] == len(flagged) == 3 and metrics["counts"][
         "scored"
@@ -128,10 +129,10 @@ def test_empty_answers_are_wrong_counted_and_never_judged(make_cfg, tmp_path):
     assert (
         len(empty) == 1
         and empty[0]["prediction"] == ""
-        and empty[0]["judge_status"] == "answer_empty"
+        and status(empty[0], "judge") == "answer_empty"
     )
-    assert empty[0]["metrics"]["judge"] == 0.0 and empty[0]["metrics"]["f1"] == 0.0
-    assert empty[0]["metrics"]["rouge_l_recall"] == 0.0 and "judge_reply" not in empty[0]
+    assert value(empty[0], "judge") == 0.0 and value(empty[0], "f1") == 0.0
+    assert value(empty[0], "rouge_l_recall") == 0.0 and detail(empty[0], "judge", "reply") is None
     assert metrics["counts"]["answer_empty"] == 1
     assert metrics["calls"]["judge"]["calls"] == len(samples) - 1  # the empty one was not sent
     assert metrics["metrics"]["judge"]["n"] == len(samples)  # ... and counts as wrong, not dropped

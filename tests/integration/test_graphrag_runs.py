@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from memharness.eval.record.scores import memory_flag
 from memharness.eval.run.runner import run
 from paths import ROOT
 
@@ -58,7 +59,8 @@ def test_global_search_run_maps_under_retrieve_and_reduces_under_answer(make_cfg
     assert metrics["calls"]["answer"]["calls"] == sum(g["reduce_calls"] for g in searched) == 4
     samples = _samples(out)
     assert all(
-        s["answered_by"] == "memory" and s["prediction"] == "reduced answer" for s in samples
+        memory_flag(s, "answered_by") == "memory" and s["prediction"] == "reduced answer"
+        for s in samples
     )
     assert all(s["retrieved"][0]["text"].startswith("----Analyst") for s in samples)
     assert metrics["metrics"]["judge"]["n"] == 4 and metrics["memory"] == "graphrag_global"
@@ -105,10 +107,10 @@ def test_global_search_answers_from_some_broken_map_batches_are_flagged_and_coun
         out,
     )
     samples = _samples(out)
-    partial = [s for s in samples if s.get("partial")]
+    partial = [s for s in samples if memory_flag(s, "partial")]
     assert partial and all(s["status"] == "scored" for s in samples)
     for s in partial:
-        p = s["partial"]
+        p = memory_flag(s, "partial")
         assert 0 < p["map_unparsed"] < p["map_calls"] and p["map_failed"] == 0
     assert metrics["counts"]["partial"] == len(partial)
 
@@ -206,7 +208,8 @@ def test_graphrag_local_and_global_with_the_embedded_models(tmp_path):
     )
     samples = _samples(glob)
     assert all(
-        s["answered_by"] == "memory" and s["status"] in ("scored", "answer_failed") for s in samples
+        memory_flag(s, "answered_by") == "memory" and s["status"] in ("scored", "answer_failed")
+        for s in samples
     )
     # every question was reduced or got the no-data answer (all points 0, or nothing readable: counted)
     assert sum(g.get("reduce_calls", 0) + g.get("no_data_answers", 0) for g in searched) == 2

@@ -8,9 +8,10 @@ import sqlite3
 import pytest
 from memharness.data_prep.base import subset
 from memharness.data_prep.sample import load as load_sample
-from memharness.eval.judge import report as judge_report
+from memharness.eval.judge.prompt import reference_text
 from memharness.eval.metrics.stats import cohen_kappa
-from memharness.eval.run.answer import reference_text
+from memharness.eval.record.scores import status, value
+from memharness.eval.report import judge_report
 from memharness.eval.run.runner import run
 from memharness.memsys.services.types import ConfigError
 
@@ -88,8 +89,8 @@ def test_second_judge_kappa_and_its_own_cost(make_cfg, tmp_path):
         s["question_id"]: s
         for s in map(json.loads, (tmp_path / "r" / "samples.jsonl").read_text().splitlines())
     }
-    a = [samples[q.id]["metrics"]["judge"] for q in qs]
-    b = [samples[q.id]["metrics"]["judge2"] for q in qs]
+    a = [value(samples[q.id], "judge") for q in qs]
+    b = [value(samples[q.id], "judge2") for q in qs]
     assert (a, b) == ([1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0])
     # p_o = 3/4, p_e = 1/2 * 3/4 + 1/2 * 1/4 = 1/2: κ = 1/2
     assert rel["judge_vs_judge2"]["kappa"] == pytest.approx(0.5) == cohen_kappa(a, b)["kappa"]
@@ -191,8 +192,8 @@ def test_the_audit_never_judges_an_empty_answer(make_cfg, tmp_path):
     empty = samples[asked.id]
     assert (
         empty["answer_empty"]
-        and empty["metrics"]["judge_lenient"] == 0.0
-        and "judge_lenient_status" not in empty
+        and value(empty, "judge_lenient") == 0.0
+        and status(empty, "judge_lenient") == "answer_empty"
     )
     rel = metrics["judge_reliability"]
     assert (

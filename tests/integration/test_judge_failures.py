@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 from memharness.data_prep.sample import load as load_sample
+from memharness.eval.record import outcome as run_outcome
 from memharness.eval.report.comparison import build_report
-from memharness.eval.run import failures
 from memharness.eval.run.runner import run
 
 JUDGE = "You are grading answers"  # a phrase only the judge prompt (conf/eval/default.yaml) holds
@@ -27,10 +27,10 @@ def test_a_judge_without_any_verdict_fails_the_run(make_cfg, tmp_path, how, key)
     )
     counts, outcome = metrics["counts"], metrics["outcome"]
     assert counts[key] == 4 and counts.get("judge_parsed", 0) == 0 and counts["scored"] == 4
-    assert outcome["failed"] == 4 and outcome["exit_code"] == failures.EXIT_FAILURES
+    assert outcome["failed"] == 4 and outcome["exit_code"] == run_outcome.EXIT_FAILURES
     assert len(outcome["problems"]) == 1 and "the judge gave no verdict" in outcome["problems"][0]
     assert "judge.*" in outcome["problems"][0]
-    assert any("judge" in line and "4 " in line for line in failures.stage_warnings(metrics))
+    assert any("judge" in line and "4 " in line for line in run_outcome.stage_warnings(metrics))
 
 
 def test_unparsed_judge_replies_count_toward_the_failed_fraction(make_cfg, tmp_path):
@@ -47,7 +47,7 @@ def test_unparsed_judge_replies_count_toward_the_failed_fraction(make_cfg, tmp_p
         make_cfg("memory=full_context", script, f"eval.max_failed_fraction={limit}"),
         tmp_path / "runs" / "full_context-sample" / "b",
     )
-    assert strict["outcome"]["exit_code"] == failures.EXIT_FAILURES
+    assert strict["outcome"]["exit_code"] == run_outcome.EXIT_FAILURES
     (problem,) = strict["outcome"]["problems"]
     assert f"1 of {questions} questions failed" in problem and "judge_unparsed 1" in problem
     out = build_report([tmp_path / "runs"], tmp_path / "t", "x")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from memharness.eval.record.scores import detail, status
 from memharness.eval.run.runner import run
 
 
@@ -17,8 +18,8 @@ def test_injected_answers_are_flagged_and_counted(make_cfg, tmp_path):
     metrics = run(cfg, tmp_path / "r")
     lines = (tmp_path / "r" / "samples.jsonl").read_text().splitlines()
     samples = [json.loads(line) for line in lines]
-    judged = [s for s in samples if s.get("judge_status") == "parsed"]
-    assert judged and all(s["judge_injection"] == ["instruction"] for s in judged)
+    judged = [s for s in samples if status(s, "judge") == "parsed"]
+    assert judged and all(detail(s, "judge", "injection") == ["instruction"] for s in judged)
     assert metrics["counts"]["judge_injection"] == len(judged) == metrics["counts"]["questions"]
 
 

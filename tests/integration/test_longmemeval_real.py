@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+from memharness.eval.record.scores import status
 from paths import ROOT
 
 pytestmark = pytest.mark.slow
@@ -70,4 +71,4 @@ def test_run_py_on_the_fixture_with_the_embedded_default(
     assert metrics["data"]["metadata"]["split"] == split
     # the data's date is the answer prompt's current date
     for s in samples:
-        assert "Current date: 20" in s["prompt"] and s["official_judge_status"] == "parsed"
+        assert "Current date: 20" in s["prompt"] and status(s, "official_judge") == "parsed"

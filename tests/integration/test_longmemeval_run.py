@@ -7,6 +7,7 @@ import json
 import re
 from datetime import UTC, datetime, timedelta
 
+from memharness.eval.record.scores import detail, status
 from memharness.eval.run.runner import run
 from memharness.memsys.services import factory
 from paths import TESTS
@@ -79,7 +80,9 @@ def test_longmemeval_run_official_judge_evidence_and_no_wall_clock(make_cfg, tmp
     by_abs = metrics["breakdowns"]["abstention"]
     assert by_abs["abstention"]["n"] == 1 and by_abs["answerable"]["n"] == 6
     abs_sample = next(s for s in samples if s["question_id"] == "5a1c9e02_abs")
-    assert abs_sample["official_judge_status"] == "parsed" and abs_sample["official_judge_reply"]
+    assert status(abs_sample, "official_judge") == "parsed" and detail(
+        abs_sample, "official_judge", "reply"
+    )
     # evidence recall: full context retrieves every turn, and abstention items have no evidence
     assert metrics["metrics"]["evidence_recall"]["mean"] == 1.0
     assert metrics["metrics"]["evidence_recall"]["n"] == 6

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from memharness.eval.record.scores import memory_flag
 from processes import run_py
 
 
@@ -26,8 +27,8 @@ def test_memgpt_agent_runs_on_the_sample_with_the_embedded_model(tmp_path):
     out = tmp_path / "run"
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     stats = json.loads((out / "memory_stats.json").read_text())
-    assert len(samples) == 1 and samples[0]["answered_by"] == "memory"
-    steps = samples[0]["agent_steps"]
+    assert len(samples) == 1 and memory_flag(samples[0], "answered_by") == "memory"
+    steps = memory_flag(samples[0], "agent_steps")
     assert 1 <= len(steps) <= 3
     agent = next(iter(stats.values()))["agent"]
     assert agent["steps"] == len(steps) and agent["questions"] == 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 from memharness.data_prep.sample import load as load_sample
+from memharness.eval.record.scores import memory_flag
 from memharness.eval.run.runner import run
 from omegaconf import OmegaConf
 
@@ -40,12 +41,14 @@ def test_the_sent_message_is_the_prediction_and_the_steps_are_recorded(make_cfg,
     samples = _samples(tmp_path / "a")
     assert samples and all(s["status"] == "scored" for s in samples)
     for s in samples:
-        assert s["answered_by"] == "memory" and s["prediction"] == "SENT-ANSWER"
-        assert [step["function"] for step in s["agent_steps"]] == [
+        assert memory_flag(s, "answered_by") == "memory" and s["prediction"] == "SENT-ANSWER"
+        assert [step["function"] for step in memory_flag(s, "agent_steps")] == [
             "conversation_search",
             "send_message",
         ]
-        search = s["agent_steps"][0]  # what it searched for and whether that found anything
+        search = memory_flag(s, "agent_steps")[
+            0
+        ]  # what it searched for and whether that found anything
         assert search["arguments"]["query"] == "THE" and search["result_head"].startswith("Showing")
         assert (
             s["retrieved"]
@@ -70,11 +73,15 @@ def test_the_step_cap_is_an_answer_failure_and_flat_answers_with_the_shared_prom
     run(_cfg(make_cfg, [["user_message", SEARCH]], "memory.loop.max_steps=2"), tmp_path / "cap")
     samples = _samples(tmp_path / "cap")
     assert samples and all(s["status"] == "answer_failed" for s in samples)
-    assert all("step_cap" in s["error"] and len(s["agent_steps"]) == 2 for s in samples)
+    assert all(
+        "step_cap" in s["error"] and len(memory_flag(s, "agent_steps")) == 2 for s in samples
+    )
     metrics = json.loads((tmp_path / "cap" / "metrics.json").read_text())
     assert metrics["counts"]["answer_failed"] == len(samples)
 
     run(_cfg(make_cfg, [], "memory.variant=flat"), tmp_path / "flat")
     flat = _samples(tmp_path / "flat")
-    assert flat and all(s["status"] == "scored" and s.get("answered_by") is None for s in flat)
+    assert flat and all(
+        s["status"] == "scored" and memory_flag(s, "answered_by") is None for s in flat
+    )
     assert all(len(s["retrieved"]) <= 3 and s["retrieved"] for s in flat)

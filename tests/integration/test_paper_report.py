@@ -477,7 +477,7 @@ def test_command_line_selects_tables_and_names_errors(tmp_path, capsys):
         main([str(runs), "--paper", "memtree_2024", "--table", "4", "--out", str(tmp_path / "o")])
     (runs / "broken" / "config.yaml").write_text("{}")
     with pytest.raises(
-        SystemExit, match="broken/metrics.json: run format 1; .* reads run format 2"
+        SystemExit, match="broken/metrics.json: run format 1; .* reads run format 3"
     ):
         main([str(runs), "--paper", "memtree_2024", "--table", "4", "--out", str(tmp_path / "o")])
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from memharness.eval.record.scores import detail, memory_flag, status, value
 from memharness.memsys.testing.fault_server import FaultConfig, FaultServer
 from paths import ROOT
 
@@ -230,9 +231,9 @@ def _degraded(ctx: Ctx, stats: dict) -> None:
     )
     by_episode = {ep: bool(v["degradation"]) for ep, v in mem.items()}
     assert all(
-        bool(s.get("degraded")) == by_episode[s["episode_id"]] for s in samples
+        bool(memory_flag(s, "degraded")) == by_episode[s["episode_id"]] for s in samples
     )  # asked after every insert
-    assert c["degraded"] == sum(bool(s.get("degraded")) for s in samples) > 0
+    assert c["degraded"] == sum(bool(memory_flag(s, "degraded")) for s in samples) > 0
 
 
 def _empty(ctx: Ctx, stats: dict) -> None:
@@ -241,17 +242,17 @@ def _empty(ctx: Ctx, stats: dict) -> None:
     assert empty and m["counts"]["answer_empty"] == len(empty)
     assert all(
         s["prediction"] == ""
-        and s["judge_status"] == "answer_empty"
-        and s["metrics"]["judge"] == 0.0
-        and s["metrics"]["f1"] == 0.0
-        and s["metrics"]["exact_match"] == 0.0
+        and status(s, "judge") == "answer_empty"
+        and value(s, "judge") == 0.0
+        and value(s, "f1") == 0.0
+        and value(s, "exact_match") == 0.0
         for s in empty
     )
     judged = [s for s in samples if s["status"] == "scored" and not s.get("answer_empty")]
     assert m["calls"]["judge"]["calls"] + m["calls"]["judge"]["failures"] == len(
         judged
     )  # empties never judged
-    empty_verdicts = sum(s.get("judge_reply") == "" for s in judged)
+    empty_verdicts = sum(detail(s, "judge", "reply") == "" for s in judged)
     assert stats["empty_answers"] == len(empty) + empty_verdicts
 
 

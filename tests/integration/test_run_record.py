@@ -7,15 +7,17 @@ import json
 
 import pytest
 import records
+from memharness.eval.metrics import run_format
 from memharness.eval.record import read, schema
+from memharness.eval.record.scores import value
 from memharness.eval.report.comparison import main as report_main
 from memharness.eval.run.runner import run
 from paths import ROOT
 
 
 def test_docs_run_format_is_the_schema_rendered():
-    assert (ROOT / "docs" / "run-format.md").read_text() == schema.markdown(), (
-        "regenerate: python -m memharness.eval.record.schema > docs/run-format.md"
+    assert (ROOT / "docs" / "run-format.md").read_text() == run_format.markdown(), (
+        "regenerate: python -m memharness.eval.metrics.run_format > docs/run-format.md"
     )
 
 
@@ -33,7 +35,11 @@ def test_another_format_is_refused_in_one_line(make_cfg, tmp_path):
     out = tmp_path / "runs" / "r"
     run(make_cfg("memory=full_context", "dataset.limit=2"), out)
     doc = json.loads((out / "metrics.json").read_text())
-    for found, shown in ((None, "run format 1"), (3, "run format 3")):
+    for found, shown in (
+        (None, "run format 1"),
+        (2, "memharness rescore OLD NEW"),
+        (4, "format 4"),
+    ):
         if found is None:
             doc.pop("format", None)
         else:
@@ -42,7 +48,7 @@ def test_another_format_is_refused_in_one_line(make_cfg, tmp_path):
         with pytest.raises(schema.RunFormatError) as err:
             read.load_run(out)
         message = str(err.value)
-        assert "\n" not in message and shown in message and "reads run format 2" in message
+        assert "\n" not in message and shown in message and "reads run format 3" in message
         with pytest.raises(SystemExit) as stop:
             report_main([str(tmp_path / "runs"), "--out", str(tmp_path / "t"), "--name", "x"])
         assert str(stop.value.code).startswith("error: ") and shown in str(stop.value.code)
@@ -81,11 +87,11 @@ def test_a_run_with_nan_scores_writes_valid_json_and_counts_the_nulls(
 ):
     """A NaN score (here a metric that returns one) is written as null and counted; every file of
     the run folder stays valid JSON."""
-    from memharness.eval.run import scoring
+    from memharness.eval.metrics import registry
 
-    real = scoring.answer_scores
+    real = registry.answer_scores
     monkeypatch.setattr(
-        scoring, "answer_scores", lambda *a: {**real(*a), "f1": float("nan"), "em": float("inf")}
+        registry, "answer_scores", lambda *a: {**real(*a), "f1": float("nan"), "em": float("inf")}
     )
     out = tmp_path / "r"
     metrics = run(make_cfg("memory=full_context", "dataset.limit=3"), out)
@@ -93,8 +99,8 @@ def test_a_run_with_nan_scores_writes_valid_json_and_counts_the_nulls(
     samples = [_strict(line) for line in lines]
     doc = _strict((out / "metrics.json").read_text())
     _strict((out / "memory_stats.json").read_text())
-    assert len(samples) == 3 and all(s["metrics"]["f1"] is None for s in samples)
-    assert all(s["metrics"]["em"] is None for s in samples)
+    assert len(samples) == 3 and all(value(s, "f1") is None for s in samples)
+    assert all(value(s, "em") is None for s in samples)
     assert doc["outcome"]["nonfinite_nulled"] == metrics["outcome"]["nonfinite_nulled"] == 6
     assert doc["outcome"]["exit_code"] == 0
 

@@ -7,6 +7,7 @@ import json
 import pytest
 from memharness.data_prep.base import subset
 from memharness.data_prep.sample import load as load_sample
+from memharness.eval.record.scores import detail, status, value
 from memharness.eval.run.runner import run
 from paths import TESTS
 
@@ -34,10 +35,10 @@ def test_full_run_records_every_sample_and_counts_failures(make_cfg, tmp_path):
     }
     failed = [s for s in samples if s["status"] == "answer_failed"]
     assert [s["question"] for s in failed] == ["Which ankle was sprained during training?"]
-    assert "scripted failure" in failed[0]["error"] and "judge" not in failed[0]["metrics"]
-    unparsed = [s for s in samples if s.get("judge_status") == "judge_unparsed"]
-    assert len(unparsed) == 1 and unparsed[0]["judge_reply"] == "perhaps"
-    assert unparsed[0]["metrics"].get("judge") is None  # kept raw, never scored as a guess
+    assert "scripted failure" in failed[0]["error"] and "judge" not in failed[0]["scores"]
+    unparsed = [s for s in samples if status(s, "judge") == "judge_unparsed"]
+    assert len(unparsed) == 1 and detail(unparsed[0], "judge", "reply") == "perhaps"
+    assert value(unparsed[0], "judge") is None  # kept raw, never scored as a guess
     c = metrics["counts"]
     assert (c["scored"], c["answer_failed"], c["judge_unparsed"]) == (len(samples) - 1, 1, 1)
     assert metrics["metrics"]["judge"]["n"] == len(samples) - 2
@@ -121,7 +122,8 @@ def test_warm_rerun_makes_no_backend_calls(make_cfg, tmp_path):
 
 def test_multiple_choice_mode_scores_letters(make_cfg, tmp_path):
     # The sample has no options; a question with options is exercised through the answer helpers.
-    from memharness.eval.run.answer import answer_request, is_multiple_choice, mc_correct
+    from memharness.eval.metrics.scorers import mc_correct
+    from memharness.eval.run.answer import answer_request, is_multiple_choice
     from memharness.memsys.types import Question
 
     q = Question(
@@ -193,7 +195,7 @@ def test_judge_canaries_expose_a_judge_that_always_says_one(make_cfg, tmp_path):
     cfg = make_cfg(
         "memory=full_context", "dataset.limit=4", "+llm.backend.model_id=fake-strict-judge"
     )
-    from memharness.eval.run.answer import reference_text
+    from memharness.eval.judge.prompt import reference_text
 
     ref = reference_text(
         subset(load_sample(), 4, 0, "type").episodes[0].questions[0]
@@ -221,9 +223,11 @@ def test_multiple_choice_run_on_quality_fixture(make_cfg, tmp_path):
     metrics = run(cfg, tmp_path / "r")
     samples = _samples(tmp_path / "r")
     assert samples and all(
-        s["mode"] == "multiple_choice" and "judge" not in s["metrics"] for s in samples
+        s["mode"] == "multiple_choice" and "judge" not in s["scores"] for s in samples
     )
-    assert all(s["predicted_option"] == 1 and "(B)" in s["prompt"] for s in samples)
+    assert all(
+        detail(s, "mc_accuracy", "predicted_option") == 1 and "(B)" in s["prompt"] for s in samples
+    )
     expected = sum(s["gold_option"] == 1 for s in samples) / len(samples)
     assert metrics["metrics"]["mc_accuracy"]["mean"] == pytest.approx(expected)
     assert metrics["counts"]["mc_unparsed"] == 0
@@ -258,7 +262,7 @@ def test_a_memory_that_fails_to_build_fails_its_episode_questions_and_the_run_go
     samples = _samples(tmp_path / "r")
     failed = [s for s in samples if s["status"] == "build_failed"]
     assert {s["episode_id"] for s in failed} == {"dlg-garden"}  # the episode holding the greyhound
-    assert all("greyhound" in s["error"] and "judge" not in s["metrics"] for s in failed)
+    assert all("greyhound" in s["error"] and "judge" not in s["scores"] for s in failed)
     assert metrics["counts"]["build_failed"] == len(failed) == 3
     assert metrics["counts"]["scored"] == len(samples) - 3
 

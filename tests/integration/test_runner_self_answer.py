@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from memharness.data_prep.sample import load as load_sample
+from memharness.eval.record.scores import memory_flag
 from memharness.eval.run.runner import run
 
 SELF = ["memory=full_context", "memory._target_=graphrag_fakes.SelfAnsweringMemory"]
@@ -24,7 +25,7 @@ def test_a_self_answering_memory_answers_inside_the_episode_and_is_scored_like_t
     metrics = run(cfg, out)
     samples = _samples(out)
     assert len(samples) == 4 and all(
-        s["answered_by"] == "memory" and s["status"] == "scored" for s in samples
+        memory_flag(s, "answered_by") == "memory" and s["status"] == "scored" for s in samples
     )
     assert all(s["prompt"].startswith("SELF ") and s["prediction"] == "Pepper" for s in samples)
     assert all(s["prompt"].endswith(f"over {len(s['retrieved'])} items") for s in samples)
@@ -45,7 +46,8 @@ def test_a_memory_that_fails_to_answer_is_recorded_as_answer_failed(make_cfg, tm
     failed = [s for s in _samples(out) if s["status"] == "answer_failed"]
     assert [s["question"] for s in failed] == ["Which ankle was sprained during training?"]
     assert (
-        "RuntimeError: cannot answer" in failed[0]["error"] and failed[0]["answered_by"] == "memory"
+        "RuntimeError: cannot answer" in failed[0]["error"]
+        and memory_flag(failed[0], "answered_by") == "memory"
     )
     assert metrics["counts"]["answer_failed"] == 1
     assert metrics["counts"]["scored"] == load_sample().num_questions - 1
@@ -55,6 +57,7 @@ def test_other_memories_still_answer_through_the_shared_prompt(make_cfg, tmp_pat
     out = tmp_path / "run"
     metrics = run(make_cfg("memory=full_context", "dataset.limit=3"), out)
     assert all(
-        "answered_by" not in s and s["prompt"].startswith("Search results:") for s in _samples(out)
+        memory_flag(s, "answered_by") is None and s["prompt"].startswith("Search results:")
+        for s in _samples(out)
     )
     assert metrics["calls"]["answer"]["calls"] == 3

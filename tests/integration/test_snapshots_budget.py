@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from memharness.eval.record import folder as run_io
+from memharness.eval.record.scores import memory_flag
 from memharness.eval.run.runner import run
 
 
@@ -84,7 +85,7 @@ def test_budget_stops_the_run_cleanly_and_marks_it_incomplete(make_cfg, tmp_path
     assert metrics["counts"]["budget_exceeded"] > 0
     assert metrics["calls"]["total"]["budget_skipped"] > 0
     assert all(
-        s["status"] in ("scored", "budget_exceeded", "build_failed") or s.get("degraded")
+        s["status"] in ("scored", "budget_exceeded", "build_failed") or memory_flag(s, "degraded")
         for s in samples
     )
 

@@ -125,7 +125,8 @@ def test_quality_multiple_choice_mode_keeps_options_and_zero_based_gold():
     assert (
         q.gold_option == 1 and q.answers == ()
     )  # scored by letter; the reference is the gold option
-    from memharness.eval.run.answer import is_multiple_choice, reference_text
+    from memharness.eval.judge.prompt import reference_text
+    from memharness.eval.run.answer import is_multiple_choice
 
     assert is_multiple_choice(q, "auto") and reference_text(q) == q.options[1]
     free = quality.load(str(FIX / "quality")).episodes[0].questions[0]

@@ -11,6 +11,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from memharness.eval.judge import official
 from memharness.eval.metrics import registry
+from memharness.eval.record import scores
 from memharness.memsys.types import Question
 from omegaconf import OmegaConf
 from paths import ROOT
@@ -72,7 +73,7 @@ class _Judge:
 
 
 def _record(prediction):
-    return {"status": "scored", "mode": "generative", "prediction": prediction, "metrics": {}}
+    return {"status": "scored", "mode": "generative", "prediction": prediction, "scores": {}}
 
 
 def test_judge_all_keeps_the_best_verdict_over_references_and_counts_unclear(cfg, proto):
@@ -88,29 +89,23 @@ def test_judge_all_keeps_the_best_verdict_over_references_and_counts_unclear(cfg
     pending = [(q, None, r) for q, r in zip(qs, records, strict=True)]
     official.judge_all(pending, cfg, services, SimpleNamespace(primary=judge))
     assert len(judge.seen) == 6
-    assert [r["metrics"].get("acc_l") for r in records] == [1.0, 0.0, 0.0, 0.0]
-    assert [r["official_judge_status"] for r in records] == [
+    assert [scores.value(r, "acc_l") for r in records] == [1.0, 0.0, 0.0, 0.0]
+    assert {r["scores"]["acc_l"]["kind"] for r in records} == {"official_judge"}
+    assert [scores.status(r, "acc_l") for r in records] == [
         "parsed",
         "unclear",
         "parsed",
         "answer_empty",
     ]
-    assert records[0]["official_judge_reply"] == "no | YES | no"
+    assert scores.detail(records[0], "acc_l", "reply") == "no | YES | no"
     samples = [
-        {"question_id": q.id, "categories": {}, "metrics": r["metrics"]}
+        {"question_id": q.id, "categories": {}, "scores": r["scores"]}
         for q, r in zip(qs, records, strict=True)
     ]
     acc = official.accuracies(samples, proto)
     assert acc["overall"] == pytest.approx(1 / 4) and acc["judged"] == 4
     assert acc["per_category"] == {"default": {"accuracy": 0.25, "n": 4}}
-    summary = official.summary(
-        [
-            {**s, "official_judge_status": r["official_judge_status"]}
-            for s, r in zip(samples, records, strict=True)
-        ],
-        cfg,
-        SimpleNamespace(primary=judge),
-    )
+    summary = official.summary(samples, cfg, SimpleNamespace(primary=judge))
     assert summary["metric"] == "acc_l" and summary["unclear"] == 1
     assert summary["verdict"] == "reply.strip().lower() == 'yes'" and summary["per_reference"]
 

@@ -9,7 +9,7 @@ from memharness.eval.run.answer import answer_request, is_claim, is_multiple_cho
 from memharness.memsys.types import Question
 from omegaconf import OmegaConf
 from paths import ROOT
-from records import sample
+from records import sample, scores
 
 F, U = "faithful", "unfaithful"
 
@@ -20,8 +20,13 @@ def _samples(pairs, **extra):
             f"c{i}",
             references=[gold],
             mode="claim_verification",
-            predicted_label=pred,
-            claim_status="parsed" if pred else "claim_unparsed",
+            scores=scores(
+                {"claim_accuracy": float(pred == gold)},
+                claim_accuracy={
+                    "predicted_label": pred,
+                    "status": "parsed" if pred else "claim_unparsed",
+                },
+            ),
             **extra,
         )
         for i, (gold, pred) in enumerate(pairs)

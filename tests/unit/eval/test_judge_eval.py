@@ -9,7 +9,7 @@ from importlib.resources import files
 
 import pytest
 from memharness.eval.judge import labelled_set as judge_eval
-from memharness.eval.run.answer import judge_request
+from memharness.eval.judge.prompt import judge_request
 from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.types import ConfigError
 from memharness.memsys.testing.doubles import ScriptedChat

@@ -9,7 +9,7 @@ import re
 import pytest
 from memharness.eval.judge import labelled_set as judge_eval
 from memharness.eval.judge.injection import quote_prediction, verdict_like
-from memharness.eval.run.answer import judge_request
+from memharness.eval.judge.prompt import judge_request
 from memharness.memsys.services.llm import LLM
 from memharness.memsys.testing.doubles import ScriptedChat
 from memharness.memsys.types import Question

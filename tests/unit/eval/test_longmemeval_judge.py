@@ -49,7 +49,8 @@ def test_the_verdict_is_the_official_substring_rule():
 
 
 def _sample(qid, qtype, value):
-    return {"question_id": qid, "categories": {"type": qtype}, "metrics": {official.METRIC: value}}
+    score = {"value": value, "kind": official.KIND, "details": {}}
+    return {"question_id": qid, "categories": {"type": qtype}, "scores": {official.METRIC: score}}
 
 
 def test_accuracies_task_averaged_overall_and_abstention_by_hand(proto):

@@ -2,13 +2,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from memharness.eval.judge.prompt import parse_judge
 from memharness.eval.metrics.lexical import (
     MetricError,
     bootstrap_ci,
     exact_match,
     normalize_answer,
     parse_choice,
-    parse_judge,
     rouge,
     summarize,
     token_f1,

@@ -76,8 +76,7 @@ def write_full_run(
     """A run folder as the runner writes it: config.yaml, per-question metrics, summaries, ledgers."""
     folder = root / f"{memory}-{dataset}" / stamp
     samples = [
-        records.sample(q, metrics={"judge": v, **({"f1": f1[q]} if f1 else {})})
-        for q, v in judge.items()
+        records.sample(q, {"judge": v, **({"f1": f1[q]} if f1 else {})}) for q, v in judge.items()
     ]
     values = list(judge.values())
     summaries = {"judge": summarize(values, 200, 0.95, 0)}
@@ -271,7 +270,7 @@ def test_report_errors_are_raised(tmp_path):
     with pytest.raises(ReportError, match="samples.jsonl has 1 lines"):
         build_report([bad], tmp_path / "t", "x")
     (bad / "samples.jsonl").write_text('{"i": 0}\n')
-    with pytest.raises(ReportError, match="samples.jsonl:1: not a run-format-2 sample: episode_id"):
+    with pytest.raises(ReportError, match="samples.jsonl:1: not a run-format-3 sample: episode_id"):
         build_report([bad], tmp_path / "t", "x")
     (bad / "samples.jsonl").unlink()
     with pytest.raises(ReportError, match="no samples.jsonl"):
@@ -351,7 +350,7 @@ def test_paired_comparison_keeps_repeated_ids_and_reports_pairs_of_questions(tmp
     ids = ["q0", "q1", "q1", "q2", "q3"]  # q1 twice
     for memory, verdicts in (("full_context", [1, 0, 1, 0, 1]), ("memtree", [1, 1, 1, None, 0])):
         samples = [
-            records.sample(q, metrics={"judge": None if v is None else float(v)})
+            records.sample(q, {"judge": None if v is None else float(v)})
             for q, v in zip(ids, verdicts, strict=True)
         ]
         scored = [float(v) for v in verdicts if v is not None]

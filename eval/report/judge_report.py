@@ -1,6 +1,6 @@
 """How much can each run's judge be trusted? A report from run folders.
 
-    python -m memharness.eval.judge.report results/runs [--out results/tables --name judges]
+    memharness judge-report results/runs [--out results/tables --name judges]
 
 Per run (from metrics.json ``judge_reliability``): the accuracy the strict and the lenient prompt
 give and Cohen's κ between them, the second judge's accuracy and κ (``judge@judge2=<name>``), and
@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 from memharness.eval.metrics.stats import cohen_kappa
+from memharness.eval.record import scores
 from memharness.eval.record.read import ReportError, find_runs, load_run
 from memharness.eval.report import tables
 from memharness.eval.report.paired import label
@@ -71,9 +72,9 @@ def verdicts(folder: str | Path) -> dict[str, tuple[str, int]]:
     """question id -> (prediction, judge verdict) for the questions the judge scored."""
     samples = tables.read_samples(Path(folder))
     return {
-        key: (s.get("prediction", ""), int(s["metrics"]["judge"]))
+        key: (s.get("prediction", ""), int(scores.value(s, "judge")))
         for key, s in zip(tables.question_keys(samples), samples, strict=True)
-        if s.get("metrics", {}).get("judge") is not None
+        if scores.value(s, "judge") is not None
     }
 
 
