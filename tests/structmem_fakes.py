@@ -17,7 +17,8 @@ from memharness.memsys.types import Unit, content_id
 CONF = yaml.safe_load(
     (Path(__file__).resolve().parent.parent / "conf" / "memory" / "structmem.yaml").read_text()
 )
-PROMPTS, FORMATS = CONF["prompts"], CONF["rerank_formats"]
+PROMPTS, FORMATS = CONF["prompts"], CONF["rerank"]["formats"]
+GROUPS = ("extraction", "rerank", "iterative", "bm25", "fusion")  # structmem/settings.py
 
 # Hand-written extraction replies, malformed lines included (marked).
 TRIPLES_REPLY = """Here are the triples:
@@ -64,9 +65,12 @@ def by_kind(
 
 
 def make_memory(llm: FakeLLM, **params) -> StructuralMemory:
-    """A StructuralMemory with the shipped prompts, a hashed bag-of-words embedder and cl100k tokens."""
+    """A StructuralMemory with the shipped prompts, a hashed bag-of-words embedder and cl100k tokens;
+    a group's params (``rerank={"batch": 3}``) update the shipped section, as a Hydra override does."""
     config = {k: v for k, v in CONF.items() if k not in ("_target_", "name", "seed")}
-    config.update(params)
+    for key, value in params.items():
+        merge = key in GROUPS and isinstance(value, dict)
+        config[key] = {**(config.get(key) or {}), **value} if merge else value
     return StructuralMemory(
         llm=llm, embedder=Embedder(HashingEmbedder(dim=128)), tokenizer=get_tokenizer(), **config
     )

@@ -10,7 +10,7 @@ Reports, each measured in one run:
   BM25 (rank-bm25 Okapi scoring only the units that share a query token) and the hybrid fusion,
   plus the BM25 index build time (rebuilt after inserts);
 - LLM requests per question for reranking (expected ceil(K / 10)) and iterative retrieval
-  (expected N - 1 with ``iterative_final: best_score``, N with ``final_query``).
+  (expected N - 1 with ``iterative.final: best_score``, N with ``final_query``).
 Wall-clock figures measured on a shared machine are provisional.
 """
 
@@ -57,7 +57,7 @@ def _memory(**params: Any) -> tuple[StructuralMemory, ScriptedChat]:
         embedder=Embedder(SeededEmbedder(DIM, model_id="stub-embed")),
         tokenizer=WordTokenizer(),
         prompts=PROMPTS,
-        rerank_formats={"json": "json"},
+        rerank={"formats": {"json": "json"}},
         **params,
     )
     return memory, chat
@@ -152,7 +152,12 @@ def llm_calls_per_question(questions: int = 5) -> dict[str, Any]:
         ("iterative_best_score", {"retrieval": "iterative", "turns": 4, "top_t": 50}, 3),
         (
             "iterative_final_query",
-            {"retrieval": "iterative", "turns": 4, "top_t": 50, "iterative_final": "final_query"},
+            {
+                "retrieval": "iterative",
+                "turns": 4,
+                "top_t": 50,
+                "iterative": {"final": "final_query"},
+            },
             4,
         ),
     ):

@@ -3,8 +3,8 @@
 What a unit's *document* is (``documents``):
 
 - ``passage``: the source chunk the unit was extracted from (a dataset unit, or its piece when
-  ``chunk_tokens`` cuts units): the text the memory unit stands for;
-- ``chunk``: the whole dataset unit it came from (equals ``passage`` unless ``chunk_tokens`` is set);
+  ``extraction.chunk_tokens`` cuts units): the text the memory unit stands for;
+- ``chunk``: the whole dataset unit it came from (equals ``passage`` unless ``extraction.chunk_tokens`` is set);
 - ``source``: every dataset unit with the unit's ``source_id``, in stream order (the whole article or
   conversation). On a dataset with one source per episode (QuALITY, MSC-E) every unit maps to the same
   document, so the context is its first ``budget`` tokens whatever the question;

@@ -1,7 +1,7 @@
 """Extraction α of the structural memories (Zeng et al., 2024, Sec. 3.1): chunks, knowledge
 triples, atomic facts with their key elements, summaries, and the mixed union of all four.
 
-Each *source chunk* (a dataset unit, or a piece of one when ``chunk_tokens`` is set) gives:
+Each *source chunk* (a dataset unit, or a piece of one when ``extraction.chunk_tokens`` is set) gives:
 
 - ``chunks``: the chunk itself (no LLM call);
 - ``triples``: one LLM call; a line ``n. head; relation; tail`` per triple (the paper's
@@ -70,7 +70,9 @@ class ExtractionCounts:
     facts_without_keys: int = 0
     # replies that reached their output cap (cut there: a summary ends mid-sentence, a list loses its tail)
     at_cap: dict[str, int] = field(default_factory=lambda: {k: 0 for k in LLM_KINDS})
-    duplicates_dropped: int = 0  # units not stored because their text was (memory.deduplicate)
+    duplicates_dropped: int = (
+        0  # units not stored because their text was (memory.extraction.deduplicate)
+    )
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -9,7 +9,7 @@ A backend with a fixed context (llama.cpp's ``n_ctx``) cuts a prompt that does n
 size it, so the run check (``eval/run/validate.py``) can refuse a configuration that cannot fit.
 Counts use the run's tokenizer, not the model's: an estimate, with the question allowed
 ``QUESTION_TOKENS``, each numbered line ``LINE_TOKENS`` of numbering, a chunk the dataset's chunk size
-(or ``chunk_tokens``), a summary its output cap and a triple or fact ``LINE_UNIT_TOKENS``. Whatever
+(or ``extraction.chunk_tokens``), a summary its output cap and a triple or fact ``LINE_UNIT_TOKENS``. Whatever
 still does not fit is cut by the backend and counted (``prompt_cuts`` in metrics.json).
 """
 
@@ -30,9 +30,16 @@ def _template(prompt: str, count: Callable[[str], int]) -> int:
     return count(re.sub(r"\{[a-z_]+\}", "", prompt or ""))
 
 
+def _section(settings: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    """A group's YAML section (``extraction``, ``rerank``, ``iterative``); null: its defaults."""
+    return settings.get(name) or {}
+
+
 def unit_tokens(settings: Mapping[str, Any], dataset: Mapping[str, Any]) -> int | None:
-    """The longest source chunk: ``chunk_tokens``, else the dataset's chunk size (None: unknown)."""
-    sizes = [settings.get("chunk_tokens"), (dataset.get("loader") or {}).get("chunk_size")]
+    """The longest source chunk: ``extraction.chunk_tokens``, else the dataset's chunk size (None:
+    unknown)."""
+    chunk_tokens = _section(settings, "extraction").get("chunk_tokens")
+    sizes = [chunk_tokens, (dataset.get("loader") or {}).get("chunk_size")]
     known = [int(s) for s in sizes if isinstance(s, int) and not isinstance(s, bool)]
     return min(known) if known else None
 
@@ -42,12 +49,17 @@ def prompt_needs(
 ) -> Iterator[tuple[str, str, int, int]]:
     """(call kind, the settings that size it, prompt tokens, output tokens) for each LLM call kind."""
     prompts = settings.get("prompts") or {}
-    caps = settings.get("extract_max_tokens") or {}
+    caps = _section(settings, "extraction").get("max_tokens") or {}
     chunk = unit_tokens(settings, dataset)
     kinds = kinds_of(settings.get("structure", "chunks"))
     for kind in (k for k in kinds if k in LLM_KINDS and chunk is not None):
         prompt = _template(prompts.get(kind, ""), count) + chunk
-        yield f"{kind} extraction", "memory.chunk_tokens", prompt, int(caps.get(kind, 512))
+        yield (
+            f"{kind} extraction",
+            "memory.extraction.chunk_tokens",
+            prompt,
+            int(caps.get(kind, 512)),
+        )
     sizes = [
         chunk if k == "chunks" else caps.get(k, 512) if k == "summaries" else LINE_UNIT_TOKENS
         for k in kinds
@@ -55,18 +67,20 @@ def prompt_needs(
     largest = None if None in sizes else max(int(s) for s in sizes)  # the longest memory unit
     retrieval = settings.get("retrieval", "single")
     if retrieval == "rerank" and largest is not None:
-        fmt = (settings.get("rerank_formats") or {}).get(settings.get("rerank_format", "json"), "")
-        batch = int(settings.get("rerank_batch", 10))
+        rerank = _section(settings, "rerank")
+        fmt = (rerank.get("formats") or {}).get(rerank.get("format", "json"), "")
+        batch = int(rerank.get("batch", 10))
         prompt = _template(prompts.get("rerank", ""), count) + count(fmt) + QUESTION_TOKENS
         prompt += batch * (largest + LINE_TOKENS)
         yield (
             f"rerank batches ({batch} units of up to {largest} tokens)",
-            "memory.rerank_batch or memory.chunk_tokens",
+            "memory.rerank.batch or memory.extraction.chunk_tokens",
             prompt,
-            int(settings.get("rerank_max_tokens", 256)),
+            int(rerank.get("max_tokens", 256)),
         )
     if retrieval == "iterative":
-        budget = settings.get("thought_budget_tokens")
+        iterative = _section(settings, "iterative")
+        budget = iterative.get("thought_budget_tokens")
         units = int(settings.get("top_t", 50)) * int(settings.get("turns", 4))
         if budget is None and largest is not None:
             budget = units * largest
@@ -75,9 +89,9 @@ def prompt_needs(
             prompt += int(budget) + LINE_TOKENS * min(units, int(budget))
             yield (
                 f"thought prompts ({budget} tokens of units)",
-                "memory.thought_budget_tokens",
+                "memory.iterative.thought_budget_tokens",
                 prompt,
-                int(settings.get("thought_max_tokens", 256)),
+                int(iterative.get("thought_max_tokens", 256)),
             )
 
 
@@ -85,7 +99,7 @@ def settings_problems(settings: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     """(key, problem) for each prompt or output cap the chosen structure and retrieval need but lack
     (structural memory's cross-field rules)."""
     prompts = settings.get("prompts") or {}
-    caps = settings.get("extract_max_tokens")
+    caps = _section(settings, "extraction").get("max_tokens")
     known = (*LLM_KINDS, "rerank", "thought")
     for name in sorted(set(prompts) - set(known)):  # a typo would otherwise be ignored
         yield (
@@ -94,7 +108,7 @@ def settings_problems(settings: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
         )
     for name in sorted(set(caps or {}) - set(LLM_KINDS)):
         yield (
-            f"extract_max_tokens.{name}",
+            f"extraction.max_tokens.{name}",
             f"is not an extraction kind; known: {', '.join(LLM_KINDS)}",
         )
     for kind in kinds_of(settings.get("structure", "chunks")):
@@ -102,7 +116,7 @@ def settings_problems(settings: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
             yield from _placeholders(f"prompts.{kind}", prompts.get(kind, ""), ("text",))
             if caps is not None and kind not in caps:
                 yield (
-                    "extract_max_tokens",
+                    "extraction.max_tokens",
                     f"has no entry for {kind!r} (structure={settings.get('structure')})",
                 )
     retrieval = settings.get("retrieval", "single")
@@ -112,9 +126,10 @@ def settings_problems(settings: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
             prompts.get("rerank", ""),
             ("question", "documents", "output_format"),
         )
-        fmt = settings.get("rerank_format", "json")
-        if fmt not in (settings.get("rerank_formats") or {}):
-            yield "rerank_formats", f"has no entry for rerank_format={fmt!r}"
+        rerank = _section(settings, "rerank")
+        fmt = rerank.get("format", "json")
+        if fmt not in (rerank.get("formats") or {}):
+            yield "rerank.formats", f"has no entry for rerank.format={fmt!r}"
     if retrieval == "iterative":
         yield from _placeholders(
             "prompts.thought", prompts.get("thought", ""), ("context", "question")

@@ -24,15 +24,19 @@ model, so the call cache alone shares them across retrieval settings.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from memharness.memsys.base import fill_budget
+from memharness.memsys.graphrag.settings import group
 from memharness.memsys.hierarchy.memory import HierarchicalMemory, retrieval_record
 from memharness.memsys.settings import NonEmpty, Range
-from memharness.memsys.structmem import extraction, fit
+from memharness.memsys.structmem import extraction as extraction_steps
+from memharness.memsys.structmem import fit
+from memharness.memsys.structmem import retrieval as retrieval_steps
 from memharness.memsys.structmem.documents import DocumentMap, resolve
-from memharness.memsys.structmem.retrieval import iterative, rerank
 from memharness.memsys.structmem.scoring import Retriever
+from memharness.memsys.structmem.settings import BM25, Extraction, Fusion, Iterative, Rerank
 from memharness.memsys.types import RetrievedItem, Unit, content_id
 
 _PREFIX = {"chunks": "c-", "triples": "t-", "atomic_facts": "a-", "summaries": "s-"}
@@ -61,52 +65,32 @@ class StructuralMemory(HierarchicalMemory):
         top_r: Annotated[int, Range(1)] = 10,
         top_t: Annotated[int, Range(1)] = 50,
         turns: Annotated[int, Range(1)] = 4,
-        iterative_final: Literal["best_score", "final_query"] = "best_score",
-        chunk_tokens: Annotated[int, Range(1)] | None = None,
-        prompts: dict[str, Annotated[str, NonEmpty()]] | None = None,
-        extract_max_tokens: dict[str, Annotated[int, Range(1)]] | None = None,
-        rerank_format: Literal["json", "lines"] = "json",
-        rerank_formats: dict[str, str] | None = None,
-        rerank_batch: Annotated[int, Range(1)] = 10,
-        rerank_max_tokens: Annotated[int, Range(1)] = 256,
-        thought_max_tokens: Annotated[int, Range(1)] = 256,
-        thought_budget_tokens: Annotated[int, Range(1)] | None = 4096,
-        rrf_k: Annotated[float, Range(0)] = 60.0,
-        rrf_depth: Annotated[int, Range(1)] = 100,
-        bm25_k1: Annotated[float, Range(0)] = 1.5,
-        bm25_b: Annotated[float, Range(0, 1)] = 0.75,
-        bm25_epsilon: Annotated[float, Range(0)] = 0.25,
-        bm25_stopwords: bool = True,
         temperature: Annotated[float, Range(0, 2)] = 0.2,
-        deduplicate: bool = False,
+        prompts: dict[str, Annotated[str, NonEmpty()]] | None = None,
+        extraction: Extraction | None = None,
+        rerank: Rerank | None = None,
+        iterative: Iterative | None = None,
+        bm25: BM25 | None = None,
+        fusion: Fusion | None = None,
         **core: Any,
     ) -> None:
+        # The groups are sections of conf/memory/structmem.yaml (structmem/settings.py); K, R, T, N
+        # stay top-level keys, as the experiments sweep them.
         super().__init__(llm=llm, embedder=embedder, tokenizer=tokenizer, top_k=top_k, **core)
-        self.kinds = extraction.kinds_of(structure)
+        self.kinds = extraction_steps.kinds_of(structure)
         self.structure, self.retrieval, self.scorer = structure, retrieval, scorer
-        self.answer_with, self.documents, self.iterative_final = (
-            answer_with,
-            documents,
-            iterative_final,
-        )
+        self.answer_with, self.documents = answer_with, documents
         self.top_r, self.top_t, self.turns = int(top_r), int(top_t), int(turns)
-        self.chunk_tokens = None if chunk_tokens is None else int(chunk_tokens)
+        self.temperature = float(temperature)
         self.prompts = dict(prompts or {})
-        self.extract_max_tokens = dict(extract_max_tokens or extraction.DEFAULT_CAPS)
-        self.rerank_format, self.rerank_formats = rerank_format, dict(rerank_formats or {})
-        self.rerank_batch, self.rerank_max_tokens = int(rerank_batch), int(rerank_max_tokens)
-        self.thought_max_tokens = int(thought_max_tokens)
-        self.thought_budget_tokens = (
-            None if thought_budget_tokens is None else int(thought_budget_tokens)
+        given = group(Extraction, extraction)  # null caps: the constructor's per-kind defaults
+        self.extraction = replace(
+            given, max_tokens=dict(given.max_tokens or extraction_steps.DEFAULT_CAPS)
         )
-        self.rrf_k, self.rrf_depth = float(rrf_k), int(rrf_depth)
-        self.bm25_k1, self.bm25_b, self.bm25_epsilon = (
-            float(bm25_k1),
-            float(bm25_b),
-            float(bm25_epsilon),
-        )
-        self.bm25_stopwords = bool(bm25_stopwords)
-        self.temperature, self.deduplicate = float(temperature), bool(deduplicate)
+        given_rerank = group(Rerank, rerank)
+        self.rerank = replace(given_rerank, formats=dict(given_rerank.formats or {}))
+        self.iterative, self.bm25 = group(Iterative, iterative), group(BM25, bm25)
+        self.fusion = group(Fusion, fusion)
         self._seen: set[str] | None = (
             None  # stored unit texts (deduplicate), rebuilt from the store
         )
@@ -116,15 +100,11 @@ class StructuralMemory(HierarchicalMemory):
             self.store,
             embedder,
             scorer,
-            rrf_k=rrf_k,
-            rrf_depth=rrf_depth,
-            bm25_k1=bm25_k1,
-            bm25_b=bm25_b,
-            bm25_epsilon=bm25_epsilon,
-            bm25_stopwords=bm25_stopwords,
+            bm25=self.bm25,
+            fusion=self.fusion,
             threshold=self.retrieve_threshold,
         )
-        self.extraction = extraction.ExtractionCounts()
+        self.extracted = extraction_steps.ExtractionCounts()
         self.docs = DocumentMap()  # dataset units and source chunks, for Memory-Doc
         self.counts = {
             "questions": 0,
@@ -165,31 +145,33 @@ class StructuralMemory(HierarchicalMemory):
         """Extract every kind of the structure from the new units (one concurrent batch) and store them."""
         for u in units:
             self.docs.doc_texts[u.id] = (u.source_id, u.text)
-        chunks = extraction.source_chunks(units, self.tokenizer, self.chunk_tokens)
+        chunks = extraction_steps.source_chunks(units, self.tokenizer, self.extraction.chunk_tokens)
         for c in chunks:
             self.docs.passages[c.id] = (c.unit_id, c.text)
         failed, malformed = (
-            sum(self.extraction.failed.values()),
-            sum(self.extraction.malformed_lines.values()),
+            sum(self.extracted.failed.values()),
+            sum(self.extracted.malformed_lines.values()),
         )
-        memory_units = extraction.extract(
+        memory_units = extraction_steps.extract(
             self.llm,
             chunks,
             self.kinds,
             self.prompts,
-            self.extract_max_tokens,
-            self.extraction,
+            self.extraction.max_tokens,
+            self.extracted,
             self.sampling,
         )
         # failed extraction calls and unreadable lines leave the memory short of what the method extracts
-        self.degrade("extraction_failed", sum(self.extraction.failed.values()) - failed)
+        self.degrade("extraction_failed", sum(self.extracted.failed.values()) - failed)
         self.degrade(
-            "extraction_unparsed", sum(self.extraction.malformed_lines.values()) - malformed
+            "extraction_unparsed", sum(self.extracted.malformed_lines.values()) - malformed
         )
-        if self.deduplicate:  # the paper's set union: a text already stored is not stored again
+        if (
+            self.extraction.deduplicate
+        ):  # the paper's set union: a text already stored is not stored again
             seen = self._seen if self._seen is not None else set(self.store.texts)
             kept = [m for m in memory_units if not (m.text in seen or seen.add(m.text))]
-            self.extraction.duplicates_dropped += len(memory_units) - len(kept)
+            self.extracted.duplicates_dropped += len(memory_units) - len(kept)
             memory_units, self._seen = kept, seen
         if not memory_units:
             return
@@ -216,17 +198,17 @@ class StructuralMemory(HierarchicalMemory):
             return self.retriever.rank(question, self.top_k), {"requests": 0}
         if self.retrieval == "rerank":
             candidates = self.retriever.rank(question, self.top_k)
-            res = rerank(
+            res = retrieval_steps.rerank(
                 self.llm,
                 question,
                 candidates,
                 texts,
                 top_r=self.top_r,
                 prompt=self.prompts["rerank"],
-                output_format=self.rerank_formats[self.rerank_format],
-                fmt=self.rerank_format,
-                batch_size=self.rerank_batch,
-                max_tokens=self.rerank_max_tokens,
+                output_format=self.rerank.formats[self.rerank.format],
+                fmt=self.rerank.format,
+                batch_size=self.rerank.batch,
+                max_tokens=self.rerank.max_tokens,
                 sampling=self.sampling,
             )
             self.counts.update(
@@ -241,7 +223,7 @@ class StructuralMemory(HierarchicalMemory):
                 "unparsed": res.unparsed,
                 "scores": res.scores,
             }
-        res = iterative(
+        res = retrieval_steps.iterative(
             self.retriever.rank,
             self.llm,
             question,
@@ -250,9 +232,9 @@ class StructuralMemory(HierarchicalMemory):
             top_t=self.top_t,
             top_k=self.top_k,
             prompt=self.prompts["thought"],
-            max_tokens=self.thought_max_tokens,
-            final=self.iterative_final,
-            budget_tokens=self.thought_budget_tokens,
+            max_tokens=self.iterative.thought_max_tokens,
+            final=self.iterative.final,
+            budget_tokens=self.iterative.thought_budget_tokens,
             tokenizer=self.tokenizer,
             sampling=self.sampling,
         )
@@ -351,16 +333,20 @@ class StructuralMemory(HierarchicalMemory):
                 "top_r",
                 "top_t",
                 "turns",
-                "iterative_final",
-                "chunk_tokens",
                 "temperature",
-                "deduplicate",
             )
         }
+        config.update(  # grouped settings under their YAML key paths
+            {
+                "iterative.final": self.iterative.final,
+                "extraction.chunk_tokens": self.extraction.chunk_tokens,
+                "extraction.deduplicate": self.extraction.deduplicate,
+            }
+        )
         return {
             **super().stats(),
             "config": config,
-            "extraction": self.extraction.to_json(),
+            "extraction": self.extracted.to_json(),
             "units_by_kind": kinds,
             "retrieval_counts": dict(self.counts),
             **per_question,
@@ -369,14 +355,14 @@ class StructuralMemory(HierarchicalMemory):
 
     def state(self) -> dict[str, Any]:
         return {
-            "extraction": self.extraction.to_json(),
+            "extraction": self.extracted.to_json(),
             "counts": dict(self.counts),
             "traces": self.traces,
             **self.docs.to_json(),
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
-        self.extraction = extraction.ExtractionCounts.from_json(state.get("extraction", {}))
+        self.extracted = extraction_steps.ExtractionCounts.from_json(state.get("extraction", {}))
         self.counts.update(state.get("counts", {}))
         self.traces = list(state.get("traces", []))
         self.docs.load(state)

@@ -102,7 +102,7 @@ def rerank(
     ``sampling`` holds the requests' temperature and seed."""
     if fmt not in RERANK_FORMATS:
         raise ValueError(
-            f"memory.rerank_format must be one of {' | '.join(RERANK_FORMATS)}, got {fmt!r}"
+            f"memory.rerank.format must be one of {' | '.join(RERANK_FORMATS)}, got {fmt!r}"
         )
     batches = [candidates[i : i + batch_size] for i in range(0, len(candidates), batch_size)]
     requests = [
@@ -179,7 +179,7 @@ def iterative(
     """N turns of top-T retrieval and thoughts; each unit keeps its best score; the final top-K."""
     if final not in FINALS:
         raise ValueError(
-            f"memory.iterative_final must be one of {' | '.join(FINALS)}, got {final!r}"
+            f"memory.iterative.final must be one of {' | '.join(FINALS)}, got {final!r}"
         )
     if turns < 1:
         raise ValueError(f"memory.turns (N) must be at least 1, got {turns}")

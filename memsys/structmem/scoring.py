@@ -11,7 +11,7 @@
   back; a query word repeated in the query counts each time (rank-bm25's sum over query tokens).
 - ``hybrid``: reciprocal-rank fusion (Cormack et al., 2009) of the dense and BM25 rankings:
   score(u) = sum over the two rankings of 1 / (rrf_k + rank), ranks from 1, each ranking cut
-  at max(k, rrf_depth).
+  at max(k, depth) (``memory.fusion.k`` and ``memory.fusion.depth``).
 
 Ties are broken by node index (insertion order) everywhere, so rankings are deterministic.
 """
@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from memharness.memsys.hierarchy import traverse
 from memharness.memsys.hierarchy.store import HierarchyStore
+from memharness.memsys.structmem.settings import BM25, Fusion
 
 Ranked = list[tuple[int, float]]
 SCORERS = ("dense", "bm25", "hybrid")
@@ -130,23 +131,21 @@ class Retriever:
         embedder: Any,
         scorer: str = "dense",
         *,
-        rrf_k: float = 60.0,
-        rrf_depth: int = 100,
-        bm25_k1: float = 1.5,
-        bm25_b: float = 0.75,
-        bm25_epsilon: float = 0.25,
-        bm25_stopwords: bool = True,
+        bm25: BM25 | None = None,
+        fusion: Fusion | None = None,
         threshold: float = -1.0,
     ) -> None:
         if scorer not in SCORERS:
             raise ValueError(f"memory.scorer must be one of {' | '.join(SCORERS)}, got {scorer!r}")
         self.store, self.embedder, self.scorer = store, embedder, scorer
-        self.rrf_k, self.rrf_depth, self.threshold = float(rrf_k), int(rrf_depth), float(threshold)
+        bm25, fusion = bm25 or BM25(), fusion or Fusion()  # null: the defaults
+        self.rrf_k, self.rrf_depth = float(fusion.k), int(fusion.depth)
+        self.threshold = float(threshold)
         self.bm25_params = dict(
-            k1=float(bm25_k1),
-            b=float(bm25_b),
-            epsilon=float(bm25_epsilon),
-            stopwords=bool(bm25_stopwords),
+            k1=float(bm25.k1),
+            b=float(bm25.b),
+            epsilon=float(bm25.epsilon),
+            stopwords=bool(bm25.stopwords),
         )
         self._bm25: BM25Index | None = None
         self.bm25_builds = 0

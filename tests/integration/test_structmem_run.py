@@ -30,11 +30,11 @@ def test_mixed_iterative_on_the_sample_with_the_real_embedded_models(tmp_path):
         "dataset.loader.parts=[dialogues]",  # two questions on one dialogue episode: one build
         "dataset.limit=2",
         "llm=local_tiny",
-        "memory.extract_max_tokens.triples=48",
-        "memory.extract_max_tokens.atomic_facts=48",
-        "memory.extract_max_tokens.summaries=48",
-        "memory.thought_max_tokens=32",
-        "memory.thought_budget_tokens=2048",  # the sample's units fit; 4,096 would not fit n_ctx 4,096
+        "memory.extraction.max_tokens.triples=48",
+        "memory.extraction.max_tokens.atomic_facts=48",
+        "memory.extraction.max_tokens.summaries=48",
+        "memory.iterative.thought_max_tokens=32",
+        "memory.iterative.thought_budget_tokens=2048",  # the sample's units fit; 4,096 would not fit n_ctx 4,096
         "memory.turns=2",
         "memory.top_t=5",
         "memory.top_k=10",

@@ -66,14 +66,14 @@ def test_auto_reads_whole_sources_when_the_memory_holds_several():
 
 @pytest.mark.parametrize("documents", ["passage", "chunk"])
 def test_passage_is_the_piece_read_when_chunk_tokens_cuts_a_unit(documents):
-    """With ``chunk_tokens`` a dataset unit is read in pieces: ``passage`` maps a unit to its piece,
+    """With ``extraction.chunk_tokens`` a dataset unit is read in pieces: ``passage`` maps a unit to its piece,
     ``chunk`` to the whole dataset unit."""
     memory = make_memory(
         FakeLLM(summary_of),
         structure="chunks",
         answer_with="documents",
         documents=documents,
-        chunk_tokens=90,
+        extraction={"chunk_tokens": 90},
         top_k=1,
     )
     whole = "".join(CHUNKS)
@@ -89,7 +89,8 @@ def test_passage_is_the_piece_read_when_chunk_tokens_cuts_a_unit(documents):
 def _run_values(n_ctx: int, **memory) -> dict:
     """The parts of a resolved run config the context check reads."""
     settings = {k: v for k, v in CONF.items() if k != "seed"}
-    settings.update(memory)
+    for key, value in memory.items():  # a group's values update its shipped section
+        settings[key] = {**settings[key], **value} if isinstance(value, dict) else value
     return {
         "memory": settings,
         "dataset": {"loader": {"chunk_size": 1024}},
@@ -103,14 +104,13 @@ def test_a_rerank_or_thought_prompt_over_the_context_is_refused_naming_the_setti
 
     (line,) = context_problems(_run_values(4096, retrieval="rerank"))
     assert line.startswith("llm.backend.n_ctx=4096: structmem's rerank batches")
-    assert "memory.rerank_batch" in line and "\n" not in line
+    assert "memory.rerank.batch" in line and "\n" not in line
     (line,) = context_problems(_run_values(4096, retrieval="iterative"))
-    assert "thought prompts" in line and "memory.thought_budget_tokens" in line
+    assert "thought prompts" in line and "memory.iterative.thought_budget_tokens" in line
     assert context_problems(_run_values(16384, retrieval="rerank")) == []
-    assert context_problems(_run_values(4096, retrieval="rerank", rerank_batch=3)) == []
-    assert (
-        context_problems(_run_values(4096, retrieval="iterative", thought_budget_tokens=2048)) == []
-    )
+    assert context_problems(_run_values(4096, retrieval="rerank", rerank={"batch": 3})) == []
+    budget = {"thought_budget_tokens": 2048}
+    assert context_problems(_run_values(4096, retrieval="iterative", iterative=budget)) == []
     openai = _run_values(4096, retrieval="rerank")
     del openai["llm"]["backend"]["n_ctx"]  # a backend without a fixed context is not checked
     assert context_problems(openai) == []

@@ -213,20 +213,20 @@ def test_the_constructors_output_caps_are_the_shipped_ones():
     from structmem_fakes import CONF
 
     assert (
-        StructuralMemory(tokenizer=get_tokenizer()).extract_max_tokens
-        == dict(CONF["extract_max_tokens"])
+        StructuralMemory(tokenizer=get_tokenizer()).extraction.max_tokens
+        == dict(CONF["extraction"]["max_tokens"])
         == {"triples": 512, "atomic_facts": 1024, "summaries": 256}
     )
 
 
 def test_deduplicate_stores_the_set_union_and_counts_what_it_drops():
     """Both chunks give the same triples, facts and summary (the fake replies by kind). Kept apart by
-    default (ours); deduplicate=true stores each text once, the first with its provenance, also
+    default (ours); extraction.deduplicate=true stores each text once, the first with its provenance, also
     across inserts."""
     units = [unit("Nora adopted a cat.", 0, "doc-a"), unit("Nora lives in Leeds.", 1, "doc-b")]
     every = make_memory(FakeLLM(by_kind()), structure="mixed")
     every.insert(units)
-    union = make_memory(FakeLLM(by_kind()), structure="mixed", deduplicate=True)
+    union = make_memory(FakeLLM(by_kind()), structure="mixed", extraction={"deduplicate": True})
     union.insert(units[:1])
     union.insert(units[1:])
     assert len(every.store) == 16 and every.stats()["extraction"]["duplicates_dropped"] == 0
@@ -236,7 +236,9 @@ def test_deduplicate_stores_the_set_union_and_counts_what_it_drops():
     assert [m["kind"] for m in union.store.meta].count("chunks") == 1
     assert len(set(union.store.texts)) == len(union.store)
     assert union.store.meta[union.store.texts.index("Nora adopted Pepper.")]["doc"] == "doc-a"
-    assert make_memory(FakeLLM(by_kind())).deduplicate is False  # the default: every unit stored
+    assert (
+        make_memory(FakeLLM(by_kind())).extraction.deduplicate is False
+    )  # the default: every unit stored
 
 
 def test_a_misspelled_prompt_or_cap_name_is_refused_not_ignored():
@@ -247,11 +249,11 @@ def test_a_misspelled_prompt_or_cap_name_is_refused_not_ignored():
             {
                 "structure": "triples",
                 "prompts": {"triples": "{text}", "tripels": "x"},
-                "extract_max_tokens": {"triples": 64, "sumaries": 9},
+                "extraction": {"max_tokens": {"triples": 64, "sumaries": 9}},
             }
         )
     )
     assert problems["prompts.tripels"].endswith(
         "known: triples, atomic_facts, summaries, rerank, thought"
     )
-    assert "extract_max_tokens.sumaries" in problems and len(problems) == 2
+    assert "extraction.max_tokens.sumaries" in problems and len(problems) == 2

@@ -111,7 +111,7 @@ def test_dense_single_step_is_the_cores_collapsed_traversal():
 
 
 def test_hybrid_fuses_the_dense_and_bm25_rankings():
-    memory = _memory_over(CORPUS, scorer="hybrid", top_k=3, rrf_depth=6)
+    memory = _memory_over(CORPUS, scorer="hybrid", top_k=3, fusion={"depth": 6})
     dense = traverse.collapsed(memory.store, memory.embedder.embed(["apple cherry"])[0], 6)
     bm25 = BM25Index(memory.store.texts).top("apple cherry", 6)
     assert memory.rank_units("apple cherry")[0] == reciprocal_rank_fusion([dense, bm25], 60, 3)
