@@ -1,30 +1,16 @@
-"""Typed settings: how a configurable class or function declares its settings (types, ranges,
-choices) next to its own code, so one generic checker can validate any config before a run starts.
+"""Typed settings: a configurable class or function (any Hydra ``_target_``) declares its settings
+as the type hints of its parameters, and one checker (``memsys.settings_check``) validates any
+config against them before a run starts (every rule and marker: docs/config.md)::
 
-A memory system (or a backend, a dataset loader, any Hydra ``_target_``) declares its settings as
-the type hints of its constructor (or function) parameters::
+    def __init__(self, llm=None, embedder=None, tokenizer=None, *,
+                 top_k: Annotated[int, Range(1)] = 10,                   # an integer >= 1
+                 mode: Annotated[str, ChoicesFrom("modes")] = "fast",   # a class attribute lists them
+                 scoring: Literal["cosine", "dot"] = "cosine",          # fixed choices
+                 prompt: Annotated[str, Placeholders("text")] = "{text}",  # str.format fields
+                 **core: Any) -> None:  # forwarded: the base classes' parameters count too
 
-    class MyMemory(HierarchicalMemory):
-        modes = ("fast", "slow")
-
-        def __init__(self, llm=None, embedder=None, tokenizer=None, *,
-                     top_k: Annotated[int, Range(1)] = 10,                      # an integer >= 1
-                     mode: Annotated[str, ChoicesFrom("modes")] = "fast",      # a class attribute lists them
-                     scoring: Literal["cosine", "dot"] = "cosine",             # fixed choices
-                     threshold: Annotated[float, Range(-1, 1)] = 0.0,          # a number in [-1, 1]
-                     max_depth: Annotated[int, Range(1)] | None = None,        # null or an integer >= 1
-                     prompt: Annotated[str, Placeholders("text")] = "{text}",  # str.format fields
-                     **core: Any) -> None:                                     # the base class's settings
-
-Declarations are inherited: ``**core`` (any ``**kwargs``) forwards to the parent classes, whose
-parameters then count as settings too; a parameter re-declared without an annotation takes the
-annotation of the same name further up the MRO. A class attribute ``settings_schema`` (a dict of
-name -> hint, merged along the MRO) overrides or adds hints without touching the signature. A
-classmethod ``check_settings(settings) -> iterable of (key, message)`` adds cross-field rules.
-Nested sections are ``TypedDict`` classes or dataclasses; ``dict[str, T]`` and ``list[T]`` work
-too. An unannotated parameter with a plain default (int, float, bool, str) is checked against the
-default's type. The checker (``memsys.settings_check``) turns the declarations of each target into
-one strict pydantic model.
+A class attribute ``settings_schema`` (name -> hint) overrides hints along the MRO; a classmethod
+``check_settings(settings) -> (key, message)...`` adds rules between settings.
 """
 
 from __future__ import annotations
@@ -32,18 +18,17 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import json
 import os
 import re
 import string
+import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, Union
 
 SERVICES = ("llm", "embedder", "tokenizer")  # handed to memories by the runner, never configured
-
-
-# ----------------------------------------------------------------------------- markers (Annotated[..., marker])
 
 
 @dataclass(frozen=True)
@@ -155,16 +140,12 @@ class Instantiated:
     extra: tuple[tuple[str, Any, bool], ...] = ()
 
 
-# ----------------------------------------------------------------------------- declarations of a target
-
-
 @dataclass(frozen=True)
 class Setting:
     name: str
     hint: Any
     default: Any
     required: bool
-    owner: Any  # the class or function whose parameter it is
 
 
 @dataclass
@@ -179,31 +160,27 @@ class Declarations:
 def declared_settings(target: Any, services: tuple[str, ...] = ()) -> Declarations:
     """The settings a function, or a class through its constructors along the MRO, declares."""
     is_class = inspect.isclass(target)
-    mro = [
-        k for k in getattr(target, "__mro__", ()) if k is not object and "__init__" in k.__dict__
-    ]
-    chain = [(k, k.__dict__["__init__"]) for k in mro] if is_class else [(target, target)]
+    mro = [k for k in getattr(target, "__mro__", ()) if k is not object and "__init__" in vars(k)]
+    chain = [k.__init__ for k in mro] if is_class else [target]
     found: dict[str, Setting] = {}
     open_ = bool(chain)
-    for i, (owner, func) in enumerate(chain):  # most derived first, on through **kwargs
+    for i, func in enumerate(chain):  # most derived first, on through **kwargs
         params = list(inspect.signature(func).parameters.values())[is_class:]
         for p in params:
-            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in (
-                *services,
-                *found,
-            ):
-                found[p.name] = _setting(p, owner, [f for _, f in chain[i:]])
+            skip = p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.name in services
+            if not skip and p.name not in found:
+                found[p.name] = _setting(p, chain[i:])
         if not any(p.kind == p.VAR_KEYWORD for p in params):
             open_ = False
             break
     for klass in reversed(mro if is_class else []):  # settings_schema: base first, then subclasses
-        for name, hint in (klass.__dict__.get("settings_schema") or {}).items():
-            old = found.get(name) or Setting(name, hint, None, False, klass)
+        for name, hint in (vars(klass).get("settings_schema") or {}).items():
+            old = found.get(name) or Setting(name, hint, None, False)
             found[name] = dataclasses.replace(old, hint=hint)
     return Declarations(found, open_)
 
 
-def _setting(p: inspect.Parameter, owner: Any, funcs: list[Any]) -> Setting:
+def _setting(p: inspect.Parameter, funcs: list[Any]) -> Setting:
     """A parameter's setting. Without an annotation (or with a bare ``top_k: int`` under a base's
     ``Annotated[int, Range(1)]``) it takes the nearest ancestor's hint, else its default's type."""
     required = p.default is inspect.Parameter.empty
@@ -214,7 +191,12 @@ def _setting(p: inspect.Parameter, owner: Any, funcs: list[Any]) -> Setting:
     if inherited is not None and (own is None or own is Any or bare):
         own = inherited
     plain = type(default) if type(default) in (bool, int, float, str) else Any
-    return Setting(p.name, plain if own is None else own, default, required, owner)
+    return Setting(p.name, plain if own is None else own, default, required)
+
+
+@functools.cache
+def _hints(func: Any) -> dict[str, Any]:
+    return typing.get_type_hints(func, include_extras=True)
 
 
 def unwrap(hint: Any) -> tuple[Any, tuple[Any, ...]]:
@@ -231,16 +213,101 @@ def unwrap(hint: Any) -> tuple[Any, tuple[Any, ...]]:
             return hint, markers
 
 
+def markers(hint: Any) -> dict[type, Any]:
+    """Marker type -> the hint's first marker of that type."""
+    return {type(m): m for m in reversed(unwrap(hint)[1])}
+
+
+def union_args(base: Any) -> tuple[Any, ...]:
+    """The members of a union (``X | None``, ``Optional[X]``); () for any other hint."""
+    return typing.get_args(base) if typing.get_origin(base) in (Union, types.UnionType) else ()
+
+
+def literal_args(base: Any) -> tuple[Any, ...]:
+    """The choices of a ``Literal[...]``; () for any other hint."""
+    return typing.get_args(base) if typing.get_origin(base) is Literal else ()
+
+
+def container(base: Any) -> tuple[type | None, Any]:
+    """(list or dict, the item hint) of a list-like or mapping hint; (None, None) otherwise."""
+    origin, args = typing.get_origin(base), typing.get_args(base)
+    if origin in (list, tuple, Sequence) or base in (list, tuple):
+        return list, args[0] if args else Any
+    if origin in (dict, Mapping) or base is dict:
+        return dict, args[1] if len(args) > 1 else Any
+    return None, None
+
+
+def is_schema(hint: Any) -> bool:
+    """A TypedDict or a dataclass: a nested section with named keys."""
+    return typing.is_typeddict(hint) or (isinstance(hint, type) and dataclasses.is_dataclass(hint))
+
+
 @functools.cache
-def _hints(func: Any) -> dict[str, Any]:
-    """Resolved annotations (with Annotated extras); an unresolvable one is left out, not fatal."""
+def schema_fields(hint: Any) -> dict[str, tuple[Any, bool]]:
+    """name -> (hint, required) of a TypedDict or dataclass section."""
+    hints = typing.get_type_hints(hint, include_extras=True)
+    if not typing.is_typeddict(hint):
+        return {
+            f.name: (hints.get(f.name, Any), f.default is f.default_factory is dataclasses.MISSING)
+            for f in dataclasses.fields(hint)
+        }
+    total, origin = getattr(hint, "__total__", True), typing.get_origin
+    return {
+        n: (h, origin(h) is typing.Required or (total and origin(h) is not typing.NotRequired))
+        for n, h in hints.items()
+    }
+
+
+def show(value: Any) -> str:
+    """A short, one-line rendering of a config value."""
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, str):
+        short = len(value) <= 60 and "\n" not in value
+        return repr(value if short else value.split("\n", 1)[0][:57] + "...")
     try:
-        return typing.get_type_hints(func, include_extras=True)
-    except Exception:  # one bad annotation must not hide the others
-        out = {}
-        for name, ann in getattr(func, "__annotations__", {}).items():
-            try:  # noqa: S307 (annotations)
-                out[name] = eval(ann, func.__globals__) if isinstance(ann, str) else ann
-            except Exception:
-                continue
-        return out
+        text = json.dumps(value, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+_NOUNS = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+_NOUNS.update({type(None): "null", Any: "any value"})
+_PATHS = {"file": "the path of an existing file", "dir": "the path of an existing folder"}
+
+
+def describe(hint: Any, owner: Any = None) -> str:
+    """What a setting allows, in words (``an integer >= 1``, ``one of a | b``, ``null or ...``)."""
+    base, found = unwrap(hint)[0], markers(hint)
+    members, (shape, inner) = union_args(base), container(base)
+    if EnvVarName in found:
+        return ("null or " if type(None) in members else "") + "the name of an environment variable"
+    if members:
+        parts = [describe(a, owner) for a in members if a is not type(None)]
+        return " or ".join((["null"] if type(None) in members else []) + parts)
+    if Check in found:
+        return found[Check].description
+    if ChoicesFrom in found:
+        return "one of " + " | ".join(map(str, found[ChoicesFrom].choices(owner)))
+    if choices := literal_args(base):
+        return "one of " + " | ".join(a if isinstance(a, str) else show(a) for a in choices)
+    if Instantiated in found:
+        return "a section with a _target_"
+    if base is str and PathExists in found:
+        return _PATHS.get(found[PathExists].kind, "an existing path")
+    if base is str and Placeholders in found:
+        needs = found[Placeholders]
+        fields = [*needs.required, *(f"optionally {o}" for o in needs.optional)]
+        return "a template string" + (f" with {{placeholders}}: {', '.join(fields)}" * bool(fields))
+    if base is str and NonEmpty in found:
+        return "a non-empty string"
+    if base in (int, float) and Range in found:
+        return f"{_NOUNS[base]} {found[Range].describe()}".strip()
+    if shape is not None:
+        what, each = ("a list", "each") if shape is list else ("a mapping", "each value")
+        return what if inner is Any else f"{what} ({each} {describe(inner, owner)})"
+    if is_schema(base):
+        return "a mapping with keys " + ", ".join(schema_fields(base))
+    return _NOUNS.get(base) or getattr(base, "__name__", str(base))

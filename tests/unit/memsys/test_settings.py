@@ -13,6 +13,7 @@ from memharness.memsys.services.secrets import install_log_redaction, redact_tex
 from memharness.memsys.settings import (
     ChoicesFrom,
     Instantiated,
+    NonEmpty,
     Placeholders,
     Range,
     declared_settings,
@@ -209,3 +210,31 @@ def test_union_problems_point_into_the_nested_section():
     assert check_value(3, hint, "memory.diagnostics")[0].startswith(
         "memory.diagnostics=3: expected null or a mapping"
     )
+
+
+def test_paths_ranges_and_templates_word_each_problem(tmp_path, monkeypatch):
+    """The rules the shipped configs never break: each still gets its own one-line wording."""
+    from memharness.memsys.settings import PathExists
+    from memharness.memsys.settings_check import describe
+
+    monkeypatch.chdir(tmp_path)  # short paths: a value over 60 characters is shortened
+    folder, missing, a_file = "sub", "absent", "f.txt"
+    (tmp_path / folder).mkdir()
+    (tmp_path / a_file).write_text("")
+    model = Annotated[str, PathExists("file")]
+    assert check_value(missing, model, "k") == [f"k={missing!r}: no such file"]
+    assert check_value(folder, model, "k") == [f"k={folder!r}: not a file"]
+    assert check_value(a_file, model, "k") == []
+    assert check_value(a_file, Annotated[str, PathExists("dir")], "k") == [
+        f"k={a_file!r}: not a folder"
+    ]
+    assert check_value(missing, Annotated[str, PathExists()], "k") == [
+        f"k={missing!r}: does not exist"
+    ]
+    assert describe(model) == "the path of an existing file"
+    assert check_value(7, Annotated[int, Range(hi=5)], "k") == ["k=7: expected an integer <= 5"]
+    assert describe(Annotated[float, Range(hi=5, hi_open=True)]) == "a number < 5"
+    assert check_value("{text", Annotated[str, Placeholders("text")], "k")[0].startswith(
+        "k: not a valid template ("
+    )
+    assert check_value([], Annotated[list[int], NonEmpty()], "k") == ["k=[]: must not be empty"]
