@@ -311,3 +311,24 @@ def describe(hint: Any, owner: Any = None) -> str:
     if is_schema(base):
         return "a mapping with keys " + ", ".join(schema_fields(base))
     return _NOUNS.get(base) or getattr(base, "__name__", str(base))
+
+
+G = typing.TypeVar("G")
+
+
+def group(cls: type[G], section: G | Mapping[str, Any] | None) -> G:
+    """A grouped settings object (a dataclass, e.g. GraphRAG's ``Extraction``) from its YAML
+    section; null gives the group's defaults. Lists and mappings in the section become plain ones."""
+    if section is None:
+        return cls()
+    if isinstance(section, cls):
+        return section
+    return cls(**{key: _plain(value) for key, value in section.items()})
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return [_plain(item) for item in value]
+    return value

@@ -29,7 +29,7 @@ from memharness.memsys.extraction.chunks import TextUnit
 from memharness.memsys.extraction.entities import ExtractSettings, run_extraction
 from memharness.memsys.extraction.parsing import FailureLog
 from memharness.memsys.extraction.prompts import default_prompts
-from memharness.memsys.graphrag.settings import group
+from memharness.memsys.settings import group
 
 
 class CAMFineGrained(CAM):

@@ -50,12 +50,11 @@ from memharness.memsys.cam.settings import (
     Selection,
     Summaries,
 )
-from memharness.memsys.graphrag.settings import group
 from memharness.memsys.hierarchy import traverse
 from memharness.memsys.hierarchy.memory import HierarchicalMemory, retrieval_record
 from memharness.memsys.hierarchy.store import HierarchyStore
 from memharness.memsys.services.types import ChatRequest
-from memharness.memsys.settings import Range
+from memharness.memsys.settings import Range, group
 from memharness.memsys.types import RetrievedItem, Unit, content_id
 
 

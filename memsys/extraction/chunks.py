@@ -1,14 +1,14 @@
 """Text units: the pieces of text extraction reads and local search returns.
 
-Two choices (``chunk_size`` in config):
+Two choices (``chunks.size`` in config):
 
 - ``None`` (default): one text unit per dataset unit. Every memory in the harness then sees the
   same units (the datasets' loaders already cut documents into 256-1,024-token units), and a text
   unit's provenance is exactly its dataset unit.
 - an int: GraphRAG's chunker. The units of each source document (``Unit.source_id``) are joined in
   stream order (a unit continuing a token-window cut appended exactly, others after a newline)
-  and cut into windows of ``chunk_size`` tokens, consecutive windows sharing
-  ``chunk_overlap`` tokens (GraphRAG: 1,200 / 100). A chunk carries the ids of every dataset unit
+  and cut into windows of ``chunks.size`` tokens, consecutive windows sharing
+  ``chunks.overlap`` tokens (GraphRAG: 1,200 / 100). A chunk carries the ids of every dataset unit
   whose tokens it overlaps, so provenance stays exact at the dataset-unit level.
 """
 
@@ -16,9 +16,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
+from memharness.memsys.settings import Range
 from memharness.memsys.types import Unit, content_id
+
+
+@dataclass(frozen=True)
+class Chunks:
+    """``chunks``: the text units of a system that extracts from them (GraphRAG-lite, HippoRAG)."""
+
+    size: Annotated[int, Range(1)] | None = None  # null: one text unit per dataset unit
+    overlap: Annotated[int, Range(0)] = 100
 
 
 @dataclass(frozen=True)

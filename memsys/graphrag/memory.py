@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import Annotated, Any
 
 import numpy as np
-from memharness.memsys.extraction.chunks import TextUnit
+from memharness.memsys.extraction.chunks import Chunks, TextUnit
 from memharness.memsys.extraction.parsing import FailureLog
 from memharness.memsys.extraction.prompts import PROMPTS, default_prompts
 from memharness.memsys.graphrag.build import build_graph, build_settings_of
@@ -40,19 +40,17 @@ from memharness.memsys.graphrag.search_local import (
     local_settings_problems,
 )
 from memharness.memsys.graphrag.settings import (
-    Chunks,
     Communities,
     Extraction,
     Prompts,
     Reports,
     Summaries,
-    group,
 )
 from memharness.memsys.hierarchy import traverse
 from memharness.memsys.hierarchy.memory import HierarchicalMemory, retrieval_record
 from memharness.memsys.hierarchy.store import HierarchyStore
 from memharness.memsys.services.types import Completion
-from memharness.memsys.settings import Range
+from memharness.memsys.settings import Range, group
 from memharness.memsys.types import Question, RetrievedItem, Unit
 
 log = logging.getLogger(__name__)

@@ -8,22 +8,13 @@ YAML file; the defaults here are those of the file.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Literal
 
 from memharness.memsys.settings import NonEmpty, Placeholders, Range
 
 DELIMITERS = ("entity_types", "tuple_delimiter", "record_delimiter", "completion_delimiter")
 Prompt = Annotated[str, Placeholders()] | None  # null: the prompt of conf/memory/graphrag.yaml
-
-
-@dataclass(frozen=True)
-class Chunks:
-    """``chunks``: text units (chunks.py)."""
-
-    size: Annotated[int, Range(1)] | None = None  # null: one text unit per dataset unit
-    overlap: Annotated[int, Range(0)] = 100
 
 
 @dataclass(frozen=True)
@@ -99,16 +90,3 @@ class Prompts:
         Annotated[str, Placeholders("report_data", optional=("response_type", "max_length"))] | None
     ) = None
     reduce_mc_prompt: Annotated[str, Placeholders("report_data", "options")] | None = None
-
-
-G = TypeVar("G")
-
-
-def group(cls: type[G], section: G | Mapping[str, Any] | None) -> G:
-    """The settings object of a group from its YAML section (null: the defaults)."""
-    if section is None or isinstance(section, cls):
-        return cls() if section is None else section
-    values = dict(section)
-    if "entity_types" in values:
-        values["entity_types"] = list(values["entity_types"])
-    return cls(**values)

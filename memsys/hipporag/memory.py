@@ -23,9 +23,8 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 from memharness.memsys.base import MemorySystem, fill_budget
-from memharness.memsys.extraction.chunks import TextUnit, make_text_units
+from memharness.memsys.extraction.chunks import Chunks, TextUnit, make_text_units
 from memharness.memsys.extraction.parsing import FailureLog, fill, parse_json_object
-from memharness.memsys.graphrag.settings import Chunks, group
 from memharness.memsys.hipporag import rank as rk
 from memharness.memsys.hipporag.extract import (
     FAILED,
@@ -46,7 +45,7 @@ from memharness.memsys.hipporag.graph import (
 )
 from memharness.memsys.hipporag.ppr import PPRSettings, ppr_settings
 from memharness.memsys.hipporag.settings import Indexing, Prompts, Retrieval
-from memharness.memsys.settings import Range
+from memharness.memsys.settings import Range, group
 from memharness.memsys.types import RetrievedItem, Unit
 
 log = logging.getLogger(__name__)

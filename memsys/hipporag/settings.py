@@ -1,8 +1,9 @@
 """HippoRAG's settings, one group per concern: the sections of ``conf/memory/hipporag.yaml``.
 
 Each group is a dataclass whose annotations are its declarations (``memsys.settings``), as
-GraphRAG's (``memsys/graphrag/settings.py``, whose ``Chunks`` and ``group`` are reused here: the
-passages are GraphRAG-lite's text units). ``HippoRAG`` takes one object per group; every key is
+GraphRAG's (``memsys/graphrag/settings.py``; the ``Chunks`` group of the shared text units,
+``memsys/extraction/chunks.py``, is reused: the passages are GraphRAG-lite's text units;
+``memsys.settings.group`` builds each object). ``HippoRAG`` takes one object per group; every key is
 documented in the YAML file, and the defaults here are the constructor's.
 """
 

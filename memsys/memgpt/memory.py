@@ -22,7 +22,6 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 from memharness.memsys.base import MemorySystem, fill_budget
-from memharness.memsys.graphrag.settings import group
 from memharness.memsys.memgpt.agent import Loop as AgentLoop
 from memharness.memsys.memgpt.agent import LoopCounts, Outcome
 from memharness.memsys.memgpt.calls import Call
@@ -45,7 +44,7 @@ from memharness.memsys.memgpt.stores import (
     page_text,
 )
 from memharness.memsys.services.types import Completion
-from memharness.memsys.settings import Range
+from memharness.memsys.settings import Range, group
 from memharness.memsys.types import Question, RetrievedItem, Unit, content_id
 
 

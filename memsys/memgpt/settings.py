@@ -1,7 +1,7 @@
 """MemGPT-lite's settings, one group per concern: the sections of ``conf/memory/memgpt.yaml``.
 
 Each group is a dataclass whose annotations are its declarations (``memsys.settings``), as
-GraphRAG's (``memsys/graphrag/settings.py``, whose ``group`` builds them from the YAML sections).
+GraphRAG's (``memsys/graphrag/settings.py``; ``memsys.settings.group`` builds them from the YAML sections).
 ``MemGPT`` takes one object per group; every key is documented in the YAML file, and the defaults
 here are the constructor's. The agent's loop reads the queue, loop and prompts groups and the
 functions group's result cap as one ``LoopSettings`` (``loop_settings``).

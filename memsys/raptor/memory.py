@@ -46,7 +46,6 @@ from dataclasses import asdict
 from typing import Annotated, Any
 
 import numpy as np
-from memharness.memsys.graphrag.settings import group
 from memharness.memsys.hierarchy import traverse
 from memharness.memsys.hierarchy.memory import HierarchicalMemory
 from memharness.memsys.hierarchy.store import HierarchyStore
@@ -59,7 +58,7 @@ from memharness.memsys.raptor.clustering import (
 )
 from memharness.memsys.raptor.settings import Chunks, Clustering, Summaries
 from memharness.memsys.services.types import ChatRequest
-from memharness.memsys.settings import Range
+from memharness.memsys.settings import Range, group
 from memharness.memsys.types import Unit, content_id
 
 

@@ -2,7 +2,7 @@
 
 Each group is a dataclass whose annotations are its declarations (``memsys.settings``): the run
 check validates ``memory.clustering.max_clusters`` like any other setting, and ``Raptor`` takes one
-object per group (``graphrag.settings.group`` builds it from the YAML section). Every key is
+object per group (``memsys.settings.group`` builds it from the YAML section). Every key is
 documented in the YAML file; the defaults here are those of the file, except the summary system
 message (none here).
 """

@@ -15,7 +15,6 @@ from dataclasses import asdict, dataclass
 from typing import Annotated, Any
 
 from memharness.memsys.base import MemorySystem
-from memharness.memsys.graphrag.settings import group
 from memharness.memsys.readagent import lookup as lk
 from memharness.memsys.readagent.pagination import (
     PaginationCounts,
@@ -25,7 +24,7 @@ from memharness.memsys.readagent.pagination import (
 )
 from memharness.memsys.readagent.settings import Gists, Lookup, Pagination, Settings
 from memharness.memsys.services.types import ChatRequest
-from memharness.memsys.settings import Range
+from memharness.memsys.settings import Range, group
 from memharness.memsys.types import RetrievedItem, Unit, content_id
 
 

@@ -2,7 +2,7 @@
 
 Each group is a dataclass whose annotations are its declarations (``memsys.settings``): the run
 check validates ``memory.lookup.max_pages`` like any other setting, and ``ReadAgent`` takes one
-object per group (``graphrag.settings.group`` builds it from the YAML section). The page bounds
+object per group (``memsys.settings.group`` builds it from the YAML section). The page bounds
 (``min_words``, ``max_words``) stay top-level keys. Every key is documented in the YAML file; the
 prompts' defaults here are bare placeholders, the YAML holds the real ones.
 """

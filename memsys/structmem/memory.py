@@ -28,9 +28,8 @@ from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from memharness.memsys.base import fill_budget
-from memharness.memsys.graphrag.settings import group
 from memharness.memsys.hierarchy.memory import HierarchicalMemory, retrieval_record
-from memharness.memsys.settings import NonEmpty, Range
+from memharness.memsys.settings import NonEmpty, Range, group
 from memharness.memsys.structmem import extraction as extraction_steps
 from memharness.memsys.structmem import fit
 from memharness.memsys.structmem import retrieval as retrieval_steps

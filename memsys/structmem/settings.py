@@ -1,7 +1,7 @@
 """Structural memory's settings, one group per step: the sections of ``conf/memory/structmem.yaml``.
 
 Each group is a dataclass whose annotations are its declarations (``memsys.settings``), as in
-GraphRAG (``memsys/graphrag/settings.py``, whose ``group`` builds an object from its YAML section):
+GraphRAG (``memsys/graphrag/settings.py``; ``memsys.settings.group`` builds an object from its YAML section):
 the run check validates ``memory.rerank.batch`` like any other setting. The switches (structure,
 retrieval, scorer, answer_with, documents), the paper's K / R / T / N (top_k, top_r, top_t, turns:
 the keys the experiments sweep), temperature and prompts stay at the top level. Every key is
