@@ -1,7 +1,7 @@
 """Dataset statistics in the shape of MemTree Table A.1, for every dataset available locally.
 
-    python -m memharness.data_prep.stats                       # looks in $MEMHARNESS_DATA or ./data
-    python -m memharness.data_prep.stats --path quality=/data/QuALITY.v1.0.1.htmlstripped.dev --json
+    memharness data-stats                       # looks in $MEMHARNESS_DATA or ./data
+    memharness data-stats --path quality=/data/QuALITY.v1.0.1.htmlstripped.dev --json
 
 Never downloads: the Hub is switched off for this command.
 """
@@ -135,7 +135,7 @@ def load_local(name: str, data_dir: str, path: str | None) -> Dataset:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m memharness.data_prep.stats", description=__doc__.split("\n\n")[0]
+        prog="memharness data-stats", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument(
         "--data-dir", default=os.environ.get("MEMHARNESS_DATA", str(Path.cwd() / "data"))

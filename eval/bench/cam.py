@@ -1,6 +1,6 @@
 """CAM construction benchmark with stub backends (no model, no network).
 
-    python -m memharness.eval.bench.cam        (or `make bench`)
+    memharness bench cam        (or `make bench`)
 
 A stub LLM answers every call after ``LATENCY_S`` (``MAX_IN_FLIGHT`` calls at once, as the
 harness's LLM wrapper sends them); stub embeddings put each chunk near the centre of its topic,

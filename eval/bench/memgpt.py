@@ -1,7 +1,7 @@
 """MemGPT-lite (agent variant) cost and speed with stub backends (no model; the fault server on
 127.0.0.1 for the failure path).
 
-    python -m memharness.eval.bench memgpt        (or `make bench`)
+    memharness bench memgpt        (or `make bench`)
 
 (a) Scripted agent: 10,000 dialogue turns in recall storage; a stub backend (``ScriptedChat``,
     200 ms per call as in the backends bench) that, per question, calls ``conversation_search`` for

@@ -1,6 +1,6 @@
 """MemTree speed and memory benchmark with stub backends (no model, no network).
 
-    python -m memharness.eval.bench.memtree        (or `make bench`)
+    memharness bench memtree        (or `make bench`)
 
 Reports: insertion throughput with parallel vs serial path updates under a stub LLM of fixed
 latency (and their ratio); harness overhead per insertion at ~3,000 nodes with backend time

@@ -1,6 +1,6 @@
 """RAPTOR build benchmark with stub backends (no model, no network).
 
-    python -m memharness.eval.bench.raptor        (or `make bench`)
+    memharness bench raptor        (or `make bench`)
 
 Reports, each measured in one run:
 - a build over 10,000 leaves with a stub LLM of fixed latency: the time spent clustering (UMAP +

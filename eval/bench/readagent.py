@@ -1,7 +1,7 @@
 """ReadAgent cost and speed with stub backends (no model; the fault server on 127.0.0.1 for the
 failure path).
 
-    python -m memharness.eval.bench readagent        (or `make bench`)
+    memharness bench readagent        (or `make bench`)
 
 (a) Scripted: 2,000 dialogue turns (one per day) paginated at the paper's QuALITY bounds
     (conf/memory/readagent.yaml), gisted, then parallel look-up per question. A stub backend

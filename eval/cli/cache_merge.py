@@ -1,4 +1,4 @@
-"""Merge per-job call caches into one: ``python -m memharness.eval.cli.cache_merge INTO SOURCE...``.
+"""Merge per-job call caches into one: ``memharness cache-merge INTO SOURCE...``.
 
 With ``cache.mode=per_job`` (a cluster sweep on a network file system) every run writes the calls it
 made into ``calls.sqlite`` in its own folder. This command copies every entry of the SOURCE caches

@@ -1,8 +1,8 @@
 """How well does a judge config tell right answers from wrong ones? Scored on a labelled set.
 
-    python -m memharness.eval.judge.labelled_set                          # the default llm (llm=local) and eval.judge
-    python -m memharness.eval.judge.labelled_set llm=local_tiny           # any Hydra override of the run config
-    python -m memharness.eval.judge.labelled_set --items my_items.jsonl --json out.json llm=openai
+    memharness judge-eval                          # the default llm (llm=local) and eval.judge
+    memharness judge-eval llm=local_tiny           # any Hydra override of the run config
+    memharness judge-eval --items my_items.jsonl --json out.json llm=openai
 
 The bundled set (``items.jsonl``, written for this project; every name in it is invented)
 holds questions of the kinds our datasets ask (dialogue facts, story and document questions, news
@@ -286,7 +286,7 @@ def evaluate(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m memharness.eval.judge.labelled_set", description=__doc__.split("\n\n")[0]
+        prog="memharness judge-eval", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument(
         "--items",

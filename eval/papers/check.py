@@ -9,7 +9,7 @@ numbers printed there; ``transposed`` tables swap the roles. For prose, the cell
 be in the block and contain the value. ``paper_n`` must occur in the paper. The command also
 checks the names against the harness (``published_names``).
 
-    python -m memharness.eval.papers.check [--papers DIR]
+    memharness papers-check [--papers DIR]
 """
 
 from __future__ import annotations

@@ -9,9 +9,9 @@ compares every cell (reproduced value, CI, n, status, flags) and each run's scor
 ``eval/papers/golden/expected.json``. Any change that moves a number, a prompt (new cache keys: misses) or
 a flag fails the check, so it is seen in review.
 
-    python -m memharness.eval.papers.golden_regression              # check (make golden); exit 1 on any difference
-    python -m memharness.eval.papers.golden_regression --update     # replay and rewrite expected.json: review its diff
-    python -m memharness.eval.papers.golden_regression --record
+    memharness golden              # check (make golden); exit 1 on any difference
+    memharness golden --update     # replay and rewrite expected.json: review its diff
+    memharness golden --record
         # re-record calls.sqlite with the real embedded models,
                                                   # then rewrite expected.json (minutes; after a prompt change)
 
@@ -177,9 +177,7 @@ def differences(expected: dict[str, Any], observed: dict[str, Any]) -> list[str]
 def replay(work: Path) -> dict[str, Any]:
     """Replay the golden runs from a copy of the committed cache (the copy takes SQLite's side files)."""
     if not CACHE.is_file():
-        raise GoldenError(
-            f"{CACHE} is missing: record it with python -m memharness.eval.papers.golden_regression --record"
-        )
+        raise GoldenError(f"{CACHE} is missing: record it with memharness golden --record")
     cache = work / "calls.sqlite"
     shutil.copyfile(CACHE, cache)
     return observe(run_all(cache, work, replay=True), work)
@@ -245,7 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print("\n".join(f"  {d}" for d in diffs), file=sys.stderr)
         print(
-            "if the change is intended: python -m memharness.eval.papers.golden_regression --update "
+            "if the change is intended: memharness golden --update "
             "(or --record after a "
             "prompt change) and commit the new expected.json",
             file=sys.stderr,

@@ -4,7 +4,7 @@ Every file of a run folder is written atomically (``memsys.fileio``): a crash, a
 kill never leaves a half-written ``metrics.json`` or ``samples.jsonl`` that looks complete.
 ``INCOMPLETE.json`` sits in the folder from the start of a run until every file is written; a run
 that stops early (an error, an authentication failure, the deadline) keeps it, with the reason.
-``python -m memharness.eval.report.comparison`` lists such folders as incomplete.
+``memharness report`` lists such folders as incomplete.
 
 No file of a run folder holds NaN (invalid JSON, which blanks the results browser): the writers
 turn a NaN or infinite number into ``null``, and ``metrics.json`` counts them in

@@ -1,6 +1,6 @@
 """A static results browser: one self-contained HTML page over run folders (no server, no network).
 
-    python -m memharness.eval.report.browser results/sweeps/<time> --out results/tables/browser.html
+    memharness browse results/sweeps/<time> --out results/tables/browser.html
 
 Lists every run (memory, dataset, setting, models, counts, headline metrics) with a filter box;
 clicking a run lists its questions (filterable, with status and scores); clicking a question shows

@@ -1,7 +1,7 @@
 """Tables and plots from run folders (reads metrics.json, samples.jsonl and config.yaml).
 
-    python -m memharness.eval.report.comparison   # latest run of each row identity under results/runs
-    python -m memharness.eval.report.comparison RUN_OR_PARENT ... --out results/tables \
+    memharness report   # latest run of each row identity under results/runs
+    memharness report RUN_OR_PARENT ... --out results/tables \
         --name sample --baseline full_context
 
 Writes <name>.md / .tex (scores, memory-attributable accuracy, evidence recall, intrinsic cost, judge

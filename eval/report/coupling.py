@@ -6,7 +6,7 @@ collapsed search and referential ones need top-down refinement; App. C adds that
 groupings make top-down pruning unsafe. ``experiment=traversal_coupling`` runs every hierarchical
 memory with each traversal on the same data; this report lines the runs up:
 
-    python -m memharness.eval.report.coupling results/runs --out results/tables --name coupling
+    memharness coupling results/runs --out results/tables --name coupling
 
 Reads only what runs wrote (metrics.json, memory_stats.json, config.yaml).
 """

@@ -1,6 +1,6 @@
 """MemTree figures and tables from run folders only (metrics.json, memory_stats.json, config.yaml).
 
-    python -m memharness.eval.report.memtree_figures results/runs/memtree-sample --out results/figures/memtree
+    memharness memtree-figures results/runs/memtree-sample --out results/figures/memtree
 
 Finds every run folder under the given paths and draws what the runs support:
   - Fig. A.6 depth distribution and Fig. A.7 accuracy heatmap over the θ0 x λ grid,

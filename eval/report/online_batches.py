@@ -1,6 +1,6 @@
 """CAM Fig. 3 from run folders (``experiment=online_batches``): cost per batch and accuracy vs batch size.
 
-    python -m memharness.eval.report.online_batches results/runs --out results/figures/online_batches
+    memharness online-batches results/runs --out results/figures/online_batches
 
 For every run with ``dataset.insert_batch_size`` set, the runner recorded each batch it fed
 (``memory_stats.json`` -> ``insert_batches``: units, seconds, LLM requests). Per memory and batch

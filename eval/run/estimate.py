@@ -18,7 +18,7 @@ extracted graph) the estimate is a simulation, not a measurement: ``make bench``
 
 ``estimate.episodes=N`` simulates a seeded pilot of N episodes and extrapolates (build by the
 share of units, every other stage by the share of questions); ``estimate.json`` says so
-(``method: pilot``). ``python -m memharness.eval.run.estimate <sweep folder>`` adds up the estimates of
+(``method: pilot``). ``memharness estimate <sweep folder>`` adds up the estimates of
 every job of a ``-m`` sweep.
 """
 

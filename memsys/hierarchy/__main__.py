@@ -1,6 +1,6 @@
 """Query a saved hierarchical memory, or re-render its view, without rebuilding it.
 
-    python -m memharness.memsys.hierarchy FOLDER [--html out.html] [--ask "question"] [--budget 1000]
+    memharness hierarchy FOLDER [--html out.html] [--ask "question"] [--budget 1000]
 
 FOLDER is a saved memory (hierarchy.json + embeddings.npy, e.g. ``<run>/memory/<episode>``); the
 question is embedded with the embedded default embedder.

@@ -5,7 +5,7 @@ network): the top nodes as a collapsible tree (a node with several parents appea
 a search box over node text, and a question picker that highlights the nodes that question
 retrieved (their ancestors are marked so the branch can be found).
 
-``python -m memharness.memsys.hierarchy`` (``__main__.py``) re-renders the view of a saved memory.
+``memharness hierarchy`` (``__main__.py``) re-renders the view of a saved memory.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ aborts the run (``CacheUnavailable``), since every later call would fail to be k
 SQLite's WAL locking needs shared memory between writers: it is unsafe on a network file system
 (NFS, SMB, Lustre...). ``network_filesystem`` detects that case so the factory can say so; the
 remedy is ``cache.mode=per_job``: each run writes its own cache in its folder and only *reads* the
-shared one (``read_from``), and ``python -m memharness.eval.cli.cache_merge`` merges the job caches
+shared one (``read_from``), and ``memharness cache-merge`` merges the job caches
 into the shared one afterwards, so a cluster sweep still never pays twice for a call.
 """
 

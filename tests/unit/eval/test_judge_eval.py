@@ -1,4 +1,4 @@
-"""The labelled judge set and `python -m memharness.eval.judge.labelled_set`
+"""The labelled judge set and `memharness judge-eval`
 (scripted judge; the real one is in the slow tests)."""
 
 from __future__ import annotations
