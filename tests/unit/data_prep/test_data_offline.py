@@ -59,9 +59,7 @@ def test_cached_copy_is_used_without_network(tmp_path, monkeypatch):
 def test_missing_local_path_and_msc_e_without_file(tmp_path):
     with pytest.raises(DatasetError, match=r"dataset.loader.path='.*nowhere' does not exist"):
         quality.load(path=str(tmp_path / "nowhere"))
-    with pytest.raises(
-        DatasetError, match=r"memharness msc-e generate.*dataset.loader.path="
-    ):
+    with pytest.raises(DatasetError, match=r"memharness msc-e generate.*dataset.loader.path="):
         msc_e.load(path=None, data_dir=str(tmp_path))
 
 
