@@ -9,8 +9,7 @@ config against them before a run starts (every rule and marker: docs/config.md):
                  prompt: Annotated[str, Placeholders("text")] = "{text}",  # str.format fields
                  **core: Any) -> None:  # forwarded: the base classes' parameters count too
 
-A class attribute ``settings_schema`` (name -> hint) overrides hints along the MRO; a classmethod
-``check_settings(settings) -> (key, message)...`` adds rules between settings.
+A classmethod ``check_settings(settings) -> (key, message)...`` adds rules between settings.
 """
 
 from __future__ import annotations
@@ -102,18 +101,15 @@ class NonEmpty:
 
 @dataclass(frozen=True)
 class PathExists:
-    """A local path that must exist (``kind``: file | dir | any) when the value is not null."""
+    """A local path that must exist (``kind``: file | any) when the value is not null."""
 
     kind: str = "any"
 
     def problem(self, value: str) -> str | None:
         path = os.path.expanduser(value)
-        exists = os.path.exists(path)
         if self.kind == "file" and not os.path.isfile(path):
-            return "not a file" if exists else "no such file"
-        if self.kind == "dir" and not os.path.isdir(path):
-            return "not a folder" if exists else "no such folder"
-        return None if exists or self.kind != "any" else "does not exist"
+            return "not a file" if os.path.exists(path) else "no such file"
+        return None if os.path.exists(path) else "does not exist"
 
 
 @dataclass(frozen=True)
@@ -173,10 +169,6 @@ def declared_settings(target: Any, services: tuple[str, ...] = ()) -> Declaratio
         if not any(p.kind == p.VAR_KEYWORD for p in params):
             open_ = False
             break
-    for klass in reversed(mro if is_class else []):  # settings_schema: base first, then subclasses
-        for name, hint in (vars(klass).get("settings_schema") or {}).items():
-            old = found.get(name) or Setting(name, hint, None, False)
-            found[name] = dataclasses.replace(old, hint=hint)
     return Declarations(found, open_)
 
 
@@ -194,9 +186,7 @@ def _setting(p: inspect.Parameter, funcs: list[Any]) -> Setting:
     return Setting(p.name, plain if own is None else own, default, required)
 
 
-@functools.cache
-def _hints(func: Any) -> dict[str, Any]:
-    return typing.get_type_hints(func, include_extras=True)
+_hints = functools.cache(functools.partial(typing.get_type_hints, include_extras=True))
 
 
 def unwrap(hint: Any) -> tuple[Any, tuple[Any, ...]]:
@@ -223,19 +213,12 @@ def union_args(base: Any) -> tuple[Any, ...]:
     return typing.get_args(base) if typing.get_origin(base) in (Union, types.UnionType) else ()
 
 
-def literal_args(base: Any) -> tuple[Any, ...]:
-    """The choices of a ``Literal[...]``; () for any other hint."""
-    return typing.get_args(base) if typing.get_origin(base) is Literal else ()
-
-
 def container(base: Any) -> tuple[type | None, Any]:
     """(list or dict, the item hint) of a list-like or mapping hint; (None, None) otherwise."""
-    origin, args = typing.get_origin(base), typing.get_args(base)
-    if origin in (list, tuple, Sequence) or base in (list, tuple):
-        return list, args[0] if args else Any
-    if origin in (dict, Mapping) or base is dict:
-        return dict, args[1] if len(args) > 1 else Any
-    return None, None
+    origin, args = typing.get_origin(base) or base, typing.get_args(base) or (Any,)
+    if origin in (list, tuple, Sequence):
+        return list, args[0]
+    return (dict, args[-1]) if origin in (dict, Mapping) else (None, None)
 
 
 def is_schema(hint: Any) -> bool:
@@ -246,16 +229,13 @@ def is_schema(hint: Any) -> bool:
 @functools.cache
 def schema_fields(hint: Any) -> dict[str, tuple[Any, bool]]:
     """name -> (hint, required) of a TypedDict or dataclass section."""
-    hints = typing.get_type_hints(hint, include_extras=True)
-    if not typing.is_typeddict(hint):
-        return {
-            f.name: (hints.get(f.name, Any), f.default is f.default_factory is dataclasses.MISSING)
-            for f in dataclasses.fields(hint)
-        }
-    total, origin = getattr(hint, "__total__", True), typing.get_origin
+    hints = _hints(hint)
+    if typing.is_typeddict(hint):  # total=False, Required and NotRequired count
+        return {n: (h, n in hint.__required_keys__) for n, h in hints.items()}
+    missing = dataclasses.MISSING
     return {
-        n: (h, origin(h) is typing.Required or (total and origin(h) is not typing.NotRequired))
-        for n, h in hints.items()
+        f.name: (hints.get(f.name, Any), f.default is f.default_factory is missing)
+        for f in dataclasses.fields(hint)
     }
 
 
@@ -275,7 +255,7 @@ def show(value: Any) -> str:
 
 _NOUNS = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
 _NOUNS.update({type(None): "null", Any: "any value"})
-_PATHS = {"file": "the path of an existing file", "dir": "the path of an existing folder"}
+_PATHS = {"file": "the path of an existing file"}
 
 
 def describe(hint: Any, owner: Any = None) -> str:
@@ -291,7 +271,7 @@ def describe(hint: Any, owner: Any = None) -> str:
         return found[Check].description
     if ChoicesFrom in found:
         return "one of " + " | ".join(map(str, found[ChoicesFrom].choices(owner)))
-    if choices := literal_args(base):
+    if choices := typing.get_origin(base) is Literal and typing.get_args(base):
         return "one of " + " | ".join(a if isinstance(a, str) else show(a) for a in choices)
     if Instantiated in found:
         return "a section with a _target_"

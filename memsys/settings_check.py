@@ -1,9 +1,9 @@
-"""The checker for the declarations of ``memsys.settings``: one strict pydantic model per section.
+"""The checker for the declarations of ``memsys.settings``: one strict pydantic type per setting.
 
-Every ``_target_`` section and every TypedDict / dataclass section becomes a strict pydantic model
-built from its declarations, each marker a validator (pydantic decides types: ``"3"`` is no int,
-``true`` no number, ``1`` no string). Each problem is one line naming the full key, the bad value
-and what is allowed; this module only turns pydantic's error locations into those keys::
+Every key declared by a ``_target_`` or by a TypedDict / dataclass section is checked by a strict
+pydantic type built from its hint, each marker a validator (pydantic decides types: ``"3"`` is no
+int, ``true`` no number, ``1`` no string). Each problem is one line naming the full key, the bad
+value and what is allowed; this module only turns pydantic's error locations into those keys::
 
     memory.top_k=-1: expected an integer >= 1
     memory.traversal='diagonal': expected one of collapsed | collapsed_expand | top_down
@@ -16,7 +16,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-import typing_extensions
 from hydra.utils import get_object as locate  # a _target_'s class or function
 from memharness.memsys import settings as s
 from memharness.memsys.services import secrets
@@ -24,7 +23,6 @@ from memharness.memsys.settings import describe, schema_fields, show
 from pydantic import ConfigDict, PlainValidator, TypeAdapter, ValidationError, WrapValidator
 from pydantic_core import PydanticCustomError
 
-_MISSING = object()  # stands in for a required key absent from the section
 _CONFIG = ConfigDict(arbitrary_types_allowed=True, strict=True)
 
 
@@ -53,37 +51,7 @@ def _mismatch(value: Any, hint: Any, owner: Any) -> str:
     return f"={show(value)}: expected {describe(hint, owner)}"
 
 
-def problem_lines(err: ValidationError) -> list[str]:
-    """pydantic's errors as one-line problems, each keyed by its location."""
-    out = []
-    for e in err.errors(include_url=False):
-        key = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e["loc"]).lstrip(".")
-        out += [_join(key, line) for line in (e.get("ctx") or {}).get("lines", [f": {e['msg']}"])]
-    return out
-
-
 Fields = dict[str, tuple[Any, bool]]  # a section's keys: name -> (hint, required)
-
-
-@functools.cache
-def _model(fields: tuple[tuple[str, tuple[Any, bool]], ...], owner: Any) -> TypeAdapter:
-    """The strict pydantic model of a section; a required key absent is ``_MISSING``."""
-
-    def present(hint: Any) -> WrapValidator:
-        def check(value: Any, handler: Any) -> Any:
-            if value is _MISSING:
-                raise _problem(f": missing (expected {describe(hint, owner)})")
-            return handler(value)
-
-        return WrapValidator(check)
-
-    model = typing_extensions.TypedDict(  # total=False: any key may be a setting's name
-        "Section",
-        {n: Annotated[_pydantic(h, owner), present(h)] for n, (h, _) in fields},
-        total=False,
-    )
-    model.__pydantic_config__ = ConfigDict(_CONFIG, extra="ignore")
-    return TypeAdapter(model)
 
 
 def section_lines(
@@ -98,15 +66,24 @@ def section_lines(
         for k in value
         if not open_ and k not in fields and not str(k).startswith("_")
     ]
-    given = {n: value.get(n, _MISSING) for n, (_, needed) in fields.items() if needed or n in value}
-    return out + _problems(_model(tuple(fields.items()), owner), given)
+    for name, (hint, needed) in fields.items():
+        if name in value:
+            out += check_value(value[name], hint, name, owner)
+        elif needed:
+            out.append(f"{name}: missing (expected {describe(hint, owner)})")
+    return out
 
 
 def _problems(adapter: TypeAdapter, value: Any) -> list[str]:
+    """pydantic's errors for ``value`` as one-line problems, each keyed by its location."""
     try:
         adapter.validate_python(value)
     except ValidationError as err:
-        return problem_lines(err)
+        out = []
+        for e in err.errors(include_url=False):
+            key = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e["loc"]).lstrip(".")
+            out += [_join(key, ln) for ln in (e.get("ctx") or {}).get("lines", [f": {e['msg']}"])]
+        return out
     return []
 
 
@@ -117,7 +94,7 @@ def _adapter(hint: Any, owner: Any = None) -> TypeAdapter:
 
 def _pydantic(hint: Any, owner: Any) -> Any:
     """The pydantic type of a declared hint; every rule raises its own one-line problem."""
-    (base, markers), found = s.unwrap(hint), s.markers(hint)
+    base, found = s.unwrap(hint)[0], s.markers(hint)
     members, (shape, inner) = s.union_args(base), s.container(base)
     if s.EnvVarName in found or any(s.EnvVarName in s.markers(m) for m in members):
         return _checked(functools.partial(_env_lines, nullable=type(None) in members))
@@ -127,33 +104,32 @@ def _pydantic(hint: Any, owner: Any) -> Any:
     if members:
         return _checked(_union(hint, owner))
     if s.is_schema(base):
-        core = _checked(functools.partial(section_lines, schema_fields(base), owner=owner))
-    elif choices := s.literal_args(base):
-        exact = lambda v: any(type(v) is type(a) and v == a for a in choices)  # noqa: E731
-        core = _checked(lambda v: [] if exact(v) else [_mismatch(v, hint, owner)])
-    elif shape is not None:  # a list's or mapping's items are checked each on its own
+        return _checked(functools.partial(section_lines, schema_fields(base), owner=owner))
+    if shape is not None:  # a list's or mapping's items are checked each on its own
         items = _pydantic(inner, owner)
-        core = list[items] if shape is list else dict[Any, items]
-        core = Annotated[core, WrapValidator(_shaped(hint, owner, shape))]
-    else:
-        core = Annotated[base, WrapValidator(_shaped(hint, owner))] if base is not Any else Any
-    return Annotated[core, WrapValidator(_rules(hint, owner))] if markers else core
+        base = list[items] if shape is list else dict[Any, items]
+    return Annotated[base, WrapValidator(_shaped(hint, owner, shape))]  # also a Literal's choices
 
 
 def _shaped(hint: Any, owner: Any, shape: type | None = None) -> Any:
-    """The value's own type is checked here (one line saying what is allowed); a list's or
-    mapping's items are checked each by its own validator (each problem keyed by its item)."""
+    """The value's own type, checked here (one line saying what is allowed; a list's or mapping's
+    items each by its own validator, keyed by its item), then the markers' rules on the value as
+    given (``2``, not ``2.0``): the first broken one is the problem."""
     kinds = {list: (list, tuple), dict: Mapping, None: object}[shape]
 
     def check(value: Any, handler: Any) -> Any:
         if not isinstance(value, kinds):
             raise _problem(_mismatch(value, hint, owner))
-        if shape is not None:
-            return handler(shape(value))
         try:
-            return handler(value)
+            checked = handler(value if shape is None else shape(value))
         except ValidationError:
+            if shape is not None:
+                raise  # the items' own problems
             raise _problem(_mismatch(value, hint, owner)) from None
+        for marker in s.unwrap(hint)[1] if value is not None else ():
+            if line := _broken(marker, value, hint, owner):
+                raise _problem(line)
+        return checked
 
     return check
 
@@ -183,25 +159,10 @@ def _nested(hint: Any, lists: bool = False) -> bool:
     return s.is_schema(base) or s.container(base)[0] in ((list, dict) if lists else (dict,))
 
 
-def _rules(hint: Any, owner: Any) -> Any:
-    """The markers' own rules, after the type check, on the value as given (``2``, not ``2.0``);
-    the first broken one is the problem."""
-
-    def check(value: Any, handler: Any) -> Any:
-        checked = handler(value)
-        for marker in s.unwrap(hint)[1] if value is not None else ():
-            if line := _broken(marker, value, hint, owner):
-                raise _problem(line)
-        return checked
-
-    return check
-
-
 def _broken(marker: Any, value: Any, hint: Any, owner: Any) -> str | None:
     """The line of the marker's rule ``value`` breaks, relative to its key (None: it keeps it)."""
-    if isinstance(marker, (s.Range, s.Check)) and not marker.ok(value):
-        return _mismatch(value, hint, owner)
-    if isinstance(marker, s.ChoicesFrom) and value not in marker.choices(owner):
+    chosen = not isinstance(marker, s.ChoicesFrom) or value in marker.choices(owner)
+    if not chosen or isinstance(marker, (s.Range, s.Check)) and not marker.ok(value):
         return _mismatch(value, hint, owner)
     if isinstance(marker, s.NonEmpty) and not value:
         return f"={show(value)}: must not be empty"

@@ -68,8 +68,6 @@ class Raptor(HierarchicalMemory):
     online = False
     name = "raptor"
     reduce = staticmethod(umap_reduce)  # the dimension reduction step (tests may swap it)
-    # top_k may be null: budget-driven collapsed retrieval (the paper's collapsed tree)
-    settings_schema = {"top_k": Annotated[int, Range(1)] | None}
 
     def __init__(
         self,
@@ -81,7 +79,7 @@ class Raptor(HierarchicalMemory):
         clustering: Clustering | None = None,
         summaries: Summaries | None = None,
         traversal: str = "collapsed",
-        top_k: int | None = 10,
+        top_k: Annotated[int, Range(1)] | None = 10,  # null: fill the budget (collapsed tree)
         stop_at_first_overflow: bool = True,
         **core: Any,
     ) -> None:
