@@ -33,6 +33,7 @@ from memharness.eval.record import folder as run_io
 from memharness.eval.record import outcome, schema
 from memharness.eval.record.convert import sample_2_to_3
 from memharness.eval.run.runner import summarize_run
+from memharness.eval.run.scoring import score_answers
 from memharness.memsys.services.cache import CallCache
 from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.meter import Meter
@@ -41,7 +42,8 @@ from memharness.memsys.services.types import BackendError, Completion
 from memharness.memsys.types import Question
 from omegaconf import DictConfig, OmegaConf
 
-RESCORED = ("choice", "claim", "lexical", "latency", "judge", "official_judge")
+# the scorers rescore runs again; every other score is carried over from OLD as recorded
+RESCORED = {s.name for s in (*ANSWER_SCORERS, judge_loop.SCORER, official.SCORER)}
 
 
 class RescoreError(Exception):
@@ -119,9 +121,8 @@ def rescore(old: Path, new: Path, cache_path: str | None = None) -> dict[str, An
     cache = CallCache(path) if path else None
     judges = judges_of(metrics, cfg, cache)
     services = SimpleNamespace(meter=judges.primary.meter if judges else Meter())
+    score_answers(pending, cfg)
     ctx = ScoreContext(cfg, services, judges)
-    for scorer in ANSWER_SCORERS:
-        scorer.score(pending, ctx)
     misses = 0
     if judges is not None:
         judge_loop.SCORER.score(pending, ctx)

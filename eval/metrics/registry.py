@@ -252,6 +252,7 @@ METRICS: tuple[Metric, ...] = (
 _BY_NAME = {m.name: m for m in METRICS if not m.prefix}
 _PREFIXES = [m for m in METRICS if m.prefix]
 NEEDS_MEMORY = ":needs_memory"  # suffix: the metric on the questions closed-book got wrong
+_LEXICAL = [m for m in METRICS if m.scorer == "lexical"]  # scored from the answer itself
 
 
 SCORERS = (
@@ -310,13 +311,12 @@ def answer_scores(
     also every ``score_question`` metric that applies to it."""
     if not references:
         raise lexical.MetricError("a sample has no reference answer")
-    lexical_metrics = [m for m in METRICS if m.scorer == "lexical"]
     out = {
         m.name: max(m.score(prediction, ref) for ref in references)
-        for m in lexical_metrics
+        for m in _LEXICAL
         if m.score is not None
     }
-    for m in lexical_metrics:
+    for m in _LEXICAL:
         value = m.score_question(prediction, question) if m.score_question and question else None
         if value is not None:
             out[m.name] = value

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from memharness.eval.record.scores import put
+
 # format-2 flat field -> (the metric whose score details hold it, the detail's name)
 DETAILS = {
     "judge_reply": ("judge", "reply"),
@@ -23,7 +25,7 @@ DETAILS = {
     "official_judge_status": (None, "status"),
 }
 MEMORY_FIELDS = ("answered_by", "degraded", "partial", "agent_steps")
-CLOSED_BOOK = "closed_book_accuracy"
+CLOSED_BOOK = "closed_book_accuracy"  # eval/run/closed_book.py METRIC (record/ may not import run/)
 
 
 def sample_2_to_3(
@@ -39,16 +41,11 @@ def sample_2_to_3(
     for field, (metric, key) in DETAILS.items():
         if old.get(field) is not None:
             details.setdefault(metric or official_metric, {})[key] = old[field]
-    new["scores"] = {
-        name: {"value": values.get(name), "kind": kind_of(name), "details": details.get(name, {})}
-        for name in [*values, *(m for m in details if m not in values)]
-    }
+    new["scores"] = {}
+    for name in [*values, *(m for m in details if m not in values)]:
+        put(new, name, values.get(name), kind_of(name), **details.get(name, {}))
     if closed_book is not None:
         rest = {k: v for k, v in closed_book.items() if k != "correct"}
-        new["scores"][CLOSED_BOOK] = {
-            "value": closed_book.get("correct"),
-            "kind": kind_of(CLOSED_BOOK),
-            "details": rest,
-        }
+        put(new, CLOSED_BOOK, closed_book.get("correct"), kind_of(CLOSED_BOOK), **rest)
     new["memory"] = {k: old[k] for k in MEMORY_FIELDS if old.get(k) is not None}
     return new

@@ -6,18 +6,6 @@ from __future__ import annotations
 
 import functools
 
-PROMPTS = (
-    "extract_prompt",
-    "extract_json_prompt",
-    "continue_prompt",
-    "loop_prompt",
-    "summarize_prompt",
-    "report_prompt",
-    "map_prompt",
-    "reduce_prompt",
-    "reduce_mc_prompt",
-)
-
 
 def default_prompts() -> dict[str, str]:
     """The prompts of conf/memory/graphrag.yaml (the one place they are written); read once."""
@@ -33,4 +21,4 @@ def _read_default_prompts() -> dict[str, str]:
     cfg = OmegaConf.create(
         (files("memharness.conf") / "memory" / "graphrag.yaml").read_text(encoding="utf-8")
     )
-    return {k: str(cfg.prompts[k]) for k in PROMPTS}
+    return {key: str(text) for key, text in cfg.prompts.items()}

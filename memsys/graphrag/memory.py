@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Annotated, Any
 
 import numpy as np
 from memharness.memsys.extraction.chunks import Chunks, TextUnit
 from memharness.memsys.extraction.parsing import FailureLog
-from memharness.memsys.extraction.prompts import PROMPTS, default_prompts
+from memharness.memsys.extraction.prompts import default_prompts
 from memharness.memsys.graphrag.build import build_graph, build_settings_of
 from memharness.memsys.graphrag.index import GraphIndex
 from memharness.memsys.graphrag.records import build_provenance, bump
@@ -103,7 +103,7 @@ class GraphRAG(HierarchicalMemory):
             global_settings(global_search),
         )
         given = group(Prompts, prompts)  # null prompts are the ones in conf/memory/graphrag.yaml
-        missing = [key for key in PROMPTS if getattr(given, key) is None]
+        missing = [f.name for f in fields(given) if getattr(given, f.name) is None]
         defaults = default_prompts() if missing else {}
         self.prompts = replace(given, **{key: defaults[key] for key in missing})
         self.text_units: dict[str, TextUnit] = {}

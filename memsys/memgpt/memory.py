@@ -90,7 +90,6 @@ class MemGPT(MemorySystem):
             group(Loop, loop),
             group(Prompts, prompts),
         )
-        self.page_size = self.functions.page_size
         self.loop_settings = loop_settings(self.functions, self.queue, self.loop, self.prompts)
         limit = self.core_memory.char_limit
         self.core = CoreMemory(
@@ -174,7 +173,7 @@ class MemGPT(MemorySystem):
             core_memory=self.core.render(),
             recall_count=len(self.recall.entries),
             archival_count=len(self.archival.entries),
-            page_size=self.page_size,
+            page_size=self.functions.page_size,
         )
 
     def _execute(self, call: Call, shown: list[Entry]) -> str:
@@ -194,14 +193,14 @@ class MemGPT(MemorySystem):
         if page < 0:
             raise FunctionFailed("page must be 0 or more")
         if call.function == "conversation_search":
-            hits, total = self.recall.search(args["query"], page, self.page_size)
+            hits, total = self.recall.search(args["query"], page, self.functions.page_size)
             recall = True
         else:  # archival_memory_search
             query = _unit_vectors(self.embedder.embed([args["query"]]))[0]
-            hits, total = self.archival.search(query, page, self.page_size)
+            hits, total = self.archival.search(query, page, self.functions.page_size)
             recall = False
         shown.extend(hits)
-        return page_text(hits, total, page, self.page_size, recall)
+        return page_text(hits, total, page, self.functions.page_size, recall)
 
     def answer(
         self, question: Question, items: Sequence[RetrievedItem], multiple_choice: bool = False
