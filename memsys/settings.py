@@ -128,37 +128,24 @@ class Check:
 
 @dataclass(frozen=True)
 class Instantiated:
-    """A section with a ``_target_`` (built by Hydra): its settings are the target's declarations.
-    ``services`` are parameters the caller passes itself; ``extra`` are keys of the section that
-    are not passed to the target (name -> (hint, required))."""
+    """A section with a ``_target_``: its settings are the target's declarations. ``services``: passed
+    by the caller itself; ``extra``: keys not passed to the target (name, hint, required)."""
 
     services: tuple[str, ...] = ()
     extra: tuple[tuple[str, Any, bool], ...] = ()
 
 
-@dataclass(frozen=True)
-class Setting:
-    name: str
-    hint: Any
-    default: Any
-    required: bool
-
-
-@dataclass
-class Declarations:
-    """The settings of one target: name -> Setting; ``open`` when it accepts any further key."""
-
-    settings: dict[str, Setting]
-    open: bool = False
+Fields = dict[str, tuple[Any, bool]]  # a section's keys: name -> (hint, required)
 
 
 @functools.cache
-def declared_settings(target: Any, services: tuple[str, ...] = ()) -> Declarations:
-    """The settings a function, or a class through its constructors along the MRO, declares."""
+def declared_settings(target: Any, services: tuple[str, ...] = ()) -> tuple[Fields, bool]:
+    """The settings a function, or a class through its constructors along the MRO, declares, and
+    whether it is open (takes any further key through ``**kwargs`` to the end of the chain)."""
     is_class = inspect.isclass(target)
     mro = [k for k in getattr(target, "__mro__", ()) if k is not object and "__init__" in vars(k)]
     chain = [k.__init__ for k in mro] if is_class else [target]
-    found: dict[str, Setting] = {}
+    found: Fields = {}
     open_ = bool(chain)
     for i, func in enumerate(chain):  # most derived first, on through **kwargs
         params = list(inspect.signature(func).parameters.values())[is_class:]
@@ -169,10 +156,10 @@ def declared_settings(target: Any, services: tuple[str, ...] = ()) -> Declaratio
         if not any(p.kind == p.VAR_KEYWORD for p in params):
             open_ = False
             break
-    return Declarations(found, open_)
+    return found, open_
 
 
-def _setting(p: inspect.Parameter, funcs: list[Any]) -> Setting:
+def _setting(p: inspect.Parameter, funcs: list[Any]) -> tuple[Any, bool]:
     """A parameter's setting. Without an annotation (or with a bare ``top_k: int`` under a base's
     ``Annotated[int, Range(1)]``) it takes the nearest ancestor's hint, else its default's type."""
     required = p.default is inspect.Parameter.empty
@@ -183,7 +170,7 @@ def _setting(p: inspect.Parameter, funcs: list[Any]) -> Setting:
     if inherited is not None and (own is None or own is Any or bare):
         own = inherited
     plain = type(default) if type(default) in (bool, int, float, str) else Any
-    return Setting(p.name, plain if own is None else own, default, required)
+    return plain if own is None else own, required
 
 
 _hints = functools.cache(functools.partial(typing.get_type_hints, include_extras=True))
@@ -242,7 +229,7 @@ def schema_fields(hint: Any) -> dict[str, tuple[Any, bool]]:
 def show(value: Any) -> str:
     """A short, one-line rendering of a config value."""
     if value is None or isinstance(value, bool):
-        return {None: "null", True: "true", False: "false"}[value]
+        return json.dumps(value)  # null, true, false
     if isinstance(value, str):
         short = len(value) <= 60 and "\n" not in value
         return repr(value if short else value.split("\n", 1)[0][:57] + "...")
@@ -255,7 +242,6 @@ def show(value: Any) -> str:
 
 _NOUNS = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
 _NOUNS.update({type(None): "null", Any: "any value"})
-_PATHS = {"file": "the path of an existing file"}
 
 
 def describe(hint: Any, owner: Any = None) -> str:
@@ -276,7 +262,11 @@ def describe(hint: Any, owner: Any = None) -> str:
     if Instantiated in found:
         return "a section with a _target_"
     if base is str and PathExists in found:
-        return _PATHS.get(found[PathExists].kind, "an existing path")
+        return (
+            "the path of an existing file"
+            if found[PathExists].kind == "file"
+            else "an existing path"
+        )
     if base is str and Placeholders in found:
         needs = found[Placeholders]
         fields = [*needs.required, *(f"optionally {o}" for o in needs.optional)]
@@ -298,17 +288,5 @@ G = typing.TypeVar("G")
 
 def group(cls: type[G], section: G | Mapping[str, Any] | None) -> G:
     """A grouped settings object (a dataclass, e.g. GraphRAG's ``Extraction``) from its YAML
-    section; null gives the group's defaults. Lists and mappings in the section become plain ones."""
-    if section is None:
-        return cls()
-    if isinstance(section, cls):
-        return section
-    return cls(**{key: _plain(value) for key, value in section.items()})
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, Sequence) and not isinstance(value, str):
-        return [_plain(item) for item in value]
-    return value
+    section (the runner hands plain lists and mappings); null gives the group's defaults."""
+    return section if isinstance(section, cls) else cls(**(section or {}))

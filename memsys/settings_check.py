@@ -1,9 +1,6 @@
-"""The checker for the declarations of ``memsys.settings``: one strict pydantic type per setting.
-
-Every key declared by a ``_target_`` or by a TypedDict / dataclass section is checked by a strict
-pydantic type built from its hint, each marker a validator (pydantic decides types: ``"3"`` is no
-int, ``true`` no number, ``1`` no string). Each problem is one line naming the full key, the bad
-value and what is allowed; this module only turns pydantic's error locations into those keys::
+"""The checker for ``memsys.settings``' declarations: every declared key by a strict pydantic type
+built from its hint, each marker a validator (``"3"`` is no int, ``true`` no number). Each problem
+is one line naming the full key, the bad value and what is allowed::
 
     memory.top_k=-1: expected an integer >= 1
     memory.traversal='diagonal': expected one of collapsed | collapsed_expand | top_down
@@ -12,14 +9,13 @@ value and what is allowed; this module only turns pydantic's error locations int
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from hydra.utils import get_object as locate  # a _target_'s class or function
 from memharness.memsys import settings as s
 from memharness.memsys.services import secrets
-from memharness.memsys.settings import describe, schema_fields, show
+from memharness.memsys.settings import Fields, describe, schema_fields, show
 from pydantic import ConfigDict, PlainValidator, TypeAdapter, ValidationError, WrapValidator
 from pydantic_core import PydanticCustomError
 
@@ -49,9 +45,6 @@ def _checked(problems: Any) -> Any:
 
 def _mismatch(value: Any, hint: Any, owner: Any) -> str:
     return f"={show(value)}: expected {describe(hint, owner)}"
-
-
-Fields = dict[str, tuple[Any, bool]]  # a section's keys: name -> (hint, required)
 
 
 def section_lines(
@@ -97,7 +90,9 @@ def _pydantic(hint: Any, owner: Any) -> Any:
     base, found = s.unwrap(hint)[0], s.markers(hint)
     members, (shape, inner) = s.union_args(base), s.container(base)
     if s.EnvVarName in found or any(s.EnvVarName in s.markers(m) for m in members):
-        return _checked(functools.partial(_env_lines, nullable=type(None) in members))
+        return _checked(
+            functools.partial(secrets.env_name_problems, nullable=type(None) in members)
+        )
     if s.Instantiated in found:
         spec, nullable = found[s.Instantiated], type(None) in members
         return _checked(lambda v: [] if v is None and nullable else target_lines(v, spec))
@@ -112,9 +107,8 @@ def _pydantic(hint: Any, owner: Any) -> Any:
 
 
 def _shaped(hint: Any, owner: Any, shape: type | None = None) -> Any:
-    """The value's own type, checked here (one line saying what is allowed; a list's or mapping's
-    items each by its own validator, keyed by its item), then the markers' rules on the value as
-    given (``2``, not ``2.0``): the first broken one is the problem."""
+    """The value's own type (a list's or mapping's items each by its own validator), then the
+    markers' rules on the value as given (``2``, not ``2.0``): the first broken one is the problem."""
     kinds = {list: (list, tuple), dict: Mapping, None: object}[shape]
 
     def check(value: Any, handler: Any) -> Any:
@@ -138,7 +132,7 @@ def _union(hint: Any, owner: Any) -> Any:
     """Any member may pass; a mapping or list given for the one nested member gets its own problems."""
     base, markers = s.unwrap(hint)
     members = [Annotated[m, *markers] if markers else m for m in s.union_args(base)]
-    nested = [m for m in members if _nested(m, lists=True)]
+    nested = [m for m in members if s.is_schema(b := s.unwrap(m)[0]) or s.container(b)[0]]
 
     def problems(value: Any) -> list[str]:
         for member in members:
@@ -151,12 +145,6 @@ def _union(hint: Any, owner: Any) -> Any:
         return [_mismatch(value, hint, owner)]
 
     return problems
-
-
-def _nested(hint: Any, lists: bool = False) -> bool:
-    """A section, a mapping (or, with ``lists``, a list): a value with items of its own."""
-    base = s.unwrap(hint)[0]
-    return s.is_schema(base) or s.container(base)[0] in ((list, dict) if lists else (dict,))
 
 
 def _broken(marker: Any, value: Any, hint: Any, owner: Any) -> str | None:
@@ -173,27 +161,10 @@ def _broken(marker: Any, value: Any, hint: Any, owner: Any) -> str | None:
     return None
 
 
-def _env_lines(value: Any, nullable: bool) -> list[str]:
-    """Never echo the value: it may be the key itself."""
-    if named := isinstance(value, str) and value and not secrets.looks_like_key(value):
-        secrets.register_secret_env(value)
-    if named or (value is None and nullable):
-        return []
-    if isinstance(value, str) and value:
-        secrets.register_secret_value(value)
-    return [
-        ": expected the NAME of an environment variable that holds the key (such as OPENAI_API_KEY); "
-        "the value given is not a variable name and may be the key itself, so it is not shown. "
-        "Export the key in a variable and pass that variable's name"
-        + (", or null for a server without authentication" if nullable else "")
-    ]
-
-
 def target_fields(obj: Any, spec: s.Instantiated) -> Fields:
     """The section keys of a target: the caller's extra keys, then the target's declarations."""
     fields = {name: (hint, required) for name, hint, required in spec.extra}
-    declared = s.declared_settings(obj, spec.services).settings.values()
-    return fields | {d.name: (d.hint, d.required) for d in declared}
+    return fields | s.declared_settings(obj, spec.services)[0]
 
 
 def target_lines(section: Any, spec: s.Instantiated | None = None) -> list[str]:
@@ -209,7 +180,7 @@ def target_lines(section: Any, spec: s.Instantiated | None = None) -> list[str]:
         reason = str(err).splitlines()[0][:160] if str(err) else type(err).__name__
         return [f"_target_={target!r}: cannot be imported ({reason})"]
     spec = spec or s.Instantiated()
-    is_open = s.declared_settings(obj, spec.services).open
+    is_open = s.declared_settings(obj, spec.services)[1]
     problems = section_lines(target_fields(obj, spec), section, obj, is_open, f" for {target}")
     hook = getattr(obj, "check_settings", None)
     if not problems and callable(hook):
@@ -232,36 +203,3 @@ def check_mapping(value: Any, fields: Fields, key: str = "") -> list[str]:
     """A section with named keys (the whole config when ``key`` is empty)."""
     lines = section_lines(fields, value)
     return [_join(key or ("config" if line[0] == "=" else ""), line) for line in lines]
-
-
-@dataclass(frozen=True)
-class Leaf:
-    key: str  # as the checker's messages name it
-    path: tuple[Any, ...]  # the keys to reach it in the plain config
-    hint: Any
-    owner: Any
-
-
-def leaves(value: Mapping, fields: Fields, path: tuple = (), owner: Any = None) -> Iterator[Leaf]:
-    """Every scalar or list setting of a section with named keys (only the keys present)."""
-    for name, (hint, _) in fields.items():
-        if name in value:
-            yield from _leaves(value[name], hint, (*path, name), owner)
-
-
-def _leaves(value: Any, hint: Any, path: tuple, owner: Any) -> Iterator[Leaf]:
-    base, found = s.unwrap(hint)[0], s.markers(hint)
-    nested = [m for m in s.union_args(base) if _nested(m)]
-    target = value.get("_target_") if isinstance(value, Mapping) else None
-    if s.Instantiated in found and isinstance(target, str):
-        obj = locate(target)
-        yield from leaves(value, target_fields(obj, found[s.Instantiated]), path, obj)
-    elif isinstance(value, Mapping) and len(nested) == 1:
-        yield from _leaves(value, nested[0], path, owner)
-    elif s.is_schema(base) and isinstance(value, Mapping):
-        yield from leaves(value, schema_fields(base), path, owner)
-    elif s.container(base)[0] is dict and isinstance(value, Mapping):
-        for k, v in value.items():
-            yield from _leaves(v, s.container(base)[1], (*path, k), owner)
-    else:
-        yield Leaf(".".join(map(str, path)), path, hint, owner)

@@ -21,7 +21,7 @@ from memharness.eval.metrics import registry
 from memharness.memsys.services.retry import RetryPolicy
 from memharness.memsys.services.types import ConfigError
 from memharness.memsys.settings import SERVICES, Check, Instantiated, NonEmpty, Placeholders, Range
-from memharness.memsys.settings_check import Leaf, check_mapping, leaves, schema_fields
+from memharness.memsys.settings_check import check_mapping, schema_fields
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -386,11 +386,6 @@ def interpolations(cfg: DictConfig, prefix: str = "") -> dict[str, str]:
             if isinstance(child, DictConfig):
                 out.update(interpolations(child, full))
     return out
-
-
-def config_leaves(cfg: DictConfig | dict) -> list[Leaf]:
-    """Every declared scalar or list setting of the config, with its hint (fuzz tests, docs)."""
-    return list(leaves(resolve(cfg), run_schema()))
 
 
 def validate_config(cfg: DictConfig | dict) -> None:

@@ -174,3 +174,21 @@ def looks_like_key(value: str) -> bool:
         and any(c.isdigit() for c in value)
     )
     return len(value) >= 20 and mixed
+
+
+def env_name_problems(value: Any, nullable: bool = False) -> list[str]:
+    """The checker's rule for an ``api_key_env``-like setting (``settings.EnvVarName``): a variable's
+    NAME, registered so that its value is redacted; anything else is refused without being echoed
+    (it may be the key itself) and is redacted from then on."""
+    if named := isinstance(value, str) and value and not looks_like_key(value):
+        register_secret_env(value)
+    if named or (value is None and nullable):
+        return []
+    if isinstance(value, str) and value:
+        register_secret_value(value)
+    return [
+        ": expected the NAME of an environment variable that holds the key (such as OPENAI_API_KEY); "
+        "the value given is not a variable name and may be the key itself, so it is not shown. "
+        "Export the key in a variable and pass that variable's name"
+        + (", or null for a server without authentication" if nullable else "")
+    ]

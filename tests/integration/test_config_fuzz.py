@@ -21,16 +21,12 @@ from typing import Any, Literal
 import pytest
 from hydra import compose, initialize_config_dir
 from memharness.eval.run.runner import run
-from memharness.eval.run.validate import (
-    config_leaves,
-    config_problems,
-    context_problems,
-    resolve,
-)
+from memharness.eval.run.validate import config_problems, context_problems, resolve
 from memharness.memsys.services.types import ConfigError
 from memharness.memsys.settings import Check, ChoicesFrom, Range, unwrap
 from omegaconf import OmegaConf
 from paths import ROOT
+from settings_leaves import config_leaves
 
 CONF = ROOT / "conf"
 GROUPS = sorted(
