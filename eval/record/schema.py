@@ -64,7 +64,9 @@ class Score(_Record):
         "choice: predicted_option, status (parsed | mc_unparsed); claim: predicted_label, status "
         "(parsed | claim_unparsed); official_judge: reply (per_reference: ' | '-joined), status "
         "(parsed | unclear | judge_failed | answer_empty); judge_audit: status; closed_book: "
-        "prediction, status, criterion, judge_status, error",
+        "prediction, status, criterion, judge_status, error; evidence (on evidence_recall): "
+        "gold_items (indices of the retrieved items covering gold evidence), gold_units (the gold "
+        "unit ids they cover)",
     )
 
 
