@@ -101,7 +101,10 @@ def main(argv: Sequence[str] | None = None) -> Path:
         "--max-chars", type=int, default=1500, help="cut retrieved texts longer than this"
     )
     ap.add_argument(
-        "--max-prompt-chars", type=int, default=4000, help="cut answer prompts longer than this"
+        "--max-prompt-chars",
+        type=int,
+        default=4000,
+        help="cut each stretch of an answer prompt between retrieved items longer than this",
     )
     args = ap.parse_args(argv)
     try:

@@ -3,6 +3,8 @@
 const D = JSON.parse(document.getElementById('data').textContent);
 const $ = id => document.getElementById(id);
 const CHUNK = 100;  // matrix rows rendered at a time (the rest as the reader scrolls)
+// the writer leaves out empty fields of a cell; put them back once
+D.cells.forEach(row => row.forEach(c => { if (c) { c.v ??= {}; c.j ??= {}; c.r ??= []; c.gu ??= []; c.f ??= []; } }));
 const byKey = Object.fromEntries(D.runs.map((r, i) => [r.key, i]));
 const byQid = Object.fromEntries(D.questions.map((q, i) => [q.id, i]));
 
@@ -187,13 +189,13 @@ function column(parent, k, q, c){
     const line = el('div', '#' + (n + 1) + ' score ' + num(score) + ' · level ' + (level ?? '-') + ' · node ' + (node ?? '-') + ' ', 'meta', it);
     if (gold) el('span', 'gold evidence', 'badge', line);
     const u = el('div', 'units: ', 'meta', it);
-    units.forEach((id, m) => { el('span', id, gu.has(id) ? 'gold-unit' : '', u); if (m < units.length - 1) u.append(', '); });
+    units.forEach((id, m) => { el('span', D.units[id], gu.has(id) ? 'gold-unit' : '', u); if (m < units.length - 1) u.append(', '); });
     if (nUnits > units.length) u.append(' … (' + nUnits + ' in all)');
     el('pre', D.texts[ti], null, it);
   });
   if (c.pr != null) {
     const d = el('details', null, null, col); el('summary', 'prompt', null, d);
-    d.ontoggle = () => { if (d.open && d.children.length < 2) el('pre', D.texts[c.pr], null, d); };
+    d.ontoggle = () => { if (d.open && d.children.length < 2) el('pre', c.pr.map(t => D.texts[t]).join(''), null, d); };
   }
   const view = r.views[q.episode];
   if (view) { const a = el('a', 'memory view of this episode', null, el('div', null, null, col)); a.href = safeHref(view); }
@@ -275,4 +277,5 @@ $('m-more').onclick = moreRows;
 new IntersectionObserver(es => { if (es.some(e => e.isIntersecting) && !$('v-matrix').hidden) moreRows(); }).observe($('m-more'));
 window.onhashchange = route;
 route();
+document.body.dataset.readyMs = String(performance.now());  // read by eval/bench/explorer.py
 document.body.dataset.ready = '1';

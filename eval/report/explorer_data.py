@@ -38,7 +38,9 @@ class Limits:
     """How much of each long text the page keeps (the run folder keeps all of it)."""
 
     item_chars: int = 1500  # retrieved item text
-    prompt_chars: int = 4000  # answer prompt, head and tail
+    prompt_chars: int = (
+        4000  # each stretch of the answer prompt between the retrieved items it quotes
+    )
 
 
 class Texts:
@@ -74,19 +76,38 @@ def question_date(sample: dict[str, Any]) -> str | None:
     return None
 
 
-def cell(sample: dict[str, Any], texts: Texts, limits: Limits) -> dict[str, Any]:
-    """One run's answer to one question, in the page's short keys (see explorer.js)."""
+def prompt_parts(prompt: str, items: Sequence[str], texts: Texts, limits: Limits) -> list[int]:
+    """The answer prompt as text references: each retrieved item it quotes is the item's own text
+    (stored once for the item list), the words between them (instructions, the question) are
+    stored once for every prompt that shares them; only those are cut at ``prompt_chars``."""
+    found = sorted((at, text) for text in set(items) if text and (at := prompt.find(text)) >= 0)
+    parts, pos = [], 0
+    for at, text in found:
+        if at < pos:  # overlaps an item already placed: stays inside the text around it
+            continue
+        if at > pos:
+            parts.append(texts.ref(cut(prompt[pos:at], limits.prompt_chars)))
+        parts.append(texts.ref(cut(text, limits.item_chars)))
+        pos = at + len(text)
+    if pos < len(prompt):
+        parts.append(texts.ref(cut(prompt[pos:], limits.prompt_chars)))
+    return parts
+
+
+def cell(sample: dict[str, Any], texts: Texts, limits: Limits, ids: Texts) -> dict[str, Any]:
+    """One run's answer to one question, in the page's short keys (see explorer.js); unit ids
+    go through ``ids`` (every run of a dataset names the same units)."""
     gold = set(scores.detail(sample, "evidence_recall", "gold_items") or [])
-    items = []
-    for i, r in enumerate(sample.get("retrieved") or []):
+    items, retrieved = [], sample.get("retrieved") or []
+    for i, r in enumerate(retrieved):
         units = r.get("source_unit_ids") or []
         items.append(
             [
                 texts.ref(cut(r.get("text") or "", limits.item_chars)),
-                r.get("score"),
+                None if r.get("score") is None else round(r["score"], 4),
                 r.get("level"),
                 r.get("node_id"),
-                units[:MAX_UNITS],
+                [ids.ref(u) for u in units[:MAX_UNITS]],
                 len(units),
                 int(i in gold),
             ]
@@ -111,19 +132,22 @@ def cell(sample: dict[str, Any], texts: Texts, limits: Limits) -> dict[str, Any]
         if on
     ]
     prompt = sample.get("prompt")
-    return {
+    out = {
         "p": sample.get("prediction"),
         "s": sample["status"],
         "e": sample.get("error"),
         "v": {k: v for k, v in scores.values(sample).items() if v is not None},
         "j": judges,
         "r": items,
-        "gu": scores.detail(sample, "evidence_recall", "gold_units") or [],
+        "gu": [ids.ref(u) for u in scores.detail(sample, "evidence_recall", "gold_units") or []],
         "t": sample.get("context_tokens"),
         "f": flags,
-        "pr": texts.ref(cut(prompt, limits.prompt_chars)) if prompt else None,
+        "pr": prompt_parts(prompt, [r.get("text") or "" for r in retrieved], texts, limits)
+        if prompt
+        else None,
         "by": scores.memory_flag(sample, "answered_by"),
     }
+    return {k: v for k, v in out.items() if v not in (None, [], {})}  # the page reads a gap as none
 
 
 def question_row(sample: dict[str, Any], dataset: str) -> dict[str, Any]:
@@ -208,7 +232,7 @@ def explorer_data(
 
     # the tables' identity: each run's distinguishing settings and its question set
     loaded = identify([load_run(folder) for folder in find_runs(paths)])
-    texts = Texts()
+    texts, ids = Texts(), Texts()
     runs, questions, index, cells = [], [], {}, []
     for run, key in zip(loaded, run_keys(loaded), strict=True):
         row: dict[int, dict[str, Any]] = {}
@@ -217,7 +241,7 @@ def explorer_data(
             if qkey not in index:
                 index[qkey] = len(questions)
                 questions.append(question_row(sample, run["dataset"]))
-            row[index[qkey]] = cell(sample, texts, limits)
+            row[index[qkey]] = cell(sample, texts, limits, ids)
         summary = run_summary(run, key, f"{run['dataset']}:{run['qset']}")
         summary["views"] = memory_views(Path(run["folder"]), out.parent)
         runs.append(summary)
@@ -238,5 +262,6 @@ def explorer_data(
         "questions": questions,
         "cells": [[row.get(i) for i in range(len(questions))] for row in cells],
         "texts": texts.items,
+        "units": ids.items,
         "h2h": head_to_head(runs, cells, metric, [q["cats"] for q in questions]),
     }
