@@ -83,6 +83,9 @@ class Sample(_Record):
     position: int | None = Field(description="units of the episode inserted before the question")
     evidence_position: int | None = Field(description="position of the latest gold evidence")
     evidence_sources: list[str] = Field(description="source ids of the gold evidence")
+    asked_at: str | None = Field(
+        None, description="the date the data says the question is asked (absent: none given)"
+    )
     status: Status = Field(description="scored, or the stage that failed")
     scores: dict[str, Score] = Field(
         description="this question's scores by metric key (registry in eval/metrics); a metric "

@@ -170,6 +170,8 @@ function column(parent, k, q, c){
   const r = D.runs[k], col = el('div', null, 'col', parent); col.dataset.run = r.key;
   const h = el('h4', r.label + ' ', null, col); el('span', MARK[verdict(c)], 'v-' + verdict(c), h);
   el('div', r.dataset + ' · ' + r.llm + ' · ' + r.embedder + ' · ' + r.key, 'meta', col);
+  const view = r.views[q.episode];
+  if (view) { const a = el('a', 'memory view of this episode', 'view', el('div', null, 'meta', col)); a.href = safeHref(view); }
   el('pre', c.p ?? '(no answer)', 'answer', col);
   if (c.s !== 'scored') el('div', c.s + (c.e ? ': ' + c.e : ''), 'flag', col);
   c.f.forEach(f => el('span', f, 'flag', col));
@@ -197,8 +199,6 @@ function column(parent, k, q, c){
     const d = el('details', null, null, col); el('summary', 'prompt', null, d);
     d.ontoggle = () => { if (d.open && d.children.length < 2) el('pre', c.pr.map(t => D.texts[t]).join(''), null, d); };
   }
-  const view = r.views[q.episode];
-  if (view) { const a = el('a', 'memory view of this episode', null, el('div', null, null, col)); a.href = safeHref(view); }
 }
 
 // ---- head-to-head and run diff

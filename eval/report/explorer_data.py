@@ -68,7 +68,9 @@ def cut(text: str, limit: int) -> str:
 
 
 def question_date(sample: dict[str, Any]) -> str | None:
-    """The question's date, where the dataset records one among its categories."""
+    """The question's date, where the dataset gives one (LongMemEval's question_date)."""
+    if sample.get("asked_at"):
+        return str(sample["asked_at"])
     cats = sample.get("categories") or {}
     for key in ("question_date", "date", "time"):
         if cats.get(key):
