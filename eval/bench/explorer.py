@@ -134,15 +134,17 @@ def _sample(rng: random.Random, q: int, haystack: list[str], tree: bool, skill: 
     }
 
 
-def write_runs(root: Path, seed: int = 0) -> list[Path]:
-    """The 12 generated run folders under ``root``."""
+def write_runs(
+    root: Path, seed: int = 0, questions: int = QUESTIONS, flat: int = FLAT, tree_runs: int = TREE
+) -> list[Path]:
+    """The generated run folders under ``root`` (12 x 500 by default)."""
     rng = random.Random(seed)
-    haystacks = [[_text(rng, 600) for _ in range(HAYSTACK)] for _ in range(QUESTIONS)]
+    haystacks = [[_text(rng, 600) for _ in range(HAYSTACK)] for _ in range(questions)]
     folders = []
-    for r in range(FLAT + TREE):
-        tree = r >= FLAT
+    for r in range(flat + tree_runs):
+        tree = r >= flat
         memory = f"{'tree' if tree else 'flat'}_{r}"
-        samples = [_sample(rng, q, haystacks[q], tree, 0.4 + 0.03 * r) for q in range(QUESTIONS)]
+        samples = [_sample(rng, q, haystacks[q], tree, 0.4 + 0.03 * r) for q in range(questions)]
         folder = root / memory
         folder.mkdir(parents=True)
         (folder / "samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from browser import browser_page
+from memharness.eval.bench.explorer import write_runs
 from memharness.eval.metrics.stats import paired_test
 from memharness.eval.record import scores
 from memharness.eval.report.browser import main as browse_main
@@ -72,6 +73,14 @@ def test_filter_the_matrix_then_open_a_question_side_by_side_with_its_evidence(s
         page.check("#f-disagree")
         assert _rows(page) == [target["question"]]
         page.uncheck("#f-disagree")
+        page.check("#f-allwrong")
+        assert sorted(_rows(page)) == sorted(s["question"] for s in a if s is not target)
+        page.uncheck("#f-allwrong")
+        page.select_option("#f-cat", "type=" + target["categories"]["type"])
+        assert _rows(page) == [
+            s["question"] for s in a if s["categories"]["type"] == target["categories"]["type"]
+        ]
+        page.select_option("#f-cat", "")
         page.fill("#f-search", "zzz-nothing")
         assert _rows(page) == [] and "0 of 4" in page.inner_text("#m-count")
         page.fill("#f-search", "ROBOTICS COMPANY")
@@ -159,3 +168,29 @@ def test_a_pasted_deep_link_opens_the_question_with_the_two_runs(sweep):
         page.goto(f"{page_path.as_uri()}#q=no-such-question")
         assert "No question with id no-such-question" in page.inner_text("#q-out")
         assert page.errors == []
+
+
+def test_a_long_matrix_draws_its_rows_as_the_reader_scrolls_and_the_board_sorts(tmp_path):
+    write_runs(tmp_path / "runs", questions=150, flat=1, tree_runs=1)  # the bench's generator
+    page_path = browse_main([str(tmp_path / "runs"), "--out", str(tmp_path / "p.html")])
+    with browser_page() as page:
+        page.goto(page_path.as_uri())
+        names = lambda: page.eval_on_selector_all(  # noqa: E731
+            "#v-board tbody tr", "rs => rs.map(r => r.cells[0].innerText)"
+        )
+        assert names() == ["flat_0", "tree_1"]
+        judge = page.locator("#v-board th").nth(8)  # the judge metric's column
+        assert judge.inner_text() == "judge"
+        means = lambda: page.eval_on_selector_all(  # noqa: E731
+            "#v-board tbody tr", "rs => rs.map(r => parseFloat(r.cells[8].innerText))"
+        )
+        judge.click()  # highest first
+        assert means() == sorted(means(), reverse=True)
+        page.locator("#v-board th").nth(8).click()  # again: lowest first
+        assert page.locator("#v-board th").nth(8).inner_text() == "judge ▲"
+        assert means() == sorted(means())
+        page.click("nav button[data-view='matrix']")
+        assert len(_rows(page)) == 100 and "150 of 150" in page.inner_text("#m-count")
+        page.locator("#m-more").scroll_into_view_if_needed()
+        page.wait_for_function("document.querySelectorAll('#m-body tr').length === 150")
+        assert page.is_hidden("#m-more") and page.errors == []
