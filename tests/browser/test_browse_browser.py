@@ -20,6 +20,8 @@ from memharness.eval.run.runner import run
 JUDGE = [["Predicted: Harbor Robotics", "1"], ["| Predicted: ", "0"]]
 RIGHT = json.dumps(JUDGE + [["Which robotics", "Harbor Robotics"]])
 WRONG = json.dumps(JUDGE)
+# memtree's lenient judge (the audit's second prompt) accepts its answer to one question only
+LENIENT = ["nothing else.\nQuery: Did Game Pulse", "1"]
 
 
 def _samples(folder: Path) -> list[dict]:
@@ -44,6 +46,8 @@ def sweep(make_cfg, tmp_path):
             f"+llm.backend.model_id=scripted-{name}",  # its own cache keys: no reply is shared
         )
         cfg.llm.backend.default = default
+        if name == "b":
+            cfg.llm.backend.script = [LENIENT, *cfg.llm.backend.script]
         run(cfg, runs / name)
     page = browse_main([str(runs), "--out", str(tmp_path / "t" / "browser.html")])
     return runs, page
@@ -81,6 +85,11 @@ def test_filter_the_matrix_then_open_a_question_side_by_side_with_its_evidence(s
             s["question"] for s in a if s["categories"]["type"] == target["categories"]["type"]
         ]
         page.select_option("#f-cat", "")
+        page.check("#f-judges")  # strict and lenient differ on memtree's Game Pulse answer only
+        (lenient,) = [s for s in b if scores.value(s, "judge_lenient") == 1]
+        assert scores.value(lenient, "judge") == 0 and "Game Pulse" in lenient["question"]
+        assert _rows(page) == [lenient["question"]]
+        page.uncheck("#f-judges")
         page.fill("#f-search", "zzz-nothing")
         assert _rows(page) == [] and "0 of 4" in page.inner_text("#m-count")
         page.fill("#f-search", "ROBOTICS COMPANY")
@@ -165,6 +174,13 @@ def test_a_pasted_deep_link_opens_the_question_with_the_two_runs(sweep):
         cols = page.query_selector_all("#q-out .col")
         assert [c.get_attribute("data-run") for c in cols] == [keys["b"], keys["c"]]
         assert all(c.query_selector(".answer").inner_text() == "Mira" for c in cols)
+        verdicts = cols[0].eval_on_selector_all(
+            ".judges tr", "rs => rs.map(r => [r.cells[0].innerText, r.cells[1].innerText])"
+        )  # every judge's verdict of memtree's answer, as run b recorded them
+        assert (
+            verdicts == [[m, f"{scores.value(target, m):.2f}"] for m in ("judge", "judge_lenient")]
+            and verdicts[0][1] != verdicts[1][1]
+        )
         page.goto(f"{page_path.as_uri()}#q=no-such-question")
         assert "No question with id no-such-question" in page.inner_text("#q-out")
         assert page.errors == []
