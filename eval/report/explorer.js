@@ -182,8 +182,8 @@ function column(parent, k, q, c){
     el('td', st || '', 'meta', tr); el('td', reply || '', null, tr);
   });
   el('div', Object.entries(c.v).map(([m, v]) => m + ' ' + num(v, 3)).join(' · '), 'meta', col);
-  el('div', 'context tokens ' + (c.t ?? '-') + ' · run: tokens/question ' + num(r.cost.tokens_per_question, 0) +
-    ', LLM s ' + num(r.cost.method_llm_s, 1) + ', s/question ' + num(r.cost.s_per_question, 2), 'meta', col);
+  el('div', 'context tokens ' + (c.t ?? '-') + ' · per question, run average: ' +
+    Object.entries(r.stages).map(([st, [tok, s]]) => st + ' ' + num(tok, 0) + ' tok ' + num(s, 2) + ' s').join(', '), 'meta stages', col);
   const gu = new Set(c.gu);
   el('b', 'Retrieved (' + c.r.length + ')', null, col);
   c.r.forEach(([ti, score, level, node, units, nUnits, gold], n) => {

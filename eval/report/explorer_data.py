@@ -204,6 +204,21 @@ def run_summary(run: dict[str, Any], key: str, qset: str) -> dict[str, Any]:
             "s_per_question": wall / n if wall is not None else None,
         },
         "judges": judge_columns(run),
+        "stages": stage_averages(run),
+    }
+
+
+def stage_averages(run: dict[str, Any]) -> dict[str, list[float]]:
+    """Per stage, the run's tokens and LLM seconds per question (the record keeps no per-question
+    timing: samples.jsonl stays byte-identical across runs, so latencies live in the ledger)."""
+    n = max(1, run["counts"]["questions"])
+    return {
+        stage: [
+            round((led.get("prompt_tokens", 0) + led.get("completion_tokens", 0)) / n, 1),
+            round(led.get("call_s", 0.0) / n, 3),
+        ]
+        for stage, led in (run.get("intrinsic") or {}).items()
+        if isinstance(led, dict) and (led.get("calls") or led.get("embed_texts"))
     }
 
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 from memharness.eval.metrics.stats import mcnemar, paired_permutation
-from memharness.eval.report.explorer_data import Limits, Texts, cut, prompt_parts, run_keys
+from memharness.eval.report.explorer_data import (
+    Limits,
+    Texts,
+    cut,
+    prompt_parts,
+    run_keys,
+    stage_averages,
+)
 from memharness.eval.report.explorer_pairs import pair
 from memharness.eval.report.tables import short_model
 from memharness.eval.run.evidence import gold_items
@@ -102,3 +109,15 @@ def test_the_bundled_embedder_is_named_by_its_model_everywhere():
     assert SentenceTransformerBackend(model="/models/bge-small").model_id == "st:/models/bge-small"
     assert short_model("st:all-MiniLM-L6-v2") == "all-MiniLM-L6-v2"
     assert short_model("st:model") == "all-MiniLM-L6-v2"  # a record from before the rename
+
+
+def test_stage_figures_are_the_ledger_per_question():
+    run = {
+        "counts": {"questions": 4},
+        "intrinsic": {
+            "build": {"calls": 2, "prompt_tokens": 30, "completion_tokens": 10, "call_s": 1.0},
+            "retrieve": {"calls": 0, "embed_texts": 8, "call_s": 0.0},
+            "closed_book": {"calls": 0},
+        },
+    }
+    assert stage_averages(run) == {"build": [10.0, 0.25], "retrieve": [0.0, 0.0]}
