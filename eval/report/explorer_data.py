@@ -2,7 +2,7 @@
 cell per (run, question), plus the head-to-head counts and paired tests of every pair of runs.
 
 Texts that several cells show (a retrieved unit, a long prompt) are stored once in ``texts`` and
-referred to by index, so a 500-question x 12-run sweep stays a page of a few megabytes.
+referred to by index, so a 500-question x 12-run sweep stays under 25 MB (``make bench``).
 """
 
 from __future__ import annotations
@@ -23,13 +23,8 @@ from memharness.eval.report.paired import label
 from memharness.eval.report.tables import identify, short_model
 
 HEADLINE = registry.names(headline=True)
-VERDICTS = (
-    "judge",
-    "judge_lenient",
-    "official_judge",
-    "judge2",
-    "acc_l",
-)  # the judges, side by side
+# the judges' verdicts a column shows side by side
+VERDICTS = ("judge", "judge_lenient", "official_judge", "judge2", "acc_l")
 MAX_UNITS = 24  # unit ids listed per retrieved item (a tree summary may cover thousands)
 
 
@@ -38,9 +33,8 @@ class Limits:
     """How much of each long text the page keeps (the run folder keeps all of it)."""
 
     item_chars: int = 1500  # retrieved item text
-    prompt_chars: int = (
-        4000  # each stretch of the answer prompt between the retrieved items it quotes
-    )
+    # each stretch of the answer prompt between the retrieved items it quotes
+    prompt_chars: int = 4000
 
 
 class Texts:
@@ -180,7 +174,7 @@ def memory_views(folder: Path, out_dir: Path) -> dict[str, str]:
 def run_summary(run: dict[str, Any], key: str, qset: str) -> dict[str, Any]:
     """A leaderboard row: identity, headline metrics with CIs, counts, cost, latency, judge."""
     counts = run["counts"]
-    wall = (run.get("time") or {}).get("wall_s")
+    wall = (run.get("time") or {}).get("total_s")  # the run's wall time
     n = max(1, counts["questions"])
     return {
         "key": key,

@@ -11,6 +11,7 @@ from memharness.eval.report.explorer_data import (
     cut,
     prompt_parts,
     run_keys,
+    run_summary,
     stage_averages,
 )
 from memharness.eval.report.explorer_pairs import pair
@@ -121,3 +122,25 @@ def test_stage_figures_are_the_ledger_per_question():
         },
     }
     assert stage_averages(run) == {"build": [10.0, 0.25], "retrieve": [0.0, 0.0]}
+
+
+def test_a_leaderboard_row_reads_the_run_record():
+    run = {
+        "memory": "memtree",
+        "dataset": "locomo",
+        "setting": "memory.top_k=3",
+        "folder": "/r/1",
+        "llm": "llama.cpp:SmolLM2-135M-Instruct.Q4_1.gguf:ctx4096",
+        "embedder": "st:model",
+        "judge": None,
+        "counts": {"questions": 4, "scored": 3, "judge_injection": 1},
+        "metrics": {"judge": {"mean": 0.5, "ci_low": 0.1, "ci_high": 0.9, "n": 3}, "other": {}},
+        "time": {"total_s": 10.0},
+        "intrinsic": {"answer": {"calls": 4, "prompt_tokens": 80, "call_s": 2.0}},
+    }
+    row = run_summary(run, "memtree", "locomo:abc")
+    assert row["label"] == "memtree [memory.top_k=3]" and row["embedder"] == "all-MiniLM-L6-v2"
+    assert (row["n"], row["failed"], row["injection"]) == (4, 1, 1)
+    assert row["metrics"] == {"judge": run["metrics"]["judge"]}
+    assert row["cost"]["s_per_question"] == 2.5 and row["cost"]["tokens_per_question"] == 20
+    assert row["stages"] == {"answer": [20.0, 0.5]}
