@@ -64,7 +64,9 @@ class Score(_Record):
         "choice: predicted_option, status (parsed | mc_unparsed); claim: predicted_label, status "
         "(parsed | claim_unparsed); official_judge: reply (per_reference: ' | '-joined), status "
         "(parsed | unclear | judge_failed | answer_empty); judge_audit: status; closed_book: "
-        "prediction, status, criterion, judge_status, error",
+        "prediction, status, criterion, judge_status, error; evidence (on evidence_recall): "
+        "gold_items (indices of the retrieved items covering gold evidence), gold_units (the gold "
+        "unit ids they cover)",
     )
 
 
@@ -81,6 +83,9 @@ class Sample(_Record):
     position: int | None = Field(description="units of the episode inserted before the question")
     evidence_position: int | None = Field(description="position of the latest gold evidence")
     evidence_sources: list[str] = Field(description="source ids of the gold evidence")
+    asked_at: str | None = Field(
+        None, description="the date the data says the question is asked (absent: none given)"
+    )
     status: Status = Field(description="scored, or the stage that failed")
     scores: dict[str, Score] = Field(
         description="this question's scores by metric key (registry in eval/metrics); a metric "

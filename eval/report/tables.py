@@ -209,15 +209,22 @@ def latest(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(best.values())
 
 
+# ids recorded before the embedder was named by its model: the bundled MiniLM's folder name
+LEGACY_IDS = {"st:model": "all-MiniLM-L6-v2"}
+
+
 def short_model(model_id: str | None) -> str:
-    """'llama.cpp:SmolLM2-135M-Instruct-Q4_1.gguf:ctx4096' -> 'SmolLM2-135M-Instruct-Q4_1'."""
+    """'llama.cpp:SmolLM2-135M-Instruct-Q4_1.gguf:ctx4096' -> 'SmolLM2-135M-Instruct-Q4_1';
+    'st:all-MiniLM-L6-v2' (and the older 'st:model') -> 'all-MiniLM-L6-v2'."""
     if not model_id or model_id == "-":
         return "-"
+    if model_id in LEGACY_IDS:
+        return LEGACY_IDS[model_id]
     core = model_id.split("@")[0]
     parts = core.split(":")
     name = parts[1] if len(parts) > 1 else parts[0]
     name = name.removesuffix(".gguf")
-    return core if len(name) < 8 else name  # 'st:model' says more than 'model'
+    return core if len(name) < 8 else name  # 'st:mini' says more than 'mini'
 
 
 def assign_groups(runs: list[dict[str, Any]]) -> dict[tuple, str]:

@@ -99,6 +99,21 @@ def source_scores(
     return out
 
 
+def gold_items(
+    gold: Sequence[Evidence], items: Sequence[RetrievedItem], units: Mapping[str, Unit]
+) -> dict[str, list]:
+    """Which retrieved items cover gold evidence (their indices) and the gold units they cover:
+    what a results page highlights (the unit ids alone do not say which are gold)."""
+    hit_items, hit_units = [], []
+    for i, item in enumerate(items):
+        under = [uid for uid in item.source_unit_ids if uid in units]
+        gold_under = [uid for uid in under if any(matches(e, units[uid]) for e in gold)]
+        if gold_under:
+            hit_items.append(i)
+            hit_units.extend(u for u in gold_under if u not in hit_units)
+    return {"gold_items": hit_items, "gold_units": hit_units}
+
+
 def recall_scores(
     question: Question, items: Sequence[RetrievedItem], units: Mapping[str, Unit], cfg: Any = None
 ) -> dict[str, float]:
@@ -130,9 +145,17 @@ class EvidenceScorer:
         for question, items, record in pending:
             if record["status"] in ("build_failed", "retrieve_failed"):
                 continue
-            scores = recall_scores(question, items, ctx.units or {}, ctx.cfg.eval.get("evidence"))
+            units = ctx.units or {}
+            scores = recall_scores(question, items, units, ctx.cfg.eval.get("evidence"))
+            found = gold_items(gold_evidence(question), items, units) if scores else {}
             for metric, value in scores.items():
-                put(record, metric, value, self.name)
+                put(
+                    record,
+                    metric,
+                    value,
+                    self.name,
+                    **(found if metric == "evidence_recall" else {}),
+                )
 
 
 SCORER = EvidenceScorer()

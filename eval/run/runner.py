@@ -98,6 +98,7 @@ def sample_record(episode: Episode, question: Question) -> dict[str, Any]:
         "status": "pending",
         "scores": {},
         "memory": {},
+        **({"asked_at": question.asked_at} if question.asked_at else {}),
     }
 
 

@@ -58,7 +58,7 @@ def html_page(title: str, style: str, body: str, data: Any, script: str) -> str:
     # <, > and & only occur inside JSON strings, where \uXXXX means the same character: no text
     # (</script>, <!--<script, ...) can then end or change the script element that holds it.
     blob = (
-        json_text(data, title, ensure_ascii=False)
+        json_text(data, title, ensure_ascii=False, separators=(",", ":"))  # compact: pages grow big
         .replace("<", "\\u003c")
         .replace(">", "\\u003e")
         .replace("&", "\\u0026")

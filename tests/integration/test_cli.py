@@ -8,6 +8,7 @@ import sys
 
 import pytest
 from memharness.eval.record.scores import status, value
+from memharness.eval.report.explorer_data import explorer_data
 from paths import ROOT
 from processes import run_py
 
@@ -51,7 +52,10 @@ def test_end_to_end_with_real_embedded_models(tmp_path):
     metrics = json.loads((out / "metrics.json").read_text())
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert len(samples) == 3 == metrics["counts"]["questions"]
-    assert metrics["llm"].startswith("llama.cpp:SmolLM2") and metrics["embedder"].startswith("st:")
+    assert metrics["llm"].startswith("llama.cpp:SmolLM2")
+    assert metrics["embedder"] == "st:all-MiniLM-L6-v2"  # named by its model, not its folder
+    page = explorer_data([out], tmp_path / "page.html")
+    assert page["runs"][0]["embedder"] == "all-MiniLM-L6-v2"
     for s in samples:
         assert s["status"] == "scored" and s["prediction"]  # the real model answered
         assert s["retrieved"] and all(i["source_unit_ids"] for i in s["retrieved"])

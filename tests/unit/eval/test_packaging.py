@@ -19,7 +19,7 @@ from paths import ROOT
 
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 MAPPING: dict[str, str] = PROJECT["tool"]["setuptools"]["package-dir"]
-DATA = (".yaml", ".json", ".jsonl")
+DATA = (".yaml", ".json", ".jsonl", ".js", ".css")
 
 
 def repository_files(suffixes: tuple[str, ...]) -> set[str]:
@@ -67,6 +67,7 @@ def test_the_wheel_holds_every_module_of_every_mapped_folder(wheel_names):
 def test_the_wheel_holds_every_config_group_and_data_file(wheel_names):
     data = repository_files(DATA)
     assert "memharness/conf/memory/oracle.yaml" in data
+    assert "memharness/eval/report/explorer.js" in data  # the results explorer's script
     assert any(name.startswith("memharness/eval/papers/published/") for name in data)
     assert data - wheel_names == set(), "config or data files missing from the built wheel"
     groups = {p.name for p in (ROOT / "conf").iterdir() if p.is_dir()}
