@@ -8,13 +8,19 @@ from __future__ import annotations
 import json
 import re
 
+import igraph
 import numpy as np
 import pytest
 from memharness.eval.run.snapshots import construction_settings
 from memharness.memsys.extraction.parsing import FailureLog
 from memharness.memsys.hipporag import HippoRAG
 from memharness.memsys.hipporag.extract import PassageTriples, normalise_phrase, parse_triples
-from memharness.memsys.hipporag.graph import PhraseGraph, add_synonym_edges, collect
+from memharness.memsys.hipporag.graph import (
+    PhraseGraph,
+    add_passage_edges,
+    add_synonym_edges,
+    collect,
+)
 from memharness.memsys.hipporag.rank import best_first, match_facts, top_facts
 from memharness.memsys.testing.doubles import HashingEmbedder, ScriptedLLM, WordTokenizer
 from memharness.memsys.types import units_from_texts
@@ -429,3 +435,60 @@ def test_filter_duplicates_are_kept_and_ties_go_to_the_later_index_as_the_code()
     assert top_facts(np.array([0.5, 1.0, 0.5, 1.0]), 3) == [3, 1, 2]
     assert best_first(np.array([0.2, 0.2, 0.1]), "v1").tolist() == [0, 1, 2]
     assert best_first(np.array([0.2, 0.2, 0.1]), "v2").tolist() == [1, 0, 2]
+
+
+def code_v2_graph(records, vectors, threshold=0.8, cap=100):
+    """HippoRAG 2's graph as its code builds it, independently: ``node_to_node_stats`` with the keys
+    (s, o) and (o, s) per distinct triple of a passage, (passage, phrase) = 1, (phrase, synonym) =
+    cosine, every key one igraph edge (parallel edges kept), undirected."""
+    phrases = list(dict.fromkeys(x for r in records for t in r.triples for x in (t[0], t[2])))
+    stats: dict[tuple[str, str], float] = {}
+    for r in records:
+        for s, _, o in dict.fromkeys(r.triples):
+            stats[(s, o)] = stats.get((s, o), 0.0) + 1
+            stats[(o, s)] = stats.get((o, s), 0.0) + 1
+    for r in records:
+        for ph in {x for t in r.triples for x in (t[0], t[2])}:
+            stats[(r.chunk, ph)] = 1.0
+    sims = vectors @ vectors.T
+    for i, ph in enumerate(phrases):
+        if len(re.sub("[^A-Za-z0-9]", "", ph)) <= 2:
+            continue
+        taken = 0
+        for j in np.argsort(-sims[i], kind="stable"):
+            if sims[i, j] < threshold or taken >= cap:
+                break
+            if j != i:
+                stats[(ph, phrases[j])] = float(sims[i, j])
+                taken += 1
+    names = phrases + [r.chunk for r in records]
+    keys = [k for k in stats if k[0] != k[1]]
+    g = igraph.Graph(n=len(names), directed=False)
+    g.add_edges([(names.index(a), names.index(b)) for a, b in keys])
+    g.es["weight"] = [stats[k] for k in keys]
+    return g
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_v2_graph_gives_the_codes_pagerank_with_parallel_edges(seed):
+    rng = np.random.default_rng(seed)
+    names = [f"phrase {i}" for i in range(12)] + ["ab", "cd"]  # two without synonym edges
+    records = []
+    for p in range(6):
+        ts = [(names[rng.integers(14)], "r", names[rng.integers(14)]) for _ in range(3)]
+        records.append(PassageTriples(f"p{p}", triples=ts + [ts[0]]))  # a repeat in each
+    ours = collect(records, passage_nodes=True)
+    base = rng.normal(size=(4, 8))
+    vec = base[rng.integers(4, size=len(ours.phrases))] + 0.3 * rng.normal(
+        size=(len(ours.phrases), 8)
+    )
+    vec /= np.linalg.norm(vec, axis=1, keepdims=True)
+    add_synonym_edges(ours, vec, 0.8, 100, directed_keys=True)
+    add_passage_edges(ours)
+    assert ours.edge_counts()["synonym"] > 0
+    code = code_v2_graph(records, vec)
+    reset = rng.random(ours.n_nodes)
+    expected = code.personalized_pagerank(
+        damping=0.5, directed=False, weights="weight", reset=reset.tolist(), implementation="prpack"
+    )
+    assert ours.ppr(reset, 0.5).tolist() == pytest.approx(expected, abs=1e-9)
