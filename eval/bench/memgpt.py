@@ -43,12 +43,20 @@ _DAY = re.compile(r"day (\d+)")
 
 
 def settings() -> dict[str, Any]:
-    """conf/memory/memgpt.yaml's settings, but ``top_k`` (the flat variant's, set by the dataset)."""
+    """conf/memory/memgpt.yaml's settings, but ``top_k`` (the flat variant's, set by the dataset),
+    resolved beside llm=local (``queue.context_window`` is the serving model's window)."""
+    conf = files("memharness.conf")
     cfg = OmegaConf.create(
-        (files("memharness.conf") / "memory" / "memgpt.yaml").read_text(encoding="utf-8")
+        {
+            "llm": OmegaConf.create((conf / "llm" / "local.yaml").read_text(encoding="utf-8")),
+            "memory": OmegaConf.create(
+                (conf / "memory" / "memgpt.yaml").read_text(encoding="utf-8")
+            ),
+        }
     )
-    raw = OmegaConf.to_container(cfg, resolve=False)
-    return {k: v for k, v in raw.items() if k not in ("_target_", "name", "top_k")}
+    del cfg.memory["top_k"]  # the flat variant's, set by the dataset
+    raw = OmegaConf.to_container(cfg.memory, resolve=True)
+    return {k: v for k, v in raw.items() if k not in ("_target_", "name")}
 
 
 def dialogue(turns: int) -> list[Unit]:

@@ -4,12 +4,17 @@ Nodes are the unique subject and object phrases of every triple; with ``passage_
 passage is a node too, after the phrases. Edges are undirected, one per node pair:
 
 - **triple edges**: each triple adds 1 to the edge between its subject and object, once per passage
-  it was extracted from (``inter_triple_weight = 1``); a triple whose subject is its object adds none;
+  it was extracted from (``inter_triple_weight = 1``); a triple whose subject is its object adds none.
+  v2 adds 2 per passage and counts a triple repeated inside one passage once: its code stores the
+  pair under both keys (s, o) and (o, s), two parallel igraph edges, after ``filter_invalid_triples``
+  dropped a passage's repeats;
 - **synonym edges**: for every phrase with more than 2 alphanumeric characters, its nearest phrases
   by embedding cosine, most similar first, while the cosine is at least ``threshold`` and at most
-  ``max_neighbours`` of them; the edge weight is the cosine, replacing a triple edge on the same
-  pair (as the code's ``graph_plus[edge] = score`` does);
-- **passage edges** (v2): each passage to every phrase of its triples, weight 1.
+  ``max_neighbours`` of them; v1: the edge weight is the cosine, replacing a triple edge on the same
+  pair (as the legacy ``graph_plus[edge] = score`` does). v2: the cosine replaces one direction
+  (i, j) of the pair, so the edge weighs the sum of its two directions, each the cosine when that
+  end chose the other, else its triple count;
+- **passage edges** (v2): each passage to every phrase of its triples, weight 1 (one key in the code).
 
 Node specificity (v1's reset weights): 1 / the number of passages whose triples hold the phrase.
 """
@@ -195,23 +200,33 @@ def collect(records: Sequence[PassageTriples], passage_nodes: bool) -> PhraseGra
         passage_facts=per_passage,
         passage_nodes=passage_nodes,
     )
+    per_key = 2.0 if passage_nodes else 1.0  # v2: the two keys (s, o) and (o, s)
     for rec in records:
-        for s, _, o in rec.triples:
+        # v2 counts a passage's repeated triple once; v1 (legacy) once per occurrence
+        triples = dict.fromkeys(rec.triples) if passage_nodes else rec.triples
+        for s, _, o in triples:
             a, b = phrases[s], phrases[o]
             if a != b:
                 key = (min(a, b), max(a, b))
-                g.edges[key] = g.edges.get(key, 0.0) + 1.0
+                g.edges[key] = g.edges.get(key, 0.0) + per_key
                 g.kinds[key] = TRIPLE
     return g
 
 
 def add_synonym_edges(
-    g: PhraseGraph, vectors: np.ndarray, threshold: float, max_neighbours: int, min_alnum: int = 3
+    g: PhraseGraph,
+    vectors: np.ndarray,
+    threshold: float,
+    max_neighbours: int,
+    min_alnum: int = 3,
+    directed_keys: bool = False,
 ) -> None:
-    """Synonym edges from the phrases' (unit-norm) embeddings; see the module docstring."""
+    """Synonym edges from the phrases' (unit-norm) embeddings; see the module docstring
+    (``directed_keys``: v2's two keys per pair)."""
     n = len(g.phrases)
     if n < 2:
         return
+    chosen: dict[tuple[int, int], float] = {}  # v2: (phrase, its neighbour) -> cosine
     eligible = [len(re.sub(r"[^A-Za-z0-9]", "", p)) >= min_alnum for p in g.phrases]
     for start in range(0, n, _BLOCK):
         sims = vectors[start : start + _BLOCK] @ vectors.T
@@ -226,9 +241,17 @@ def add_synonym_edges(
                     break
                 if j == i:
                     continue
-                key = (min(i, int(j)), max(i, int(j)))
-                g.edges[key], g.kinds[key] = float(row[j]), SYNONYM
+                if directed_keys:
+                    chosen[(i, int(j))] = float(row[j])
+                else:
+                    key = (min(i, int(j)), max(i, int(j)))
+                    g.edges[key], g.kinds[key] = float(row[j]), SYNONYM
                 taken += 1
+    for a, b in sorted({(min(k), max(k)) for k in chosen}):
+        # a direction keeps its triple count (half of the pair's v2 triple weight) unless chosen
+        half = g.edges.get((a, b), 0.0) / 2 if g.kinds.get((a, b)) == TRIPLE else 0.0
+        g.edges[(a, b)] = chosen.get((a, b), half) + chosen.get((b, a), half)
+        g.kinds[(a, b)] = SYNONYM
 
 
 def add_passage_edges(g: PhraseGraph) -> None:

@@ -128,6 +128,7 @@ class HippoRAG(MemorySystem):
             self.vectors["phrase_vectors"],
             self.indexing.synonym_threshold,
             self.indexing.synonym_max_neighbours,
+            directed_keys=self.variant == "v2",
         )
         if self.variant == "v2":
             add_passage_edges(g)
@@ -217,12 +218,18 @@ class HippoRAG(MemorySystem):
             return []
         data = parse_json_object(reply)
         returned = data.get("fact") if data else None
+        # the code's pydantic check (list[list[str]]): an item that is not a list of strings discards
+        # the reply; a list of another length than 3 is still matched to its closest candidate
         if not isinstance(returned, list) or not all(
-            isinstance(f, list) and len(f) == 3 for f in returned
+            isinstance(f, list) and all(isinstance(x, str) for x in f) for f in returned
         ):
             self._bump("filter_unparsed")
             self.search_failures.add("filter_unparsed", reply, question=question)
             return []
+        odd = sum(len(f) != 3 for f in returned)
+        if odd:
+            self._bump("filter_facts_not_triples", odd)
+            self.search_failures.add("filter_facts_not_triples", reply, question=question)
         return [candidates[i] for i in rk.match_facts(returned, facts)][
             : self.retrieval.linking_top_k
         ]
@@ -275,7 +282,7 @@ class HippoRAG(MemorySystem):
         self._bump("ppr_iterations", ranking.iterations)
         if not ranking.converged:
             self._bump("ppr_not_converged")
-        order = np.argsort(-ranking.scores, kind="stable")[: self.top_k]
+        order = rk.best_first(ranking.scores, self.variant)[: self.top_k]
         items = [
             RetrievedItem(
                 text=self.text_units[p].text,

@@ -10,6 +10,7 @@
   and object with ``fact score / passages holding the phrase``, averaged over occurrences, the top
   ``linking_top_k`` phrases kept; every passage node is seeded with its min-max dense score times
   ``passage_node_weight``; passages are ranked by their own PageRank. No fact kept: dense retrieval.
+  A fact the filter kept twice seeds twice (the code's loop over its list).
 """
 
 from __future__ import annotations
@@ -70,14 +71,23 @@ def rank_v1(
     return Ranking(min_max(scores), "ppr", seeds, linked, run.iterations, run.converged)
 
 
+def best_first(scores: np.ndarray, variant: str = "v2") -> np.ndarray:
+    """Indices by descending score. Ties: v2 later index first (its code's ``np.argsort(x)[::-1]``,
+    taken stable), v1 earlier first."""
+    if variant == "v1":
+        return np.argsort(-scores, kind="stable")
+    return np.argsort(scores, kind="stable")[::-1]
+
+
 def top_facts(fact_scores: np.ndarray, k: int) -> list[int]:
-    """The ``k`` best facts by score (ties: earlier fact first)."""
-    return [int(i) for i in np.argsort(-fact_scores, kind="stable")[:k]]
+    """v2's ``k`` best facts by score (ties: later fact first, as :func:`best_first`)."""
+    return [int(i) for i in best_first(fact_scores)[:k]]
 
 
 def match_facts(returned: Sequence[Sequence[str]], candidates: Sequence[Triple]) -> list[int]:
     """Candidate positions of the facts the filter returned, in its order: the normalised fact itself,
-    else the closest candidate by string similarity (the code's ``difflib`` match); duplicates once."""
+    else the closest candidate by string similarity (the code's ``difflib`` match). A fact returned
+    twice, or two facts matching one candidate, stay twice (the code keeps them; both seed)."""
     out: list[int] = []
     texts = [str(list(c)) for c in candidates]
     for fact in returned:
@@ -87,8 +97,7 @@ def match_facts(returned: Sequence[Sequence[str]], candidates: Sequence[Triple])
         else:
             close = difflib.get_close_matches(str(list(norm)), texts, n=1, cutoff=0.0)
             i = texts.index(close[0])
-        if i not in out:
-            out.append(i)
+        out.append(i)
     return out
 
 

@@ -24,6 +24,8 @@ from memharness.memsys.services.types import ChatRequest
 
 SCHEMA = call_schema()
 FINAL_SCHEMA = call_schema(("send_message",))
+# the code's searches are exempt from the return-length cut: their paging bounds them (letta agent.py)
+PAGED = frozenset({"conversation_search", "archival_memory_search"})
 RESULT_HEAD_CHARS = 120  # of a function result kept in the step record (samples.jsonl agent_steps)
 
 
@@ -71,6 +73,7 @@ class LoopCounts:
     evicted: int = 0
     summary_failed: int = 0
     over_window: int = 0  # steps sent over the window because nothing more could be evicted
+    results_cut: int = 0  # function results cut at function_return_chars (searches never are)
     steps_per_question: list = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -95,6 +98,7 @@ class LoopCounts:
             "evicted": self.evicted,
             "summary_failed": self.summary_failed,
             "over_window": self.over_window,
+            "results_cut": self.results_cut,
             "mean_steps_per_question": sum(self.steps_per_question) / n if n else None,
             "max_steps_per_question": max(self.steps_per_question, default=None),
         }
@@ -176,21 +180,33 @@ class Loop:
             self.counts.warnings += 1
             self.queue.append(("user", packaged("system_alert", self.s.warning_message, None)))
 
-    def flush(self) -> None:
-        """Evict the oldest messages (about ``evict_fraction`` of the queue's tokens, never the last
-        ``keep_last``) into a rewritten summary: the previous summary plus what was evicted."""
+    def cutoff(self) -> int:
+        """How many of the oldest messages to evict, by the code's rule (``summarize_messages_inplace``):
+        walk the candidates (all but the last ``keep_last``) until their tokens pass ``evict_fraction``
+        of the queue's, evict the ones before the message that passed it, and evict that one too only
+        when it is a user-side message (so an assistant call is never evicted without its result)."""
         candidates = self.queue[: max(0, len(self.queue) - self.s.keep_last)]
         if not candidates:
-            return
+            return 0
         sizes = [self.count(text) for _, text in self.queue]
-        target = self.s.evict_fraction * sum(sizes)
-        cutoff, so_far = 0, 0
+        target = int(self.s.evict_fraction * sum(sizes))  # the code's int(...)
+        cut, so_far = 0, 0
         for i in range(len(candidates)):
-            cutoff = i + 1
+            cut = i
             so_far += sizes[i]
             if so_far > target:
                 break
-        evicted, self.queue = self.queue[:cutoff], self.queue[cutoff:]
+        if cut < len(self.queue) and self.queue[cut][0] == "user":
+            cut += 1
+        return cut
+
+    def flush(self) -> None:
+        """Evict the oldest messages (:meth:`cutoff`) into a rewritten summary: the previous summary
+        plus what was evicted. Nothing to evict: no call (the prompt stays over, counted)."""
+        cut = self.cutoff()
+        if not cut:
+            return
+        evicted, self.queue = self.queue[:cut], self.queue[cut:]
         lines = [f"{role}: {text}" for role, text in evicted]
         if self.summary:
             lines.insert(0, f"summary of earlier messages: {self.summary}")
@@ -252,7 +268,7 @@ class Loop:
             except Malformed as bad:
                 counts.malformed[bad.kind] += 1
                 steps.append({"function": None, "status": f"malformed:{bad.kind}"})
-                self._result(False, f"Error: {bad}", time, s.failed_heartbeat_message)
+                self._result(False, f"Error: {bad}", time, s.failed_heartbeat_message, True)
                 continue
             counts.functions[call.function] += 1
             if call.function == "send_message":
@@ -282,11 +298,12 @@ class Loop:
                     "result_head": result.partition("\n")[0][:RESULT_HEAD_CHARS],
                 }
             )
+            cut = call.function not in PAGED
             if not ok or call.heartbeat:
                 heartbeat = s.heartbeat_message if ok else s.failed_heartbeat_message
-                self._result(ok, result, time, heartbeat)
+                self._result(ok, result, time, heartbeat, cut)
                 continue
-            self._result(ok, result, time, None)
+            self._result(ok, result, time, None, cut)
             counts.yielded += 1
             outcome = Outcome("yielded", error="the agent ended its turn without send_message")
             break
@@ -297,9 +314,17 @@ class Loop:
         outcome.steps, outcome.prompt = steps, prompt
         return outcome
 
-    def _result(self, ok: bool, text: str, time: str | None, heartbeat: str | None) -> None:
-        """Queue a function result (cut at ``function_return_chars``) and the heartbeat, if any."""
-        text = text[: self.s.function_return_chars]
+    def _result(
+        self, ok: bool, text: str, time: str | None, heartbeat: str | None, cut: bool
+    ) -> None:
+        """Queue a function result (with ``cut``: at ``function_return_chars``, saying so, as the
+        code's ``validate_function_response``) and the heartbeat, if any."""
+        limit = self.s.function_return_chars
+        if cut and len(text) > limit:
+            self.counts.results_cut += 1
+            text = (
+                f"{text[:limit]}... [output cut: {len(text)} characters, over the limit of {limit}]"
+            )
         self.queue.append(("user", packaged("", text, time, status="OK" if ok else "Failed")))
         if heartbeat is not None:
             self.counts.heartbeats += 1

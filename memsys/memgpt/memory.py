@@ -47,6 +47,30 @@ from memharness.memsys.services.types import Completion
 from memharness.memsys.settings import Range, group
 from memharness.memsys.types import Question, RetrievedItem, Unit, content_id
 
+SPEAKER_ROLES = {"Speaker 1": "user", "Speaker 2": "assistant"}  # MSC's speakers in DMR (ours)
+
+
+def recall_entries(unit: Unit, roles: dict[str, str]) -> list[Entry]:
+    """A unit as recall messages: one per ``<speaker>: <text>`` line whose speaker ``roles`` maps (its
+    role, the unit's timestamp; other lines, such as MSC's ``[Session n]``, go before the next turn's
+    text), else the whole unit as one message with its ``speaker`` metadata's role (or ``user``)."""
+    turns: list[Entry] = []
+    pending: list[str] = []
+    for line in unit.text.splitlines():
+        speaker, sep, text = line.partition(": ")
+        if sep and speaker in roles:
+            body = " ".join([*pending, text]) if pending else text
+            turns.append(Entry(body, roles[speaker], unit.timestamp, unit.id))
+            pending = []
+        elif turns and not pending:
+            turns[-1].text += "\n" + line  # a turn's continuation line
+        else:
+            pending.append(line)
+    if turns:
+        return turns
+    speaker = str(unit.metadata.get("speaker") or "user")
+    return [Entry(unit.text, roles.get(speaker, speaker), unit.timestamp, unit.id)]
+
 
 def _unit_vectors(vectors: Any) -> np.ndarray:
     arr = np.asarray(vectors, dtype=np.float32)
@@ -71,6 +95,7 @@ class MemGPT(MemorySystem):
         variant: Literal["agent", "flat"] = "agent",
         units_to: Literal["recall", "archival", "both"] = "recall",
         top_k: Annotated[int, Range(1)] = 3,
+        speaker_roles: dict[str, str] | None = None,
         core_memory: CoreBlocks | None = None,
         functions: Functions | None = None,
         queue: Queue | None = None,
@@ -81,6 +106,7 @@ class MemGPT(MemorySystem):
         # before a run starts; each group is a section of conf/memory/memgpt.yaml.
         super().__init__(llm, embedder, tokenizer)
         self.variant, self.units_to, self.top_k = variant, units_to, top_k
+        self.speaker_roles = dict(SPEAKER_ROLES if speaker_roles is None else speaker_roles)
         self.core_memory, self.functions = (
             group(CoreBlocks, core_memory),
             group(Functions, functions),
@@ -112,15 +138,16 @@ class MemGPT(MemorySystem):
 
     # ------------------------------------------------------------------ insertion
     def add(self, units: Sequence[Unit]) -> None:
-        """Agent: each unit becomes a recall message and/or an archival passage. Flat: an archival
-        passage (the embedding table)."""
+        """Agent: each unit becomes recall messages, one per dialogue turn (:func:`recall_entries`),
+        and/or an archival passage. Flat: an archival passage (the embedding table)."""
         entries = [
             Entry(u.text, str(u.metadata.get("speaker") or "user"), u.timestamp, u.id)
             for u in units
         ]
         if self.variant == "agent" and self.units_to in ("recall", "both"):
-            for e in entries:
-                self.recall.add(e)
+            for u in units:
+                for e in recall_entries(u, self.speaker_roles):
+                    self.recall.add(e)
         if self.variant == "flat" or self.units_to in ("archival", "both"):
             copies = [replace(e) for e in entries]
             self.archival.add(copies, _unit_vectors(self.embedder.embed([e.text for e in copies])))
@@ -210,7 +237,9 @@ class MemGPT(MemorySystem):
         if self._outcome is None or self._outcome[0] != question.text:
             return Completion(text="", error="the agent loop did not run for this question")
         outcome = self._outcome[1]
-        fields = {"sample_fields": {"agent_steps": outcome.steps}, "prompt": outcome.prompt}
+        forced = bool(outcome.steps and outcome.steps[-1].get("forced"))
+        sample = {"agent_steps": outcome.steps, **({"forced_answer": True} if forced else {})}
+        fields = {"sample_fields": sample, "prompt": outcome.prompt}
         if outcome.status != "sent":
             return Completion(
                 text="", error=f"memgpt {outcome.status}: {outcome.error}", extra=fields

@@ -8,14 +8,20 @@ from __future__ import annotations
 import json
 import re
 
+import igraph
 import numpy as np
 import pytest
 from memharness.eval.run.snapshots import construction_settings
 from memharness.memsys.extraction.parsing import FailureLog
 from memharness.memsys.hipporag import HippoRAG
-from memharness.memsys.hipporag.extract import normalise_phrase, parse_triples
-from memharness.memsys.hipporag.graph import PhraseGraph
-from memharness.memsys.hipporag.rank import match_facts
+from memharness.memsys.hipporag.extract import PassageTriples, normalise_phrase, parse_triples
+from memharness.memsys.hipporag.graph import (
+    PhraseGraph,
+    add_passage_edges,
+    add_synonym_edges,
+    collect,
+)
+from memharness.memsys.hipporag.rank import best_first, match_facts, top_facts
 from memharness.memsys.testing.doubles import HashingEmbedder, ScriptedLLM, WordTokenizer
 from memharness.memsys.types import units_from_texts
 from omegaconf import OmegaConf
@@ -367,3 +373,122 @@ def test_only_the_build_groups_change_the_snapshot_address():
     assert address(indexing={"synonym_threshold": 0.9}) != address()
     assert address(chunks={"size": 512}) != address()
     assert address(prompts={"ner_prompt": "{passage}!"}) != address()
+
+
+def test_v2_weighs_a_triple_twice_a_passage_edge_once_and_a_repeat_in_one_passage_once():
+    """HippoRAG 2's code keys a fact edge as (s, o) and (o, s), two parallel igraph edges, and a
+    passage edge once with weight 1; ``filter_invalid_triples`` drops a passage's repeated triple."""
+    repeated = {**TRIPLES, PASSAGES[0]: TRIPLES[PASSAGES[0]] + [TRIPLES[PASSAGES[0]][0]]}
+    g = built(variant="v2", llm=replier(triples=repeated)).graph
+    ids = {p: i for i, p in enumerate(PHRASES)}
+
+    def edge(a, b):
+        return (min(ids[a], ids[b]), max(ids[a], ids[b]))
+
+    assert g.edges[edge("alice smith", "acme corp")] == 2.0  # repeated in passage 0: counted once
+    assert g.edges[edge("acme corp", "berlin")] == 4.0  # in two passages: 2 per passage
+    assert g.edges[edge("x y", "y x")] == 2.0
+    assert {w for k, w in g.edges.items() if g.kinds[k] == "passage"} == {1.0}
+    # both ends choose each other as synonyms: the cosine on each of the two keys
+    syn = g.edges[edge("acme corp", "acme corp inc")]
+    assert g.kinds[edge("acme corp", "acme corp inc")] == "synonym"
+    assert syn == pytest.approx(2 * 2 / 6**0.5, abs=1e-3)
+    # v1 (legacy) keeps one key per pair and counts every occurrence
+    v1 = built(llm=replier(triples=repeated)).graph
+    assert v1.edges[edge("alice smith", "acme corp")] == 2.0
+    assert v1.edges[edge("acme corp", "berlin")] == 2.0
+
+
+def test_v2_synonym_chosen_by_one_end_keeps_the_other_directions_triple_count():
+    """Only "abc" has more than 2 alphanumerics, so only the key (abc, ab) becomes the cosine; the key
+    (ab, abc) keeps its triple count 1: weight 0.9 + 1. Legacy v1 replaces the pair: 0.9."""
+    records = [PassageTriples("p0", triples=[("abc", "r", "ab")])]
+    vec = np.array([[1.0, 0.0], [0.9, np.sqrt(1 - 0.81)]])
+    g2, g1 = collect(records, passage_nodes=True), collect(records, passage_nodes=False)
+    add_synonym_edges(g2, vec, 0.8, 100, directed_keys=True)
+    add_synonym_edges(g1, vec, 0.8, 100)
+    assert g2.edges[(0, 1)] == pytest.approx(1.9) and g2.kinds[(0, 1)] == "synonym"
+    assert g1.edges[(0, 1)] == pytest.approx(0.9)
+
+
+def test_v2_filter_reply_with_a_non_triple_keeps_the_others_and_a_non_string_discards_it():
+    question = "Where does Bob Jones work?"
+    two = json.dumps(
+        {"fact": [["bob jones", "works at"], ["bob jones", "works at", "acme corp inc"]]}
+    )
+    mem = built(variant="v2", llm=replier(filter_reply=two))
+    ranking = mem.rank(question)
+    record = mem.stats()["hipporag"]["search"]
+    assert ranking.mode == "ppr" and record["facts_kept"] == 2
+    assert record["filter_facts_not_triples"] == 1 and "filter_unparsed" not in record
+    number = json.dumps({"fact": [["bob jones", "works at", "acme corp inc"], ["a", 1, "b"]]})
+    mem = built(variant="v2", llm=replier(filter_reply=number))
+    assert mem.rank(question).mode == "dense"
+    assert mem.stats()["hipporag"]["search"]["filter_unparsed"] == 1
+
+
+def test_filter_duplicates_are_kept_and_ties_go_to_the_later_index_as_the_code():
+    candidates = [("a", "b", "c"), ("berlin", "capital of", "germany")]
+    same = [["berlin", "capital of", "germany"], ["Berlin", "capital of", "Germany"]]
+    assert match_facts(same, candidates) == [1, 1]
+    # np.argsort(x)[::-1] in HippoRAG 2: among equal scores the later index comes first
+    assert top_facts(np.array([0.5, 1.0, 0.5, 1.0]), 3) == [3, 1, 2]
+    assert best_first(np.array([0.2, 0.2, 0.1]), "v1").tolist() == [0, 1, 2]
+    assert best_first(np.array([0.2, 0.2, 0.1]), "v2").tolist() == [1, 0, 2]
+
+
+def code_v2_graph(records, vectors, threshold=0.8, cap=100):
+    """HippoRAG 2's graph as its code builds it, independently: ``node_to_node_stats`` with the keys
+    (s, o) and (o, s) per distinct triple of a passage, (passage, phrase) = 1, (phrase, synonym) =
+    cosine, every key one igraph edge (parallel edges kept), undirected."""
+    phrases = list(dict.fromkeys(x for r in records for t in r.triples for x in (t[0], t[2])))
+    stats: dict[tuple[str, str], float] = {}
+    for r in records:
+        for s, _, o in dict.fromkeys(r.triples):
+            stats[(s, o)] = stats.get((s, o), 0.0) + 1
+            stats[(o, s)] = stats.get((o, s), 0.0) + 1
+    for r in records:
+        for ph in {x for t in r.triples for x in (t[0], t[2])}:
+            stats[(r.chunk, ph)] = 1.0
+    sims = vectors @ vectors.T
+    for i, ph in enumerate(phrases):
+        if len(re.sub("[^A-Za-z0-9]", "", ph)) <= 2:
+            continue
+        taken = 0
+        for j in np.argsort(-sims[i], kind="stable"):
+            if sims[i, j] < threshold or taken >= cap:
+                break
+            if j != i:
+                stats[(ph, phrases[j])] = float(sims[i, j])
+                taken += 1
+    names = phrases + [r.chunk for r in records]
+    keys = [k for k in stats if k[0] != k[1]]
+    g = igraph.Graph(n=len(names), directed=False)
+    g.add_edges([(names.index(a), names.index(b)) for a, b in keys])
+    g.es["weight"] = [stats[k] for k in keys]
+    return g
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_v2_graph_gives_the_codes_pagerank_with_parallel_edges(seed):
+    rng = np.random.default_rng(seed)
+    names = [f"phrase {i}" for i in range(12)] + ["ab", "cd"]  # two without synonym edges
+    records = []
+    for p in range(6):
+        ts = [(names[rng.integers(14)], "r", names[rng.integers(14)]) for _ in range(3)]
+        records.append(PassageTriples(f"p{p}", triples=ts + [ts[0]]))  # a repeat in each
+    ours = collect(records, passage_nodes=True)
+    base = rng.normal(size=(4, 8))
+    vec = base[rng.integers(4, size=len(ours.phrases))] + 0.3 * rng.normal(
+        size=(len(ours.phrases), 8)
+    )
+    vec /= np.linalg.norm(vec, axis=1, keepdims=True)
+    add_synonym_edges(ours, vec, 0.8, 100, directed_keys=True)
+    add_passage_edges(ours)
+    assert ours.edge_counts()["synonym"] > 0
+    code = code_v2_graph(records, vec)
+    reset = rng.random(ours.n_nodes)
+    expected = code.personalized_pagerank(
+        damping=0.5, directed=False, weights="weight", reset=reset.tolist(), implementation="prpack"
+    )
+    assert ours.ppr(reset, 0.5).tolist() == pytest.approx(expected, abs=1e-9)

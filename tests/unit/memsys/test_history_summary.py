@@ -105,3 +105,28 @@ def test_state_round_trips_without_new_calls():
     again.units = list(m.units)
     again.load_state(m.state())
     assert again.search("q", 100) == m.search("q", 100)
+
+
+def test_memtree_table1s_summary_row_answers_with_the_no_answer_prompt_and_no_other_row_does():
+    """Packer et al.'s baseline may reply NO ANSWER (MemGPT Sec. 3.1.1); the row that copies it answers
+    with that prompt by default in experiment=memtree_table1; the other rows keep the shared prompt."""
+    from conftest import FAKES
+    from hydra import compose, initialize_config_dir
+    from memharness.eval.run.validate import config_problems
+
+    from tests.paths import ROOT
+
+    base = [*FAKES, "cache.path=/nonexistent/c.sqlite", "data_dir=/nonexistent/d"]
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base=None):
+
+        def prompt(*overrides: str) -> str:
+            cfg = compose(config_name="config", overrides=[*base, *overrides])
+            assert config_problems(cfg) == []
+            return cfg.eval.answer.prompt
+
+        row = prompt("experiment=memtree_table1", "memory=history_summary")
+        shared = prompt("memory=history_summary")
+        other = prompt("experiment=memtree_table1", "memory=memtree")
+    assert "NO ANSWER" in row and "not say that you are an AI" in row
+    assert row.index("{context}") < row.index("{question}")
+    assert "NO ANSWER" not in shared and other == shared

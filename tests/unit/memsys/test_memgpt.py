@@ -10,6 +10,8 @@ import json
 import pytest
 from memharness.eval.run.snapshots import construction_settings
 from memharness.memsys.memgpt import MemGPT
+from memharness.memsys.memgpt.agent import Loop as AgentLoop
+from memharness.memsys.memgpt.agent import LoopCounts
 from memharness.memsys.memgpt.calls import FUNCTIONS, Malformed, parse_call
 from memharness.memsys.testing.doubles import HashingEmbedder, ScriptedLLM, WordTokenizer
 from memharness.memsys.types import Question, units_from_texts
@@ -383,3 +385,118 @@ def test_only_units_to_and_the_core_blocks_change_the_snapshot_address():
     )
     assert same == address()
     assert address(core_memory={"human": "Likes blue."}) != address()
+
+
+def _words(n: int, tag: str) -> str:
+    return " ".join([tag] * n)
+
+
+def test_a_flush_cut_on_an_assistant_call_keeps_the_call_with_its_result():
+    """The code's rule (summarize_messages_inplace), checked by hand with one token per word: the
+    queue holds 103 tokens, the target is int(0.75 x 103) = 77; the running sum passes it on the
+    4th message, an assistant call, so the 3 messages before it go and the call stays with its
+    result. The old cut evicted the call too and left its result first in the queue, orphaned."""
+    script = Script([])
+    mem = memory(script)
+    loop = AgentLoop(mem.llm, WordTokenizer().count, mem.loop_settings, LoopCounts())
+    loop.queue = [
+        ("user", _words(20, "q1")),
+        ("user", _words(20, "q2")),
+        ("user", _words(20, "q3")),
+        ("assistant", _words(20, "call")),
+        ("user", _words(20, "result")),
+        ("assistant", "a"),
+        ("user", "b"),
+        ("user", "c"),
+    ]
+    loop.flush()
+    assert [text.split()[0] for _, text in loop.queue] == ["call", "result", "a", "b", "c"]
+    assert loop.counts.evicted == 3
+    # a cut that lands on a user-side message evicts it too (the code's shift past a 'user')
+    loop.queue = [("user", _words(30, "x")), ("user", _words(30, "y"))] + [("user", "k")] * 3
+    loop.flush()
+    assert [text.split()[0] for _, text in loop.queue] == ["k", "k", "k"]
+
+
+def test_search_results_are_paged_not_cut_and_other_results_are_cut_with_a_note():
+    long_turns = units_from_texts([f"blue {i} " + "word " * 200 for i in range(5)], "s1")
+    script = Script(
+        [
+            call("conversation_search", True, query="blue"),
+            call("archival_memory_insert", True, content="blue " * 900),
+            call("archival_memory_search", True, query="blue"),
+            call("send_message", message="m"),
+        ]
+    )
+    mem = memory(script, units_to="both", functions={"function_return_chars": 300})
+    mem.insert(long_turns)
+    ask(mem)
+    results = [t for r, t in script.step_requests[1].messages if '"status": "OK"' in t]
+    page = json.loads(results[-1].split("\n")[0])["message"]
+    assert len(page) > 5 * 200 and "output cut" not in page  # the whole page of 5, over 300
+    last = str(script.step_requests[-1].messages)
+    assert mem.stats()["agent"]["results_cut"] == 0  # "None" from the insert is short
+    assert "output cut" not in last
+
+
+def test_a_result_of_another_function_over_the_limit_is_cut_with_a_note():
+    script = Script(
+        [
+            call("core_memory_replace", True, name="human", old_content="x", new_content="y"),
+            call("send_message", message="m"),
+        ]
+    )
+    mem = memory(script, functions={"function_return_chars": 40})
+    mem.insert(session_units(1))
+    ask(mem)
+    # "Error calling function core_memory_replace: the text to replace was not found ..." > 40
+    result = [t for _, t in script.step_requests[1].messages if '"status": "Failed"' in t][0]
+    message = json.loads(result.split("\n")[0])["message"]
+    assert message.startswith("Error calling function core_memory_")
+    assert message[40:].startswith("... [output cut: ") and "over the limit of 40]" in message
+    assert mem.stats()["agent"]["results_cut"] == 1
+
+
+def test_context_window_follows_the_serving_models_window():
+    cfg = OmegaConf.load(ROOT / "conf" / "memory" / "memgpt.yaml")
+    for backend, expected in (
+        ({"n_ctx": 16384}, 16384),
+        ({"max_model_len": 32768}, 32768),
+        ({"model": "gpt-4o-mini"}, 8192),
+    ):
+        full = OmegaConf.create({"llm": {"backend": backend}, "memory": cfg})
+        assert full.memory.queue.context_window == expected
+
+
+def test_recall_holds_each_turn_as_its_speakers_message_with_the_timestamp():
+    unit = units_from_texts(
+        ["[Session 2]\nSpeaker 1: I adopted a cat.\nSpeaker 2: Lovely, what is its name?"], "s"
+    )[0]
+    unit = type(unit)(**{**unit.__dict__, "timestamp": "2023-05-01"})
+    script = Script(
+        [call("conversation_search", True, query="cat"), call("send_message", message="m")]
+    )
+    mem = memory(script)
+    mem.insert([unit])
+    assert [(e.role, e.text, e.timestamp) for e in mem.recall.entries] == [
+        ("user", "[Session 2] I adopted a cat.", "2023-05-01"),
+        ("assistant", "Lovely, what is its name?", "2023-05-01"),
+    ]
+    ask(mem, "What pet did I adopt?")
+    shown = str(script.step_requests[1].messages)
+    assert "timestamp: 2023-05-01, user - [Session 2] I adopted a cat." in shown
+    # a unit without speaker lines stays one message (session_units' "turn 0:" is no speaker)
+    plain = memory(Script([]))
+    plain.insert(session_units(1))
+    assert [e.role for e in plain.recall.entries] == ["user"]
+
+
+def test_a_forced_answer_is_marked_on_its_sample():
+    script = Script(
+        [call("conversation_search", True, query="x"), call("send_message", message="m")]
+    )
+    mem = memory(script, loop={"max_steps": 2, "final_send": True})
+    mem.insert(session_units(1))
+    _, completion = ask(mem)
+    assert completion.extra["sample_fields"]["forced_answer"] is True
+    assert mem.stats()["agent"]["forced_final_sends"] == 1
