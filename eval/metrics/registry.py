@@ -190,6 +190,24 @@ METRICS: tuple[Metric, ...] = (
         "RULER-NIAH the share of gold elements in it",
         score_question=mab.mab_recall,
     ),
+    # BEAM (dataset=beam): the rubric-nugget judge and event ordering (eval/judge/nuggets.py)
+    Metric(
+        "beam_nugget",
+        True,
+        "accuracy",
+        "scores",
+        "BEAM's rubric judge: the mean of the rubric items' verdicts (1 / 0.5 / 0), one request each",
+        selectable=True,
+        scorer="official_judge",
+    ),
+    Metric(
+        "beam_event_order",
+        True,
+        "accuracy",
+        "scores",
+        "BEAM's event ordering: normalised Kendall tau-b x F1 of the answer's lines aligned to the rubric",
+        scorer="official_judge",
+    ),
     Metric(
         "claim_accuracy",
         True,

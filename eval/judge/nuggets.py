@@ -1,0 +1,105 @@
+"""BEAM's rubric-nugget judge as a ``judge.official`` protocol (``per_nugget: true``;
+conf/judge/official/beam.yaml), run by eval/judge/official.py beside the audited harness judge.
+
+Every rubric item of a question is one request to the ``judge=`` model (the protocol's prompt with
+``{reference}`` = the item); each reply's JSON ``score`` (1, 0.5 or 0) is that nugget's verdict and
+the question's ``beam_nugget`` is their mean (eval/metrics/beam.py). Every nugget, its verdict and
+the judge's reply go into the sample record's score details. A reply with no readable score makes
+the question ``judge_unparsed`` (no value: never a guessed verdict), a failed call
+``judge_failed``; both are counted in the summary. Event-ordering questions also get
+``beam_event_order`` (Kendall tau x F1): every (rubric item, answer line) pair is asked with
+``equivalence_prompt`` (upstream's yes/no same-event classifier, ``'yes' in reply``), then the
+greedy alignment is replayed from those verdicts (the same result as asking pair by pair).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memharness.eval.judge.loop import ask
+from memharness.eval.metrics import beam
+from memharness.eval.record.scores import put
+from memharness.memsys.services.types import ChatRequest
+from memharness.memsys.types import Question
+
+NUGGET_METRIC = "beam_nugget"
+ORDER_METRIC = "beam_event_order"
+KIND = "official_judge"
+
+
+def nugget_requests(
+    question: Question, prediction: str, proto: Mapping[str, Any]
+) -> list[ChatRequest]:
+    template = proto["prompts"]["default"]
+    return [
+        ChatRequest.user(
+            template.format(question=question.text, reference=item, prediction=prediction),
+            max_tokens=int(proto["max_tokens"]),
+        )
+        for item in question.rubric
+    ]
+
+
+def order_pairs(question: Question, prediction: str) -> list[tuple[str, str]]:
+    """(rubric item, answer line) for every pair the alignment may ask about."""
+    if question.categories.get("ability") != beam.EVENT_ORDERING:
+        return []
+    return [(item, line) for line in prediction.split("\n") for item in question.rubric]
+
+
+def order_requests(pairs: Sequence[tuple[str, str]], proto: Mapping[str, Any]) -> list[ChatRequest]:
+    template = proto["equivalence_prompt"]
+    return [
+        ChatRequest.user(template.format(first=a, second=b), max_tokens=int(proto["max_tokens"]))
+        for a, b in pairs
+    ]
+
+
+def record_nuggets(record: dict, question: Question, comps: Sequence[Any]) -> None:
+    """``beam_nugget`` from the nugget replies, every verdict kept in the details."""
+    verdicts = [beam.parse_nugget_reply(c.text) if c.ok else None for c in comps]
+    nuggets = [
+        {"nugget": item, "score": v, "reply": c.text, "ok": c.ok}
+        for item, v, c in zip(question.rubric, verdicts, comps, strict=True)
+    ]
+    if not all(c.ok for c in comps):
+        put(record, NUGGET_METRIC, None, KIND, nuggets=nuggets, status="judge_failed")
+    elif any(v is None for v in verdicts):
+        put(record, NUGGET_METRIC, None, KIND, nuggets=nuggets, status="judge_unparsed")
+    else:
+        score = beam.nugget_score([float(v) for v in verdicts if v is not None])
+        put(record, NUGGET_METRIC, score, KIND, nuggets=nuggets, status="parsed")
+
+
+def record_order(record: dict, question: Question, pairs: list, comps: Sequence[Any]) -> None:
+    """``beam_event_order`` (tau_norm x F1) from the pairwise same-event verdicts."""
+    if not all(c.ok for c in comps):
+        put(record, ORDER_METRIC, None, KIND, status="judge_failed")
+        return
+    same = {pair: "yes" in c.text.lower() for pair, c in zip(pairs, comps, strict=True)}
+    lines = record["prediction"].split("\n")
+    result = beam.event_ordering_score(question.rubric, lines, lambda a, b: same[(a, b)])
+    put(record, ORDER_METRIC, result["final_score"], KIND, **result, status="parsed")
+
+
+def judge_nuggets(
+    todo: Sequence[tuple[Question, dict]], proto: Mapping[str, Any], services: Any, judges: Any
+) -> None:
+    """Judge every rubric of ``todo`` (the answers official.py would judge) in one batch."""
+    todo = [(q, r) for q, r in todo if q.rubric]
+    plans = []
+    for q, r in todo:
+        pairs = order_pairs(q, r["prediction"])
+        plans.append(
+            (nugget_requests(q, r["prediction"], proto), pairs, order_requests(pairs, proto))
+        )
+    flat = [req for nug, _, order in plans for req in (*nug, *order)]
+    comps = ask(judges.primary, flat, services, f"{proto['name']} nugget judge") if flat else []
+    at = 0
+    for (q, record), (nug, pairs, order) in zip(todo, plans, strict=True):
+        record_nuggets(record, q, comps[at : at + len(nug)])
+        at += len(nug)
+        if pairs:
+            record_order(record, q, pairs, comps[at : at + len(order)])
+            at += len(order)
