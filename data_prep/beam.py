@@ -174,7 +174,7 @@ def load(
     path: hub.LocalPath = None,
     data_dir: str | None = None,
     revision: str | None = None,
-    conversations: list[str] | None = None,
+    conversations: list[str | int] | None = None,
     turn_format: str = "[{date}] {role}: {content}",
     integrity: hub.Integrity = "warn",
 ) -> Dataset:

@@ -9,11 +9,14 @@ the question ``judge_unparsed`` (no value: never a guessed verdict), a failed ca
 ``judge_failed``; both are counted in the summary. Event-ordering questions also get
 ``beam_event_order`` (Kendall tau x F1): every (rubric item, answer line) pair is asked with
 ``equivalence_prompt`` (upstream's yes/no same-event classifier, ``'yes' in reply``), then the
-greedy alignment is replayed from those verdicts (the same result as asking pair by pair).
+greedy alignment is replayed from those verdicts (the same result as asking pair by pair). With
+``constrained: true`` the nugget replies are held to the verdict's JSON schema (a grammar on
+llama.cpp: small local judges then always give a readable score).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,6 +31,15 @@ ORDER_METRIC = "beam_event_order"
 KIND = "official_judge"
 
 
+VERDICT_SCHEMA = json.dumps(  # constrained: true: the reply held to the prompt's JSON verdict
+    {
+        "type": "object",
+        "properties": {"score": {"enum": list(beam.SCORES)}, "reason": {"type": "string"}},
+        "required": ["score", "reason"],
+    }
+)
+
+
 def nugget_requests(
     question: Question, prediction: str, proto: Mapping[str, Any]
 ) -> list[ChatRequest]:
@@ -36,6 +48,8 @@ def nugget_requests(
         ChatRequest.user(
             template.format(question=question.text, reference=item, prediction=prediction),
             max_tokens=int(proto["max_tokens"]),
+            json_output=bool(proto.get("constrained")),
+            json_schema=VERDICT_SCHEMA if proto.get("constrained") else None,
         )
         for item in question.rubric
     ]

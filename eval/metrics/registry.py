@@ -148,6 +148,7 @@ METRICS: tuple[Metric, ...] = (
         "scores",
         "MemoryAgentBench's substring exact match (normalised gold inside the normalised answer)",
         score_question=mab.mab_substring_exact_match,
+        selectable=True,
     ),
     Metric(
         "mab_exact_match",
@@ -156,6 +157,7 @@ METRICS: tuple[Metric, ...] = (
         "scores",
         "MemoryAgentBench's exact match",
         score_question=mab.mab_exact_match,
+        selectable=True,
     ),
     Metric(
         "mab_f1",
@@ -164,6 +166,7 @@ METRICS: tuple[Metric, ...] = (
         "scores",
         "MemoryAgentBench's token F1",
         score_question=mab.mab_f1,
+        selectable=True,
     ),
     Metric(
         "mab_rouge_l_f1",
@@ -206,6 +209,7 @@ METRICS: tuple[Metric, ...] = (
         "accuracy",
         "scores",
         "BEAM's event ordering: normalised Kendall tau-b x F1 of the answer's lines aligned to the rubric",
+        selectable=True,
         scorer="official_judge",
     ),
     Metric(

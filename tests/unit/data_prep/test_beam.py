@@ -85,3 +85,26 @@ def test_offline_without_a_copy_names_the_missing_file(tmp_path, monkeypatch):
         beam.load("10m", data_dir=str(tmp_path))
     assert str(tmp_path / "beam" / "10M.jsonl") in str(err.value)
     assert "Mohammadta/BEAM-10M" in str(err.value)
+
+
+def test_a_rebuilding_memory_on_a_long_conversation_is_warned_about_in_one_line():
+    from memharness.eval.run.estimate import ingest_warning
+    from omegaconf import OmegaConf
+
+    ds = beam.load("10m", path=str(FIX))
+    raptor = OmegaConf.create(
+        {
+            "memory": {"_target_": "memharness.memsys.raptor.Raptor", "name": "raptor"},
+            "llm": {"prices": {"m": {"prompt": 2.5, "completion": 10.0}}},
+        }
+    )
+    line = ingest_warning(raptor, ds, threshold=50)
+    tokens = int(line.split(" has ")[1].split(" tokens")[0].replace(",", ""))
+    assert "memory=raptor rebuilds" in line and "\n" not in line
+    assert "force 1 rebuild(s)" in line  # every BEAM question comes after the conversation
+    assert f"re-reading {tokens:,} tokens (~${tokens * 2.5 / 1e6:,.2f}" in line
+    assert ingest_warning(raptor, ds, threshold=10**7) is None  # short enough
+    stream = OmegaConf.create(
+        {"memory": {"_target_": "memharness.memsys.memorystream.MemoryStream"}}
+    )
+    assert ingest_warning(stream, ds, threshold=50) is None  # inserts online: no rebuild

@@ -118,3 +118,18 @@ def test_one_judge_call_per_nugget_every_verdict_recorded_and_event_order_scored
         and summary["per_category"]["knowledge_update"]["accuracy"] == 0.75
     )
     assert summary["beam"]["per_ability"] == {"event_ordering": 0.0, "knowledge_update": 0.75}
+
+
+def test_constrained_nugget_requests_carry_the_verdict_schema(cfg):
+    from memharness.eval.judge import nuggets
+    from omegaconf import OmegaConf
+
+    proto = OmegaConf.to_container(cfg.judge.official, resolve=True)
+    q = Question("k", "When?", ("evening",), 0, rubric=("evening",))
+    (free,) = nuggets.nugget_requests(q, "every evening", proto)
+    (held,) = nuggets.nugget_requests(q, "every evening", {**proto, "constrained": True})
+    assert not free.json_output and free.json_schema is None
+    assert held.json_output and '"enum": [0.0, 0.5, 1.0]' in held.json_schema
+    assert (
+        "Rubric criterion: evening" in held.messages[-1][1] and '{"score":' in held.messages[-1][1]
+    )

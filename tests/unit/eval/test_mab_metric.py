@@ -78,3 +78,23 @@ def test_the_registry_scores_mab_questions_only():
     assert scores["mab_accuracy"] == 1.0 and scores["mab_rouge_lsum_f1"] == 1.0
     assert "mab_accuracy" not in registry.answer_scores("Brenn", ["Brenn"], _q(None, "Brenn"))
     assert registry.lookup("mab_recall").higher_is_better is True
+
+
+def test_the_run_prints_each_benchmarks_official_aggregate_as_its_headline():
+    from memharness.eval.cli.run_command import official_headline
+
+    mab_run = {"metrics": {"mab_accuracy": {"mean": 0.5, "n": 2}, "judge": {"mean": 1.0, "n": 2}}}
+    assert (
+        official_headline(mab_run)
+        == "MemoryAgentBench accuracy (mab_accuracy) 0.500 over 2 questions"
+    )
+    beam_run = {
+        "metrics": {"judge": {"mean": 1.0}},
+        "official_judge": {
+            "beam": {"overall": 0.625, "per_ability": {"a": 0.75, "b": 0.5}, "n": {"a": 2, "b": 2}}
+        },
+    }
+    assert official_headline(beam_run).startswith(
+        "BEAM official score 0.625 (mean over 2 abilities of 4"
+    )
+    assert official_headline({"metrics": {"judge": {"mean": 1.0}}}) is None
