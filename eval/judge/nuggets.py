@@ -117,3 +117,75 @@ def judge_nuggets(
         if pairs:
             record_order(record, q, pairs, comps[at : at + len(order)])
             at += len(order)
+    if proto.get("audit", True) and todo:
+        audit_nuggets(todo, proto, services, judges)
+
+
+def canary_requests(todo: Sequence[tuple[Question, dict]], proto: Mapping[str, Any]) -> list:
+    """(record, kind, requests): the first question's rubric judged against its own gold answer
+    (``reference``: should be met) and against the next question's (``other_reference``: should
+    not), as the main judge's canaries; one pair per episode."""
+    q, record = todo[0]
+    other = next((o for o, _ in todo[1:] if o.answers[0] != q.answers[0]), None)
+    out = [(record, "reference", nugget_requests(q, q.answers[0], proto))]
+    if other is not None:
+        out.append((record, "other_reference", nugget_requests(q, other.answers[0], proto)))
+    return out
+
+
+def audit_nuggets(
+    todo: Sequence[tuple[Question, dict]], proto: Mapping[str, Any], services: Any, judges: Any
+) -> None:
+    """Stage ``audit``: the canaries (one question per episode) and, with ``judge@judge2``, every
+    nugget judged again by the second judge; both kept in ``beam_nugget``'s details."""
+    cases = canary_requests(todo, proto)
+    second = getattr(judges, "second", None)
+    again = [nugget_requests(q, r["prediction"], proto) for q, r in todo] if second else []
+    with services.meter.stage("audit"):
+        flat = [req for _, _, reqs in cases for req in reqs]
+        comps = judges.primary.complete(flat, desc="nugget canaries")
+        redo = (
+            second.complete([x for reqs in again for x in reqs], desc="nugget judge2")
+            if second
+            else []
+        )
+    at = 0
+    for record, kind, reqs in cases:
+        part, at = comps[at : at + len(reqs)], at + len(reqs)
+        verdicts = [beam.parse_nugget_reply(c.text) if c.ok else None for c in part]
+        record["scores"][NUGGET_METRIC]["details"].setdefault("canaries", {})[kind] = verdicts
+    at = 0
+    for (_, record), reqs in zip(todo, again, strict=True):
+        part, at = redo[at : at + len(reqs)], at + len(reqs)
+        record["scores"][NUGGET_METRIC]["details"]["judge2"] = [
+            beam.parse_nugget_reply(c.text) if c.ok else None for c in part
+        ]
+
+
+def audit_summary(samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """metrics.json ``official_judge.nugget_audit``: the canaries' mean verdicts (the reference
+    should score near 1, another question's near 0: its mean is the false-accept rate) and the
+    agreement and kappa of the two judges over the nuggets both read."""
+    from memharness.eval.metrics.stats import cohen_kappa
+    from memharness.eval.record.scores import detail
+
+    canaries: dict[str, list[float]] = {"reference": [], "other_reference": []}
+    pairs: list[tuple[float, float]] = []
+    for s in samples:
+        for kind, verdicts in (detail(s, NUGGET_METRIC, "canaries") or {}).items():
+            canaries[kind] += [v for v in verdicts if v is not None]
+        nuggets = detail(s, NUGGET_METRIC, "nuggets") or []
+        second = detail(s, NUGGET_METRIC, "judge2") or []
+        pairs += [
+            (n["score"], v)
+            for n, v in zip(nuggets, second, strict=False)
+            if n["score"] is not None and v is not None
+        ]
+    out: dict[str, Any] = {
+        f"{kind}_mean": (sum(v) / len(v) if v else None) for kind, v in canaries.items()
+    }
+    out["canary_nuggets"] = {kind: len(v) for kind, v in canaries.items()}
+    if pairs:
+        a, b = zip(*pairs, strict=True)
+        out["judge_vs_judge2"] = cohen_kappa([str(x) for x in a], [str(x) for x in b])
+    return out

@@ -221,7 +221,11 @@ def summary(
         "unclear": statuses.count("unclear"),  # exact_yes: neither yes nor no (scored 0)
         "judge_unparsed": statuses.count("judge_unparsed"),  # rubric_score: a nugget unread
         **accuracies(samples, proto),
-        **({"beam": beam_aggregate(samples)} if proto.get("per_nugget") else {}),
+        **(
+            {"beam": beam_aggregate(samples), "nugget_audit": nuggets.audit_summary(samples)}
+            if proto.get("per_nugget")
+            else {}
+        ),
     }
 
 

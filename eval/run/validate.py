@@ -199,6 +199,7 @@ class OfficialJudgeSettings(TypedDict):
     ]  # the benchmark's verdict rule
     per_reference: NotRequired[bool]  # judge each reference apart and keep the best verdict
     per_nugget: NotRequired[bool]  # BEAM: judge each rubric item apart (eval/judge/nuggets.py)
+    audit: NotRequired[bool]  # BEAM: nugget canaries per episode, and judge2 on every nugget
     equivalence_prompt: NotRequired[
         Annotated[str, Placeholders("first", "second")]
     ]  # BEAM event ordering: are two snippets the same event

@@ -93,12 +93,19 @@ def test_one_judge_call_per_nugget_every_verdict_recorded_and_event_order_scored
         "YES",
         "NO",  # pairs (A,b) (B,b) (A,a) (B,a)
         "I think it is fine",  # bad: no score
+        '{"score": 1.0, "reason": "x"}',  # canaries: ku's rubric against its own gold ...
+        '{"score": 1.0, "reason": "x"}',
+        '{"score": 0.5, "reason": "x"}',  # ... and against eo's gold "...": one false half-accept
+        '{"score": 0.0, "reason": "x"}',
     ]
     judge = ScriptedJudge(replies)
+    second = ScriptedJudge(['{"score": 1.0}', '{"score": 0.0}', '{"score": 1.0}', "?", "{}"])
     services = SimpleNamespace(meter=SimpleNamespace(stage=lambda name: nullcontext()))
     pending = [(q, None, r) for q, r in zip((ku, eo, bad), records, strict=True)]
-    official.judge_all(pending, cfg, services, SimpleNamespace(primary=judge))
-    assert len(judge.seen) == 9 and "not morning" in judge.seen[1].messages[-1][1]
+    official.judge_all(pending, cfg, services, SimpleNamespace(primary=judge, second=second))
+    assert len(judge.seen) == 13 and "not morning" in judge.seen[1].messages[-1][1]
+    assert "Response: ..." in judge.seen[11].messages[-1][1]  # the other question's gold
+    assert len(second.seen) == 5  # every nugget again, never the canaries
     assert [scores.value(r, "beam_nugget") for r in records] == [0.75, 0.5, None]
     assert scores.detail(records[0], "beam_nugget", "nuggets")[1] == {
         "nugget": "not morning",
@@ -118,6 +125,11 @@ def test_one_judge_call_per_nugget_every_verdict_recorded_and_event_order_scored
         and summary["per_category"]["knowledge_update"]["accuracy"] == 0.75
     )
     assert summary["beam"]["per_ability"] == {"event_ordering": 0.0, "knowledge_update": 0.75}
+    audit = summary["nugget_audit"]
+    assert audit["reference_mean"] == 1.0 and audit["other_reference_mean"] == 0.25
+    # nuggets both judges read: ku (1, 1) (0.5, 0), eo (1, 1); eo's "?" and bad (unparsed) left out
+    assert audit["judge_vs_judge2"]["n"] == 3
+    assert audit["judge_vs_judge2"]["agreement"] == pytest.approx(2 / 3)
 
 
 def test_constrained_nugget_requests_carry_the_verdict_schema(cfg):
