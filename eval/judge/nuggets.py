@@ -155,7 +155,7 @@ def audit_nuggets(
         verdicts = [beam.parse_nugget_reply(c.text) if c.ok else None for c in part]
         record["scores"][NUGGET_METRIC]["details"].setdefault("canaries", {})[kind] = verdicts
     at = 0
-    for (_, record), reqs in zip(todo, again, strict=True):
+    for (_, record), reqs in zip(todo, again, strict=False):  # again is empty without judge2
         part, at = redo[at : at + len(reqs)], at + len(reqs)
         record["scores"][NUGGET_METRIC]["details"]["judge2"] = [
             beam.parse_nugget_reply(c.text) if c.ok else None for c in part

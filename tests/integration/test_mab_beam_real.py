@@ -73,3 +73,5 @@ def test_beam_on_the_fixture_with_the_embedded_model_judged_nugget_by_nugget(tmp
     abilities = {s["categories"]["ability"] for s in samples}
     assert set(official["beam"]["per_ability"]) == abilities
     assert 0.0 <= official["beam"]["overall"] <= 1.0
+    canaries = official["nugget_audit"]["canary_nuggets"]  # the audit ran on the same judge
+    assert canaries["reference"] >= 1 and canaries["other_reference"] >= 1

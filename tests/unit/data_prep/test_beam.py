@@ -108,3 +108,33 @@ def test_a_rebuilding_memory_on_a_long_conversation_is_warned_about_in_one_line(
         {"memory": {"_target_": "memharness.memsys.memorystream.MemoryStream"}}
     )
     assert ingest_warning(stream, ds, threshold=50) is None  # inserts online: no rebuild
+
+
+def test_rows_as_datasets_gives_them_null_filled_give_the_same_episodes(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    rows = datasets.load_dataset(
+        "json", data_files=str(FIX / "100K.jsonl"), split="train", cache_dir=str(tmp_path)
+    )
+    out = tmp_path / "100K.jsonl"
+    out.write_text("".join(json.dumps(dict(r)) + "\n" for r in rows))
+    assert (
+        beam.load("128k", path=str(out)).checksum() == beam.load("128k", path=str(FIX)).checksum()
+    )
+
+
+def test_the_hub_branch_asks_the_10m_repo_and_keeps_its_rows_for_offline_runs(
+    tmp_path, monkeypatch
+):
+    from memharness.data_prep import hub
+
+    def fake_rows(hub_id, config, split, cache, revision):
+        assert (hub_id, config, split) == ("Mohammadta/BEAM-10M", None, "10M")
+        return [_row("10M.jsonl")], {}, "c0ffee"
+
+    monkeypatch.setattr(hub, "hub_offline_reason", lambda: None)
+    monkeypatch.setattr(hub, "hub_rows", fake_rows)
+    online = beam.load("10m", data_dir=str(tmp_path))
+    assert online.revision == "Mohammadta/BEAM-10M@c0ffee"
+    monkeypatch.setattr(hub, "hub_rows", None)  # the second load reads the kept jsonl
+    again = beam.load("10m", data_dir=str(tmp_path))
+    assert again.checksum() == online.checksum() == beam.load("10m", path=str(FIX)).checksum()

@@ -104,3 +104,15 @@ def test_the_hubs_parquet_rows_and_the_hub_branch_give_the_same_episodes(tmp_pat
     assert online.revision == "ai-hyz/MemoryAgentBench@beefcafe"
     assert online.checksum() == from_jsonl.checksum()
     assert (tmp_path / "data" / "mab" / "Test_Time_Learning.jsonl").is_file()
+
+
+def test_rows_as_datasets_gives_them_null_filled_give_the_same_episodes(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    rows = datasets.load_dataset("json", data_files=str(AR), split="train", cache_dir=str(tmp_path))
+    out = tmp_path / "Accurate_Retrieval.jsonl"
+    out.write_text("".join(json.dumps(dict(r)) + "\n" for r in rows))
+    for source in ("ruler_qa1_197K", "eventqa_65536"):
+        assert (
+            mab.load("ar", source, path=str(out)).checksum()
+            == mab.load("ar", source, path=str(AR)).checksum()
+        )

@@ -145,3 +145,19 @@ def test_constrained_nugget_requests_carry_the_verdict_schema(cfg):
     assert (
         "Rubric criterion: evening" in held.messages[-1][1] and '{"score":' in held.messages[-1][1]
     )
+
+
+def test_without_a_second_judge_the_audit_runs_the_canaries_only(cfg):
+    q = Question("k", "When?", ("evening",), 0, categories={"ability": "a"}, rubric=("evening",))
+    o = Question("o", "Where?", ("park",), 0, categories={"ability": "a"}, rubric=("park",))
+    records = [_record("evening"), _record("park")]
+    judge = ScriptedJudge(['{"score": 1.0, "reason": ""}'] * 4)
+    services = SimpleNamespace(meter=SimpleNamespace(stage=lambda name: nullcontext()))
+    pending = [(q, None, records[0]), (o, None, records[1])]
+    official.judge_all(pending, cfg, services, SimpleNamespace(primary=judge, second=None))
+    assert len(judge.seen) == 4  # two nuggets, then k's rubric against "evening" and "park"
+    assert scores.detail(records[0], "beam_nugget", "canaries") == {
+        "reference": [1.0],
+        "other_reference": [1.0],
+    }
+    assert scores.detail(records[0], "beam_nugget", "judge2") is None
