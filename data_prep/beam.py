@@ -157,7 +157,8 @@ def conversation_episode(row: dict[str, Any], where: str, scale: str, turn_forma
 
 
 def iter_rows(file: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(where, row) one conversation at a time: a jsonl line or a parquet row."""
+    """(where, row) one conversation at a time: a jsonl line or a parquet row; the file is never
+    read whole (a 10M split is gigabytes)."""
     if file.suffix == ".parquet":
         import pyarrow.parquet as pq
 
@@ -165,8 +166,37 @@ def iter_rows(file: Path) -> Iterator[tuple[str, dict[str, Any]]]:
             for row in batch.to_pylist():
                 yield f"{file}[{b}]", row
         return
-    for lineno, row in hub.read_jsonl(file):
-        yield f"{file}:{lineno}", row
+    yield from _jsonl_lines(file)
+
+
+def _jsonl_lines(file: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """JSON lines read line by line; errors name the file, line and column, never the content."""
+    with open(file, "rb") as f:
+        lines = iter(f)
+        line = next(lines, None)
+        lineno = 0
+        while line is not None:
+            lineno += 1
+            following = next(lines, None)
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise DatasetError(
+                    f"{file}:{lineno}:{err.start + 1}: not valid UTF-8 (byte 0x{line[err.start]:02x}); "
+                    "re-save the file as UTF-8"
+                ) from None
+            if text.strip():
+                try:
+                    row = json.loads(text)
+                except json.JSONDecodeError as err:
+                    last = "; the file may be truncated" if following is None else ""
+                    raise DatasetError(
+                        f"{file}:{lineno}:{err.colno}: not valid JSON ({err.msg}{last})"
+                    ) from None
+                if not isinstance(row, dict):
+                    raise DatasetError(f"{file}:{lineno}: expected a JSON object")
+                yield f"{file}:{lineno}", row
+            line = following
 
 
 def load(

@@ -138,3 +138,14 @@ def test_the_hub_branch_asks_the_10m_repo_and_keeps_its_rows_for_offline_runs(
     monkeypatch.setattr(hub, "hub_rows", None)  # the second load reads the kept jsonl
     again = beam.load("10m", data_dir=str(tmp_path))
     assert again.checksum() == online.checksum() == beam.load("10m", path=str(FIX)).checksum()
+
+
+def test_jsonl_rows_are_read_line_by_line_never_the_whole_file(tmp_path):
+    path = tmp_path / "100K.jsonl"
+    lines = (FIX / "100K.jsonl").read_bytes().splitlines(keepends=True)
+    path.write_bytes(lines[0] + b"caf\xe9 " + lines[1])
+    rows = beam.iter_rows(path)
+    where, first = next(rows)  # the first conversation comes before the second line is read
+    assert where == f"{path}:1" and first["conversation_id"] == "1"
+    with pytest.raises(DatasetError, match=rf"{path}:2:4: not valid UTF-8"):
+        next(rows)
