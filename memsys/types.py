@@ -84,6 +84,9 @@ class Question:
     # The date the data says the question is asked (LongMemEval's question_date), as the dataset
     # writes it; the answer prompt shows it as the current date (eval.answer.now_line). None: no date.
     asked_at: str | None = None
+    # A rubric of nuggets the answer is judged against one by one (BEAM's probing questions); empty
+    # for datasets without one.
+    rubric: tuple[str, ...] = ()
 
     @property
     def evidence_position(self) -> int | None:

@@ -15,6 +15,7 @@ __all__ = [
     "FailingMemory",
     "ScriptedChat",
     "ScriptedChatWithLogprobs",
+    "ScriptedJudge",
     "dataset_with_problems",
 ]
 
@@ -67,3 +68,18 @@ class DegradingMemory(FullContext):
     def add(self, units) -> None:
         self.degrade("summary_failed", sum(self.degrade_on in u.text for u in units))
         super().add(units)
+
+
+class ScriptedJudge:
+    """A judge= model whose replies are given in order (``seen`` keeps every request)."""
+
+    model_id = "scripted"
+
+    def __init__(self, replies: list[str], ok: bool = True):
+        self.replies, self.seen, self.ok = list(replies), [], ok
+
+    def complete(self, requests, desc=""):
+        from types import SimpleNamespace
+
+        self.seen += requests
+        return [SimpleNamespace(text=self.replies.pop(0), ok=self.ok) for _ in requests]

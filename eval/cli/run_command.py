@@ -157,10 +157,28 @@ def _report(cfg: DictConfig, metrics: dict[str, Any], out_dir: Path) -> float | 
         counts["judge_unparsed"],
         out_dir,
     )
+    if headline := official_headline(metrics):
+        log.info(headline)
     if result["exit_code"]:
         print_error("\n".join(result["problems"]) + f"\nthe run's files are in {out_dir}")
     _exit_codes.append(result["exit_code"])
     return judge
+
+
+def official_headline(metrics: dict[str, Any]) -> str | None:
+    """The benchmark's own aggregate, as its paper reports it (MemoryAgentBench, BEAM); None else."""
+    beam = (metrics.get("official_judge") or {}).get("beam") or {}
+    if beam.get("overall") is not None:
+        return (
+            f"BEAM official score {beam['overall']:.3f} (mean over {len(beam['per_ability'])} "
+            f"abilities of {sum(beam['n'].values())} judged questions; event ordering by tau_norm)"
+        )
+    mab = metrics["metrics"].get("mab_accuracy")
+    if mab and mab.get("mean") is not None:
+        return (
+            f"MemoryAgentBench accuracy (mab_accuracy) {mab['mean']:.3f} over {mab['n']} questions"
+        )
+    return None
 
 
 def refuse(message: str) -> None:

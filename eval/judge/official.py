@@ -22,7 +22,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memharness.eval.judge import nuggets
 from memharness.eval.judge.loop import answers_to_judge, ask
+from memharness.eval.metrics import beam
 from memharness.eval.record import scores
 from memharness.eval.record.scores import put
 from memharness.memsys.services.types import ChatRequest
@@ -131,6 +133,9 @@ def judge_all(
         put(record, metric_name(proto), 0.0, KIND, status="answer_empty")
 
     todo = answers_to_judge(pending, empty)
+    if proto.get("per_nugget"):  # BEAM: one verdict per rubric item (eval/judge/nuggets.py)
+        nuggets.judge_nuggets(todo, proto, services, judges)
+        return
     per_question = [requests_for(q, r["prediction"], proto) for q, r in todo]
     flat = [req for reqs in per_question for req in reqs]
     completions = ask(judges.primary, flat, services, f"{proto['name']} judge")
@@ -206,6 +211,7 @@ def summary(
         "verdict": {
             "contains_yes": "'yes' in reply.lower()",
             "exact_yes": "reply.strip().lower() == 'yes'",
+            "rubric_score": "the mean of the rubric items' JSON scores (1 / 0.5 / 0)",
         }[rule],
         "per_reference": bool(proto.get("per_reference")),
         "category": proto.get("category"),
@@ -213,5 +219,24 @@ def summary(
         "not_judged": sum(st is None for st in statuses),  # failed earlier (counted in counts)
         "judge_failed": statuses.count("judge_failed"),
         "unclear": statuses.count("unclear"),  # exact_yes: neither yes nor no (scored 0)
+        "judge_unparsed": statuses.count("judge_unparsed"),  # rubric_score: a nugget unread
         **accuracies(samples, proto),
+        **(
+            {"beam": beam_aggregate(samples), "nugget_audit": nuggets.audit_summary(samples)}
+            if proto.get("per_nugget")
+            else {}
+        ),
     }
+
+
+def beam_aggregate(samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """BEAM's official aggregate (report_results.py): per ability, event ordering by tau_norm."""
+    rows = [
+        {
+            "ability": s["categories"].get("ability"),
+            "nugget": scores.value(s, nuggets.NUGGET_METRIC),
+            "tau_norm": scores.detail(s, nuggets.ORDER_METRIC, "tau_norm"),
+        }
+        for s in samples
+    ]
+    return beam.official_aggregate(rows)

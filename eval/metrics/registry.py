@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from memharness.eval.metrics import claims, lexical, locomo
+from memharness.eval.metrics import claims, lexical, locomo, mab
 from memharness.memsys.types import Question
 
 Kind = Literal["accuracy", "overlap", "retrieval", "cost"]
@@ -130,6 +130,87 @@ METRICS: tuple[Metric, ...] = (
         "LoCoMo's official category-5 rule: the answer says 'not mentioned' / 'no information available'",
         score_question=locomo.locomo_adversarial,
         selectable=True,
+    ),
+    # MemoryAgentBench (dataset=mab): the official per-sub-dataset rules (eval/metrics/mab.py)
+    Metric(
+        "mab_accuracy",
+        True,
+        "accuracy",
+        "scores",
+        "MemoryAgentBench's headline per sub-dataset: substring EM (AR, CR), EM (ICL, DetectiveQA)",
+        score_question=mab.mab_accuracy,
+        selectable=True,
+    ),
+    Metric(
+        "mab_substring_exact_match",
+        True,
+        "overlap",
+        "scores",
+        "MemoryAgentBench's substring exact match (normalised gold inside the normalised answer)",
+        score_question=mab.mab_substring_exact_match,
+        selectable=True,
+    ),
+    Metric(
+        "mab_exact_match",
+        True,
+        "overlap",
+        "scores",
+        "MemoryAgentBench's exact match",
+        score_question=mab.mab_exact_match,
+        selectable=True,
+    ),
+    Metric(
+        "mab_f1",
+        True,
+        "overlap",
+        "scores",
+        "MemoryAgentBench's token F1",
+        score_question=mab.mab_f1,
+        selectable=True,
+    ),
+    Metric(
+        "mab_rouge_l_f1",
+        True,
+        "overlap",
+        "scores",
+        "MemoryAgentBench's ROUGE-L F1",
+        score_question=mab.mab_rouge_l_f1,
+    ),
+    Metric(
+        "mab_rouge_lsum_f1",
+        True,
+        "overlap",
+        "scores",
+        "MemoryAgentBench's ROUGE-Lsum F1",
+        score_question=mab.mab_rouge_lsum_f1,
+    ),
+    Metric(
+        "mab_recall",
+        True,
+        "overlap",
+        "scores",
+        "MemoryAgentBench's element recall: EventQA 1 if every gold element is in the answer, "
+        "RULER-NIAH the share of gold elements in it",
+        score_question=mab.mab_recall,
+    ),
+    # BEAM (dataset=beam): the rubric-nugget judge and event ordering (eval/judge/nuggets.py)
+    Metric(
+        "beam_nugget",
+        True,
+        "accuracy",
+        "scores",
+        "BEAM's rubric judge: the mean of the rubric items' verdicts (1 / 0.5 / 0), one request each",
+        selectable=True,
+        scorer="official_judge",
+    ),
+    Metric(
+        "beam_event_order",
+        True,
+        "accuracy",
+        "scores",
+        "BEAM's event ordering: normalised Kendall tau-b x F1 of the answer's lines aligned to the rubric",
+        selectable=True,
+        scorer="official_judge",
     ),
     Metric(
         "claim_accuracy",

@@ -24,7 +24,7 @@ from memharness.eval.metrics import aggregate
 from memharness.eval.metrics.scorers import ScoreContext
 from memharness.eval.record import folder as run_io
 from memharness.eval.record import outputs
-from memharness.eval.run import closed_book, episodes, evidence, failures, scoring
+from memharness.eval.run import closed_book, episodes, estimate, evidence, failures, scoring
 from memharness.eval.run.snapshots import Snapshots
 from memharness.eval.run.validate import validate_config
 from memharness.memsys.base import MemorySystem
@@ -332,6 +332,8 @@ def run(
     dataset = load_dataset(cfg)
     if pick is not None:
         dataset = pick(dataset)
+    if warning := estimate.ingest_warning(cfg, dataset):  # BEAM 10M on a rebuilding memory
+        log.warning(warning)
     services = build_services(cfg, make_backend=make_backend, run_dir=out_dir)
     progress = Progress(
         services.meter,

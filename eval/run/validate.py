@@ -192,10 +192,17 @@ class OfficialJudgeSettings(TypedDict):
     max_tokens: Positive
     constrained: bool
     metric: NotRequired[
-        Literal["official_judge", "acc_l"]
+        Literal["official_judge", "acc_l", "beam_nugget"]
     ]  # the metric the verdicts are written under
-    verdict: NotRequired[Literal["contains_yes", "exact_yes"]]  # the benchmark's verdict rule
+    verdict: NotRequired[
+        Literal["contains_yes", "exact_yes", "rubric_score"]
+    ]  # the benchmark's verdict rule
     per_reference: NotRequired[bool]  # judge each reference apart and keep the best verdict
+    per_nugget: NotRequired[bool]  # BEAM: judge each rubric item apart (eval/judge/nuggets.py)
+    audit: NotRequired[bool]  # BEAM: nugget canaries per episode, and judge2 on every nugget
+    equivalence_prompt: NotRequired[
+        Annotated[str, Placeholders("first", "second")]
+    ]  # BEAM event ordering: are two snippets the same event
     prompts: Annotated[
         dict[str, Annotated[str, Placeholders("question", "reference", "prediction")]], NonEmpty()
     ]

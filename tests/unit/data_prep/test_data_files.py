@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memharness.data_prep import msc, msc_e, multihop, novelqa, quality, sample
+from memharness.data_prep import beam, mab, msc, msc_e, multihop, novelqa, quality, sample
 from memharness.data_prep.base import DatasetError
 from paths import TESTS
 
@@ -109,6 +109,18 @@ LOADERS: dict[str, tuple[Callable, Callable, Callable | None, str]] = {
         lambda p: novelqa.load(str(p)),
         _json_edit(_set(0, "Question", value=3)),
         "'Question'",
+    ),
+    "mab": (
+        lambda t: _copy(FIX / "mab" / "Accurate_Retrieval.jsonl", t),
+        lambda p: mab.load("ar", "ruler_qa1_197K", path=str(p)),
+        _jsonl_edit(_set("questions", value="x")),
+        "'questions'",
+    ),
+    "beam": (
+        lambda t: _copy(FIX / "beam" / "100K.jsonl", t),
+        lambda p: beam.load("128k", path=str(p)),
+        _jsonl_edit(_set("chat", value="x")),
+        "'chat'",
     ),
     "novelqa_book": (
         lambda t: _tree(FIX / "novelqa", t, "Books/PublicDomain/B01.txt"),
