@@ -26,10 +26,15 @@ import time
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Sequence
+from contextvars import ContextVar
+from pathlib import Path
 from typing import Any
 
 from memharness.memsys.services.types import Completion
 from memharness.memsys.types import Question, RetrievedItem, Unit
+
+# the run folder while a run is going (set by the runner): a memory's working files go under it
+RUN_FOLDER: ContextVar[Path | None] = ContextVar("run_folder", default=None)
 
 
 class MemorySystem(ABC):

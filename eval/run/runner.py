@@ -27,7 +27,7 @@ from memharness.eval.record import outputs
 from memharness.eval.run import closed_book, episodes, evidence, failures, scoring
 from memharness.eval.run.snapshots import Snapshots
 from memharness.eval.run.validate import validate_config
-from memharness.memsys.base import MemorySystem
+from memharness.memsys.base import RUN_FOLDER, MemorySystem
 from memharness.memsys.services.factory import Services, build_services
 from memharness.memsys.services.meter import current_scope
 from memharness.memsys.services.pool import switch_interval
@@ -339,6 +339,7 @@ def run(
         bar=bool(cfg.get("progress", True)),
     ).start()
     judges = None
+    folder = RUN_FOLDER.set(Path(out_dir))  # memories' working files (product stores) go under it
     with switch_interval(cfg.get("run", {}).get("switch_interval_s")):
         try:
             # no judging, no judge backend to load (the closed-book pass then scores by exact match)
@@ -375,6 +376,7 @@ def run(
             if judges is not None:
                 judges.close()
             services.close()
+            RUN_FOLDER.reset(folder)
     samples = [record for _, _, record in pending]
     failures.finalize(samples)
     sections = {

@@ -14,6 +14,12 @@ stdin and writes exactly one JSON object per line on stdout (logs go to stderr).
 - ``{"op": "close"}`` -> ``{"ok": true}``, then the worker exits.
 
 A failed request answers ``{"ok": false, "error": "<one line>"}`` and the worker keeps serving.
+Every request carries an ``"id"``; its reply carries the same ``"id"``, so the harness never takes a
+stray line on stdout (a library's print, native code, a child process) for the reply it waits for.
+
+The harness starts the worker in a session of its own with ``MEMHARNESS_WATCHDOG=1``: then ``serve``
+kills the worker's whole process group (the worker and every process it started) as soon as the
+harness is gone (its parent changes) or sends SIGTERM, even while a request is being computed.
 The environment names the endpoint and the store: ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``,
 ``MEMHARNESS_LLM_MODEL``, ``MEMHARNESS_EMBED_MODEL``, ``MEMHARNESS_EMBED_DIM``,
 ``MEMHARNESS_STORE_DIR`` (an empty folder the worker may write; nothing outside it), and
@@ -23,7 +29,11 @@ The environment names the endpoint and the store: ``OPENAI_BASE_URL``, ``OPENAI_
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
+import threading
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -41,6 +51,8 @@ def serve(handlers: dict[str, Handler], stdin: Any = None, stdout: Any = None) -
     """Answer requests line by line until ``close`` or end of input."""
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
+    if os.environ.get("MEMHARNESS_WATCHDOG") == "1":
+        start_watchdog()
     for line in stdin:
         if not line.strip():
             continue
@@ -51,12 +63,37 @@ def serve(handlers: dict[str, Handler], stdin: Any = None, stdout: Any = None) -
             return
 
 
+def start_watchdog(poll_s: float = 0.2) -> None:
+    """Kill this process group when the parent dies or SIGTERM comes (the harness was killed)."""
+
+    def kill_all(*_: Any) -> None:
+        os.killpg(os.getpgid(0), signal.SIGKILL)
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        kill_all()
+
+    signal.signal(signal.SIGTERM, kill_all)
+    threading.Thread(target=watch, name="watchdog", daemon=True).start()
+
+
 def handle_line(handlers: dict[str, Handler], line: str) -> dict[str, Any]:
-    """One request -> one reply; any exception becomes a one-line error reply."""
+    """One request -> one reply carrying the request's ``id``; any exception becomes a one-line
+    error reply."""
     try:
         request = json.loads(line)
     except json.JSONDecodeError as exc:
         return {"ok": False, "error": f"request is not JSON: {exc}"}
+    if isinstance(request, dict) and "id" in request:
+        return {**answer(handlers, request), "id": request["id"]}
+    return answer(handlers, request)
+
+
+def answer(handlers: dict[str, Handler], request: Any) -> dict[str, Any]:
+    """The reply to one parsed request (without its id)."""
     op = request.get("op") if isinstance(request, dict) else None
     if op == "close":
         return {"ok": True, "closing": True}
