@@ -36,7 +36,7 @@ import threading
 import time
 import weakref
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -63,16 +63,29 @@ def venv_path(product: str) -> Path:
     return Path(os.environ.get("MEMHARNESS_VENVS") or REPO / ".venvs") / product / "bin" / "python"
 
 
-def venv_python(product: str, python: str | None = None) -> Path:
-    """The product venv's interpreter: ``python`` when set, else ``venv_path(product)``.
-    Missing: a one-line error naming the make target."""
+def venv_problem(product: str, python: str | None = None) -> str | None:
+    """Why the product's interpreter cannot run, in one line naming the make target; None if it can."""
     path = Path(python).expanduser() if python else venv_path(product)
+    rebuild = f"rebuild it: remove {path.parents[1]} and run `make product-{product}`"
+    if path.is_symlink() and not path.exists():
+        return f"{path} points to a missing interpreter; the virtualenv is broken, {rebuild}"
     if not path.exists():
-        raise ConfigError(
-            f"memory={product}: the product's virtualenv is not installed ({path} is missing); "
+        return (
+            f"the product's virtualenv is not installed ({path} is missing); "
             f"install it with `make product-{product}` (or set memory.python)"
         )
-    return path
+    if not path.is_file() or not os.access(path, os.X_OK):
+        return f"{path} is not an executable file; the virtualenv is broken, {rebuild}"
+    return None
+
+
+def venv_python(product: str, python: str | None = None) -> Path:
+    """The product venv's interpreter: ``python`` when set, else ``venv_path(product)``.
+    Missing or broken: a one-line ``ConfigError`` naming the make target."""
+    problem = venv_problem(product, python)
+    if problem is not None:
+        raise ConfigError(f"memory={product}: {problem}")
+    return Path(python).expanduser() if python else venv_path(product)
 
 
 class ProductMemory(MemorySystem):
@@ -120,6 +133,13 @@ class ProductMemory(MemorySystem):
         self._finalizer: weakref.finalize | None = None
 
     @classmethod
+    def check_settings(cls, settings: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        """Before anything loads: the product's virtualenv is installed and runnable."""
+        problem = venv_problem(str(settings.get("product", "mem0")), settings.get("python"))
+        if problem is not None:
+            yield "python" if settings.get("python") else "product", problem
+
+    @classmethod
     def prompt_needs(cls, settings: dict[str, Any], dataset: dict[str, Any], count: Any):
         """The product's longest prompt as its YAML declares it (``prompt_tokens``, measured: the
         product's prompts live in its own venv) and its reply cap (``options.max_tokens``), so the
@@ -159,7 +179,15 @@ class ProductMemory(MemorySystem):
         )
         (self.store / "store").mkdir()
         argv = [str(self.python), str(self.worker)]
-        self._proc = spawn_worker(argv, env, self.store, self.store / "worker.log")
+        try:
+            self._proc = spawn_worker(argv, env, self.store, self.store / "worker.log")
+        except OSError as err:  # a corrupt venv: every question would fail the same way
+            self.endpoint.stop()
+            raise ConfigError(
+                f"memory={self.product}: cannot start {self.python} ({type(err).__name__}: "
+                f"{err.strerror or err}); the virtualenv looks broken, rebuild it: remove "
+                f"{self.python.parents[1]} and run `make product-{self.product}`"
+            ) from None
         self._finalizer = weakref.finalize(self, _kill, self._proc, self.endpoint)
         threading.Thread(target=_pump, args=(self._proc.stdout, self._lines), daemon=True).start()
         self.hello = self._request({"op": "hello"})
