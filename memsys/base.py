@@ -67,6 +67,12 @@ class MemorySystem(ABC):
         self.rebuilds: list[dict[str, Any]] = []
         self.degradation: Counter[str] = Counter()  # kind -> count, see degrade()
 
+    @classmethod
+    def dataset_problem(cls, dataset: Any) -> str | None:
+        """Why this memory cannot serve the loaded ``dataset`` (None: it can); the runner stops
+        the run with it before any episode (e.g. an oracle on data without gold evidence)."""
+        return None
+
     def degrade(self, kind: str, count: int = 1) -> None:
         """Record that the memory was built without ``count`` LLM outputs of ``kind`` that it needed
         (e.g. ``aggregation_failed``, ``summary_failed``, ``extraction_unparsed``): the structure is

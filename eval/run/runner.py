@@ -329,6 +329,10 @@ def run(
     resolved = config_snapshot(OmegaConf.to_container(cfg, resolve=True))
     run_io.write_text(out_dir, "config.yaml", outputs.config_yaml(resolved))
     dataset = load_dataset(cfg)
+    if (problem := getattr(get_class(str(cfg.memory._target_)), "dataset_problem", None)) and (
+        line := problem(dataset)
+    ):
+        raise ConfigError(line)  # before any model is loaded
     if pick is not None:
         dataset = pick(dataset)
     services = build_services(cfg, make_backend=make_backend, run_dir=out_dir)
