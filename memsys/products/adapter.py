@@ -25,6 +25,7 @@ its log. A product whose virtualenv is missing is refused in one line naming the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -212,6 +213,9 @@ class ProductMemory(MemorySystem):
             self._finalizer.detach()
         if self.store is not None and not self.keep_store:
             shutil.rmtree(self.store, ignore_errors=True)
+            if self.store.parent.name == "product_stores":  # the last one out: no empty folder
+                with contextlib.suppress(OSError):
+                    self.store.parent.rmdir()
 
     # -- the memory interface -----------------------------------------------------------------------
     def add(self, units: Sequence[Unit]) -> None:
@@ -292,6 +296,7 @@ class ProductMemory(MemorySystem):
         self._send(request)
         self._pending = request["op"]
         reply = self._receive(request["op"], request["id"])
+        reply.pop("id", None)
         self._pending = None
         if self.endpoint.aborted is not None:
             raise self.endpoint.aborted

@@ -20,7 +20,10 @@ stray line on stdout (a library's print, native code, a child process) for the r
 The harness starts the worker in a session of its own with ``MEMHARNESS_WATCHDOG=1``: then ``serve``
 kills the worker's whole process group (the worker and every process it started) as soon as the
 harness is gone (its parent changes) or sends SIGTERM, even while a request is being computed.
-The environment names the endpoint and the store: ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``,
+
+The environment is minimal (no API key or credential of the user's reaches the product) and names
+the endpoint and the store: ``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` (the endpoint's bearer token:
+every request to it must send ``Authorization: Bearer <token>``),
 ``MEMHARNESS_LLM_MODEL``, ``MEMHARNESS_EMBED_MODEL``, ``MEMHARNESS_EMBED_DIM``,
 ``MEMHARNESS_STORE_DIR`` (an empty folder the worker may write; nothing outside it), and
 ``MEMHARNESS_PRODUCT_OPTIONS`` (a JSON object: the memory config's ``options``, for the worker).

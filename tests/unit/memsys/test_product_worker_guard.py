@@ -109,6 +109,7 @@ def test_the_worker_sees_no_secret_only_the_endpoint_token(services, monkeypatch
     assert not names & (set(secrets) - {"OPENAI_API_KEY"})
     assert mem.hello["key_sha256"] == hashlib.sha256(mem.endpoint.token.encode()).hexdigest()
     assert {"PATH", "MEMHARNESS_FLAG", "HTTPS_PROXY", "NO_PROXY", "OPENAI_BASE_URL"} <= names
+    assert "id" not in mem.stats()["product"]  # the protocol's request id is not the product's
     mem.close()
 
 
@@ -128,6 +129,23 @@ def test_the_store_lives_under_the_run_folder_and_a_kept_one_is_recorded(service
         assert (Path(kept.stats()["store"]) / "worker.log").exists()
     finally:
         RUN_FOLDER.reset(folder)
+
+
+def test_a_run_keeps_its_product_stores_in_its_folder(make_cfg, tmp_path):
+    from memharness.eval.run.runner import run
+
+    product = ("memory=mem0", "memory.product=fake", f"memory.worker={WORKER}")
+    cfg = make_cfg(*product, f"memory.python={sys.executable}", "memory.keep_store=true")
+    run(cfg, tmp_path / "kept")
+    stats = json.loads((tmp_path / "kept" / "memory_stats.json").read_text())
+    stores = {Path(s["store"]) for s in stats.values()}
+    assert len(stores) == len(stats) == 3
+    assert all(p.parent == tmp_path / "kept" / "product_stores" and p.is_dir() for p in stores)
+    run(make_cfg(*product, f"memory.python={sys.executable}"), tmp_path / "dropped")
+    assert not (tmp_path / "dropped" / "product_stores").exists()
+    assert (
+        "store" not in json.loads((tmp_path / "dropped" / "memory_stats.json").read_text())["news"]
+    )
 
 
 def test_close_kills_what_the_worker_started(services):
