@@ -191,7 +191,13 @@ class ProductMemory(MemorySystem):
             ) from None
         self._finalizer = weakref.finalize(self, _kill, self._proc, self.endpoint)
         threading.Thread(target=_pump, args=(self._proc.stdout, self._lines), daemon=True).start()
-        self.hello = self._request({"op": "hello"})
+        try:
+            self.hello = self._request({"op": "hello"})
+        except WorkerError as err:  # died on start: an import that fails, a damaged venv
+            raise WorkerError(
+                f"{err}; if the virtualenv is damaged, rebuild it: remove "
+                f"{self.python.parents[1]} and run `make product-{self.product}`"
+            ) from None
         self.hello.pop("ok", None)
         self._request({"op": "reset"})
 

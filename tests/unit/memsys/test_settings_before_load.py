@@ -52,3 +52,25 @@ def test_the_command_line_exits_2_in_one_line_before_the_run_folder(tmp_path):
         "error: memory.chunks.overlap: must be smaller than chunks.size (50)"
     ]
     assert not (tmp_path / "run").exists()
+
+
+def test_a_worker_that_dies_on_start_points_at_rebuilding_the_venv(tmp_path):
+    """A venv whose python runs but whose packages are gone: the worker dies importing them."""
+    import pytest
+    from memharness.memsys.products.adapter import ProductMemory, WorkerError
+    from memharness.memsys.services.embed import Embedder
+    from memharness.memsys.services.llm import LLM
+    from memharness.memsys.testing.doubles import HashingEmbedder, ScriptedChat
+    from memharness.memsys.types import Unit
+
+    worker = tmp_path / "broken_worker.py"
+    worker.write_text("import mem0_not_installed_here\n")
+    llm = LLM(ScriptedChat(default="ok"), progress=False)
+    mem = ProductMemory(
+        llm, Embedder(HashingEmbedder(dim=4)), product="mem0", worker=str(worker),
+        python=sys.executable,
+    )  # fmt: skip
+    with pytest.raises(WorkerError, match=r"ModuleNotFoundError.*rebuild it: .*make product-mem0"):
+        mem.insert([Unit(id="u", text="t", source_id="s", position=0)])
+    mem.close()
+    llm.close()
