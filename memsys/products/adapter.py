@@ -32,7 +32,6 @@ import os
 import queue
 import shutil
 import subprocess
-import tempfile
 import threading
 import time
 import weakref
@@ -41,52 +40,24 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
-from memharness.memsys.base import RUN_FOLDER, MemorySystem, fill_budget
+from memharness.memsys.base import MemorySystem, fill_budget
 from memharness.memsys.products.endpoint import Endpoint
 from memharness.memsys.products.process import exited, kill_group, spawn_worker, worker_env
+from memharness.memsys.products.records import retrieved_item, store_folder, unit_record
+from memharness.memsys.products.venv import REPO, venv_path, venv_problem, venv_python
 from memharness.memsys.services.types import ConfigError
 from memharness.memsys.settings import Range
-from memharness.memsys.types import RetrievedItem, Unit, content_id
+from memharness.memsys.types import RetrievedItem, Unit
 
-REPO = Path(__file__).resolve().parents[2]
 WORKERS = Path(__file__).resolve().parent / "workers"
 LOG_TAIL = 2000  # characters of the worker's log quoted when it dies
 CLOSE_WAIT_S = 10.0  # seconds a worker has to exit after ``close`` before it is killed
 log = logging.getLogger(__name__)
+__all__ = ["REPO", "WORKERS", "ProductMemory", "WorkerError", "venv_path", "venv_python"]
 
 
 class WorkerError(RuntimeError):
     """The worker answered an error, or died; the message is one line."""
-
-
-def venv_path(product: str) -> Path:
-    """``.venvs/<product>/bin/python`` under ``$MEMHARNESS_VENVS`` or the repository (may be missing)."""
-    return Path(os.environ.get("MEMHARNESS_VENVS") or REPO / ".venvs") / product / "bin" / "python"
-
-
-def venv_problem(product: str, python: str | None = None) -> str | None:
-    """Why the product's interpreter cannot run, in one line naming the make target; None if it can."""
-    path = Path(python).expanduser() if python else venv_path(product)
-    rebuild = f"rebuild it: remove {path.parents[1]} and run `make product-{product}`"
-    if path.is_symlink() and not path.exists():
-        return f"{path} points to a missing interpreter; the virtualenv is broken, {rebuild}"
-    if not path.exists():
-        return (
-            f"the product's virtualenv is not installed ({path} is missing); "
-            f"install it with `make product-{product}` (or set memory.python)"
-        )
-    if not path.is_file() or not os.access(path, os.X_OK):
-        return f"{path} is not an executable file; the virtualenv is broken, {rebuild}"
-    return None
-
-
-def venv_python(product: str, python: str | None = None) -> Path:
-    """The product venv's interpreter: ``python`` when set, else ``venv_path(product)``.
-    Missing or broken: a one-line ``ConfigError`` naming the make target."""
-    problem = venv_problem(product, python)
-    if problem is not None:
-        raise ConfigError(f"memory={product}: {problem}")
-    return Path(python).expanduser() if python else venv_path(product)
 
 
 class ProductMemory(MemorySystem):
@@ -396,61 +367,6 @@ class ProductMemory(MemorySystem):
         if isinstance(dim, int) and dim > 0:
             return dim
         return int(self.embedder.embed(["dimension probe"]).shape[1])
-
-
-def unit_record(unit: Unit) -> dict[str, Any]:
-    """What the worker receives of a unit (protocol ``ingest``)."""
-    meta = unit.metadata or {}
-    return {
-        "id": unit.id,
-        "text": unit.text,
-        "speaker": meta.get("speaker"),
-        "timestamp": unit.timestamp,
-        "session": meta.get("session", unit.source_id),
-    }
-
-
-def retrieved_item(
-    item: Any, product: str, known: set[str], counters: Counter[str]
-) -> RetrievedItem | None:
-    """A worker's search hit as a ``RetrievedItem`` (level 1: a product memory, not a raw unit,
-    unless the worker says ``level``); None (counted ``items_invalid``) when it is not an object
-    with a string ``text``, a numeric ``score`` and an integer ``level``. ``source_ids`` must be a
-    list of ids of units sent in this episode: another shape counts ``items_bad_source_ids`` and
-    an unknown id ``source_ids_unknown``; neither is used as evidence."""
-    if not isinstance(item, dict) or not isinstance(item.get("text"), str):
-        counters["items_invalid"] += 1
-        return None
-    score, level = item.get("score"), item.get("level", 1)
-    if not isinstance(score, int | float | None) or not isinstance(level, int):
-        counters["items_invalid"] += 1
-        return None
-    raw = item.get("source_ids")
-    if raw is None:
-        raw = []
-    if not isinstance(raw, list):  # a string would be split into characters
-        counters["items_bad_source_ids"] += 1
-        raw = []
-    sources = tuple(s for s in raw if isinstance(s, str) and s in known)
-    counters["source_ids_unknown"] += len(raw) - len(sources)
-    text = item["text"]
-    return RetrievedItem(
-        text=text,
-        score=float(score or 0.0),
-        node_id=str(item.get("id") or content_id(product, text, sources, prefix=f"{product}-")),
-        level=level,
-        source_unit_ids=sources,
-    )
-
-
-def store_folder(product: str) -> Path:
-    """A new folder for one episode's store: under ``<run>/product_stores/`` in a run, else in
-    the system temp folder."""
-    run = RUN_FOLDER.get()
-    root = Path(run) / "product_stores" if run is not None else None
-    if root is not None:
-        root.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f"{product}-", dir=root))
 
 
 def _pump(stream: Any, lines: queue.Queue) -> None:
