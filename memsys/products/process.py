@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 PASSED = {"PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "USER", "LOGNAME"}
 PROXIES = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"}
@@ -46,10 +47,23 @@ def worker_env(parent: Mapping[str, str], extra: Mapping[str, str]) -> dict[str,
     return env
 
 
+def _libc_prctl() -> Any:
+    """libc's ``prctl``, looked up once in the parent (no dlopen between fork and exec)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+PRCTL = _libc_prctl()
+
+
 def _die_with_parent() -> None:
-    """In the child before exec: SIGTERM when the harness dies (Linux; elsewhere the watchdog)."""
+    """In the child before exec: SIGTERM when the harness dies (elsewhere: the watchdog)."""
     with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def spawn_worker(
@@ -59,9 +73,7 @@ def spawn_worker(
 
     The parent-death signal is tied to the thread that forks; it is asked for only from the main
     thread (an episode thread ends before the run does), the watchdog covers the rest."""
-    pdeathsig = sys.platform.startswith("linux") and (
-        threading.current_thread() is threading.main_thread()
-    )
+    pdeathsig = PRCTL is not None and threading.current_thread() is threading.main_thread()
     with log.open("ab") as err:
         return subprocess.Popen(
             list(argv),

@@ -51,10 +51,12 @@ def handlers_of(worker: Any) -> dict[str, Handler]:
 
 
 def serve(handlers: dict[str, Handler], stdin: Any = None, stdout: Any = None) -> None:
-    """Answer requests line by line until ``close`` or end of input."""
+    """Answer requests line by line until ``close`` or end of input. Under the watchdog, input
+    that ends without ``close`` means the harness is gone: the whole group is killed."""
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
-    if os.environ.get("MEMHARNESS_WATCHDOG") == "1":
+    watched = os.environ.get("MEMHARNESS_WATCHDOG") == "1"
+    if watched:
         start_watchdog()
     for line in stdin:
         if not line.strip():
@@ -64,22 +66,26 @@ def serve(handlers: dict[str, Handler], stdin: Any = None, stdout: Any = None) -
         stdout.flush()
         if reply.get("closing"):
             return
+    if watched:  # stdin closed under us: the harness died (or dropped us); take our children along
+        kill_group()
+
+
+def kill_group(*_: Any) -> None:
+    """SIGKILL this process's group: the worker and every process it started."""
+    os.killpg(os.getpgid(0), signal.SIGKILL)
 
 
 def start_watchdog(poll_s: float = 0.2) -> None:
     """Kill this process group when the parent dies or SIGTERM comes (the harness was killed)."""
-
-    def kill_all(*_: Any) -> None:
-        os.killpg(os.getpgid(0), signal.SIGKILL)
 
     parent = os.getppid()
 
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(poll_s)
-        kill_all()
+        kill_group()
 
-    signal.signal(signal.SIGTERM, kill_all)
+    signal.signal(signal.SIGTERM, kill_group)
     threading.Thread(target=watch, name="watchdog", daemon=True).start()
 
 

@@ -40,6 +40,9 @@ from memharness.memsys.testing.doubles import HashingEmbedder, ScriptedChat, Wor
 from memharness.memsys.types import Unit
 
 mode, worker = sys.argv[1], sys.argv[2]
+if sys.argv[3:] == ["watchdog"]:  # no parent-death signal: the worker's watchdog alone
+    import memharness.memsys.products.process as process
+    process.PRCTL = None
 llm = LLM(ScriptedChat(default="ok"), meter=Meter(), progress=False)
 mem = ProductMemory(llm, Embedder(HashingEmbedder(dim=4)), WordTokenizer(), product="fake",
                     worker=worker, python=sys.executable, options={"mode": mode})
@@ -157,16 +160,23 @@ def test_close_kills_what_the_worker_started(services):
     assert wait_gone([worker, child], 5)
 
 
-def test_a_killed_harness_leaves_no_worker_or_grandchild(tmp_path):
+@pytest.mark.parametrize(
+    ("mode", "guard"),
+    [("spawn", "pdeathsig"), ("spawn", "watchdog"), ("hang", "watchdog")],
+    ids=["idle-pdeathsig", "idle-watchdog", "busy-watchdog"],
+)
+def test_a_killed_harness_leaves_no_worker_or_grandchild(tmp_path, mode, guard):
     harness = subprocess.Popen(
-        [sys.executable, "-c", HARNESS, "spawn", WORKER],
+        [sys.executable, "-c", HARNESS, mode, WORKER, guard],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": str(TESTS)},
     )
     store = Path(harness.stdout.readline().strip()) / "store"
-    pids = [int((store / name).read_text()) for name in ("worker.pid", "child.pid")]
+    names = ("worker.pid", "child.pid") if mode == "spawn" else ("worker.pid",)
+    pids = [int((store / name).read_text()) for name in names]
+    time.sleep(0.5 if mode == "hang" else 0)  # the search is in flight
     try:
         assert not any(gone(p) for p in pids)
         harness.send_signal(signal.SIGKILL)
