@@ -75,6 +75,18 @@ class GoldEvidenceOracle(MemorySystem):
         self.counts: Counter[str] = Counter()
         self.without_evidence: list[str] = []
 
+    @classmethod
+    def dataset_problem(cls, dataset: Any) -> str | None:
+        """Data without any gold evidence would give every question an empty context, reported
+        as the gold-evidence row."""
+        if any(q.evidence for e in dataset.episodes for q in e.questions):
+            return None
+        return (
+            f"memory=oracle: dataset {dataset.name!r} has no gold evidence on any question "
+            "(Question.evidence), so the oracle row would be answers from empty contexts; "
+            "choose a dataset with evidence annotations"
+        )
+
     def add(self, units: Sequence[Unit]) -> None:
         """Nothing to build: the context comes from the question's annotations."""
 

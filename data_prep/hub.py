@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 
 from memharness.data_prep.base import Dataset, DatasetError, check_integrity, sha256_file
 from memharness.memsys.services import files as fileio
-from memharness.memsys.settings import PathExists, Range
+from memharness.memsys.settings import Check, PathExists, Range
 
 # Setting types shared by the loaders' signatures (checked before a run starts).
 LocalPath = (
@@ -30,6 +30,25 @@ LocalPath = (
 )  # a file or folder that must exist; null = cache or Hub
 Integrity = Literal["warn", "raise"]
 ChunkSize = Annotated[int, Range(1)]
+SHA256_DIGITS = frozenset("0123456789abcdefABCDEF")
+
+
+def is_sha256(value: Any) -> bool:
+    """A sha256 pin: 64 hexadecimal digits, either case."""
+    return isinstance(value, str) and len(value) == 64 and set(value) <= SHA256_DIGITS
+
+
+Sha256 = Annotated[str, Check(is_sha256, "a sha256 of 64 hexadecimal digits")]
+
+
+def pin(value: str | None) -> str | None:
+    """A pin as ``hashlib`` writes digests (lower case); a malformed one is a one-line error."""
+    if value is None or value == "":
+        return None
+    if not is_sha256(value):
+        raise DatasetError(f"sha256 pin {value!r}: expected 64 hexadecimal digits")
+    return value.lower()
+
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +92,7 @@ def download_pinned(url: str, target: Path, pinned: str | None) -> Path:
     with urllib.request.urlopen(url, timeout=60) as resp:  # noqa: S310 (the configured URL)
         data = resp.read()
     sha = hashlib.sha256(data).hexdigest()
+    pinned = pin(pinned)
     if pinned and sha != pinned:
         raise DatasetError(f"{url}: downloaded sha256 {sha} is not the pinned {pinned}; not kept")
     target.parent.mkdir(parents=True, exist_ok=True)

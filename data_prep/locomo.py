@@ -319,7 +319,7 @@ def load(
     path: hub.LocalPath = None,
     data_dir: str | None = None,
     url: str = URL,
-    sha256: str | None = PINNED_SHA256,
+    sha256: hub.Sha256 | None = PINNED_SHA256,
     on_mismatch: Literal["warn", "raise"] = "warn",
     category_map: Literal["official", "mem0"] = "official",
     adversarial: Literal["apart", "merged", "skip"] = "apart",
@@ -336,6 +336,7 @@ def load(
         raise DatasetError(
             f"dataset.loader.category_map must be one of {sorted(CATEGORY_MAPS)}, got {category_map!r}"
         )
+    sha256 = hub.pin(sha256)
     file = resolve(path, data_dir, url, sha256)
     records = hub.read_json(file)
     if not isinstance(records, list) or not records:

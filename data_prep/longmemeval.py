@@ -208,7 +208,7 @@ def build_dataset(
 
 def check_pin(file: Path, digest: str, pins: dict[str, str | None] | None) -> bool | None:
     """Whether the file matches its configured sha256 pin (None: no pin for this file name)."""
-    expected = (pins or {}).get(file.name)
+    expected = hub.pin((pins or {}).get(file.name))
     if not expected:
         return None
     if expected != digest:
@@ -240,7 +240,7 @@ def load(
     evidence: Literal["turn", "session"] = "turn",
     order: Literal["date", "file"] = "date",
     integrity: hub.Integrity = "warn",
-    sha256_pins: dict[str, str | None] | None = None,
+    sha256_pins: dict[str, hub.Sha256 | None] | None = None,
 ) -> Dataset:
     """Load one LongMemEval file: ``path`` (the file or its folder), the data-dir cache, or the Hub."""
     hub_id, files = RELEASES[release]

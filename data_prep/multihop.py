@@ -182,7 +182,7 @@ def _download(cache: Path, revision: str | None) -> str:
 def check_pins(files: dict[str, str], pins: dict[str, str] | None) -> dict[str, bool]:
     """Which files match the published sha256 pins (fixtures and re-exports will not)."""
     return {
-        Path(p).name: pins[Path(p).name] == h
+        Path(p).name: hub.pin(pins[Path(p).name]) == h
         for p, h in files.items()
         if pins and Path(p).name in pins
     }
@@ -195,7 +195,7 @@ def load(
     chunk_size: hub.ChunkSize = 1024,
     include_null: bool = False,
     integrity: hub.Integrity = "warn",
-    sha256_pins: dict[str, str] | None = None,
+    sha256_pins: dict[str, hub.Sha256] | None = None,
 ) -> Dataset:
     """Load MultiHop-RAG from a folder with corpus.json + MultiHopRAG.json, the cache, or the Hub."""
     cache = hub.cache_dir(data_dir, "multihop")

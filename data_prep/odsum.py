@@ -122,7 +122,10 @@ def load_story(
         if not file.is_file():
             raise DatasetError(f"{raw}: missing documents/{split}.jsonl (ODSum's data/Story/raw)")
         files.append(file)
-        for lineno, row in hub.read_jsonl(file):
+        rows = list(hub.read_jsonl(file))
+        if not rows:  # its stories' queries would be asked of a memory without them
+            raise DatasetError(f"{file}: no stories (the file is empty; ODSum's has one per line)")
+        for lineno, row in rows:
             where = f"{file}:{lineno}"
             title = hub.need(row, "title", str, where)
             meta = hub.need(row, "metadata", dict, where)

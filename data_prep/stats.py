@@ -3,7 +3,8 @@
     memharness data-stats                       # looks in $MEMHARNESS_DATA or ./data
     memharness data-stats --path quality=/data/QuALITY.v1.0.1.htmlstripped.dev --json
 
-Never downloads: the Hub is switched off for this command.
+Never downloads: the Hub is switched off for this command. A dataset passed with ``--path`` that
+cannot be loaded is an ``error:`` line naming it, and the command exits 2 (after the others).
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ KINDS = {
         "Tokens per haystack",
         "episode",
     ),
+    # CAM's long documents: ODSum's pool is one episode, grouped here by story / meeting
+    "odsum_story": ("Stories", "Chunks per story", "Tokens per story", "source"),
+    "odsum_meeting": ("Meetings", "Chunks per meeting", "Tokens per meeting", "source"),
+    "qmsum": ("Meetings", "Units per meeting", "Tokens per meeting", "episode"),
+    "narrativeqa": ("Stories", "Chunks per story", "Tokens per story", "episode"),
 }
 
 
@@ -149,16 +155,25 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
+    malformed = [p for p in args.path if "=" not in p]
+    if malformed:
+        parser.error(f"--path takes NAME=PATH, got {malformed[0]!r}")
     paths = dict(p.split("=", 1) for p in args.path)
     unknown = set(paths) - set(KINDS)
     if unknown:
         parser.error(f"unknown dataset(s) {sorted(unknown)}; choose from {sorted(KINDS)}")
-    report = {}
+    report, broken = {}, []
     for name in KINDS:
         try:
             report[name] = dataset_stats(load_local(name, args.data_dir, paths.get(name)))
-        except DatasetError as err:
-            report[name] = {"dataset": name, "unavailable": str(err).split(". ")[0]}
+        except Exception as err:  # noqa: BLE001 - a loader's error is reported, never a traceback
+            cause = err if isinstance(err, DatasetError) else err.__cause__ or err
+            line = " ".join(str(cause).split()) or type(cause).__name__
+            if name in paths:  # a file the user named is broken: the command fails
+                broken.append(f"error: --path {name}={paths[name]}: {line}")
+            elif not isinstance(cause, DatasetError):
+                broken.append(f"error: {name}: {type(cause).__name__}: {line}")
+            report[name] = {"dataset": name, "unavailable": line.split(". ")[0]}
     for name, stats in report.items():
         if args.json:
             continue
@@ -169,7 +184,9 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.json:
         print(json.dumps(report, indent=2))
-    return 0
+    for line in broken:
+        print(line, file=sys.stderr)
+    return 2 if broken else 0
 
 
 if __name__ == "__main__":

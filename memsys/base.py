@@ -26,10 +26,15 @@ import time
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Sequence
+from contextvars import ContextVar
+from pathlib import Path
 from typing import Any
 
 from memharness.memsys.services.types import Completion
 from memharness.memsys.types import Question, RetrievedItem, Unit
+
+# the run folder while a run is going (set by the runner): a memory's working files go under it
+RUN_FOLDER: ContextVar[Path | None] = ContextVar("run_folder", default=None)
 
 
 class MemorySystem(ABC):
@@ -61,6 +66,12 @@ class MemorySystem(ABC):
         self._pending = False
         self.rebuilds: list[dict[str, Any]] = []
         self.degradation: Counter[str] = Counter()  # kind -> count, see degrade()
+
+    @classmethod
+    def dataset_problem(cls, dataset: Any) -> str | None:
+        """Why this memory cannot serve the loaded ``dataset`` (None: it can); the runner stops
+        the run with it before any episode (e.g. an oracle on data without gold evidence)."""
+        return None
 
     def degrade(self, kind: str, count: int = 1) -> None:
         """Record that the memory was built without ``count`` LLM outputs of ``kind`` that it needed

@@ -3,11 +3,16 @@
 Its memory is the units' texts; ``ingest`` asks the harness endpoint for one chat completion and one
 embedding (urllib, so the tests see the calls in the meter). ``MEMHARNESS_PRODUCT_OPTIONS`` picks a
 misbehaviour: ``{"mode": "ingest_error" | "partial" | "search_error" | "crash_on_search" | "hang" |
-"busy"}`` (``busy``: 4 chat calls per ingest; ``hang``: search never answers).
+"busy" | "stray" | "bad_items" | "spawn"}`` (``busy``: 4 chat calls per ingest; ``hang``: search never
+answers; ``stray``: search first prints a reply-shaped line without the request's id, as a library
+might; ``bad_items``: hits with ``source_ids`` as a string, unknown ids, a non-string text;
+``spawn``: ingest starts a grandchild that sleeps, its pid in the store's ``child.pid``).
 """
 
+import hashlib
 import json
 import os
+import subprocess
 import sys
 import time
 import urllib.request
@@ -25,7 +30,10 @@ def post(route: str, body: dict) -> dict:
     request = urllib.request.Request(
         os.environ["OPENAI_BASE_URL"] + route,
         data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
+        headers={
+            "Content-Type": "application/json",
+            "Authorization": "Bearer " + os.environ["OPENAI_API_KEY"],
+        },
     )
     with urllib.request.urlopen(request, timeout=30) as reply:
         return json.loads(reply.read())
@@ -38,6 +46,8 @@ def hello(request):
         "packages": {"fake": "0.0.1"},
         "clock": "data",
         "env": {k: os.environ[k] for k in ("MEMHARNESS_LLM_MODEL", "MEMHARNESS_EMBED_DIM")},
+        "env_names": sorted(os.environ),
+        "key_sha256": hashlib.sha256(os.environ["OPENAI_API_KEY"].encode()).hexdigest(),
     }
 
 
@@ -55,6 +65,11 @@ def ingest(request):
         post("/chat/completions", {"model": "m", "messages": chat})
     post("/embeddings", {"model": "e", "input": [u["text"] for u in units]})
     memory.extend(units)
+    (Path(os.environ["MEMHARNESS_STORE_DIR"]) / "worker.pid").write_text(str(os.getpid()))
+    if MODE == "spawn":
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        store = Path(os.environ["MEMHARNESS_STORE_DIR"])
+        (store / "child.pid").write_text(str(child.pid))
     failures = {"extraction_unparsed": 1} if MODE == "partial" else {}
     return {"added": len(units), "failures": failures}
 
@@ -70,6 +85,17 @@ def search(request):
         os._exit(3)
     words = set(request["query"].lower().split())
     hits = [u for u in memory if words & set(u["text"].lower().split())]
+    if MODE == "stray":  # what a library's print of a result dict looks like on stdout
+        print(json.dumps({"ok": True, "items": [{"text": "stray", "source_ids": ["u9"]}]}))
+        sys.stdout.flush()
+    if MODE == "bad_items":
+        return {
+            "items": [
+                {"text": hits[0]["text"], "score": 1.0, "source_ids": hits[0]["id"]},
+                {"text": hits[0]["text"], "score": 0.5, "source_ids": ["nope", hits[0]["id"]]},
+                {"text": 7, "score": 0.1, "source_ids": []},
+            ]
+        }
     return {
         "items": [
             {"text": u["text"], "score": 1.0 / (i + 1), "source_ids": [u["id"]]}

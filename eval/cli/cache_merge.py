@@ -6,6 +6,9 @@ made into ``calls.sqlite`` in its own folder. This command copies every entry of
 where INTO is on a local disk, or while no job runs). An entry INTO already holds is kept: entries
 are content-addressed, so two jobs that made the same call stored the same key. The next sweep,
 pointed at INTO, pays for none of those calls again.
+
+Every SOURCE is checked (read-only) before INTO is touched: a file that is not a call cache is named
+in one line (exit 2), and an INTO this command created is removed again when the merge fails.
 """
 
 from __future__ import annotations
@@ -16,6 +19,25 @@ import sys
 from pathlib import Path
 
 from memharness.memsys.services.cache import CallCache
+from memharness.memsys.services.types import ConfigError
+
+COLUMNS = {"chat": ["key", "model", "value"], "embed": ["key", "model", "dim", "value"]}
+
+
+def source_problem(src: Path) -> str | None:
+    """Why ``src`` is not a call cache to merge from (None: it is), read-only."""
+    try:
+        conn = sqlite3.connect(f"{src.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            for table, columns in COLUMNS.items():
+                found = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+                if found != columns:
+                    return f"has no {table} table of a call cache (columns {found or 'none'})"
+        finally:
+            conn.close()
+    except sqlite3.Error as err:
+        return f"is not a readable SQLite call cache ({err})"
+    return None
 
 
 def sources(paths: list[Path], into: Path) -> list[Path]:
@@ -51,6 +73,28 @@ def merge(into: Path, paths: list[Path]) -> dict[str, int]:
     return counts
 
 
+def merge_checked(into: Path, paths: list[Path]) -> dict[str, int]:
+    """``merge`` after every source is checked; a failed merge leaves no INTO it created.
+    Problems are ``ValueError`` lines naming the file to blame."""
+    for src in sources(paths, into):
+        problem = source_problem(src)
+        if problem is not None:
+            raise ValueError(f"{src}: {problem}; nothing was merged")
+    created = not into.exists()
+    try:
+        return merge(into, paths)
+    except (sqlite3.Error, ConfigError) as err:
+        if created:
+            for leftover in (
+                into,
+                Path(f"{into}-wal"),
+                Path(f"{into}-shm"),
+                Path(f"{into}-journal"),
+            ):
+                leftover.unlink(missing_ok=True)
+        raise ValueError(f"could not merge into {into}: {err}") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Merge per-job call caches (cache.mode=per_job) into one."
@@ -65,9 +109,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return 2
     try:
-        counts = merge(args.into, args.sources)
-    except sqlite3.Error as err:
-        print(f"error: could not merge into {args.into}: {err}", file=sys.stderr)
+        counts = merge_checked(args.into, args.sources)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
         return 2
     print(
         f"merged {counts['files']} caches into {args.into}: {counts['chat_added']} chat and "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,16 @@ from typing import Any
 from memharness.eval.record import schema
 from memharness.eval.record.folder import MARKER, read_marker
 from memharness.eval.record.schema import ReportError
+
+log = logging.getLogger(__name__)
+
+
+def _json(text: str, where: str) -> Any:
+    """One JSON document, or a one-line ``ReportError`` naming the file (and line)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ReportError(f"{where}: not valid JSON ({err.msg} at column {err.colno})") from None
 
 
 def _run_folders(paths: Sequence[str | Path]) -> set[Path]:
@@ -54,7 +65,7 @@ def read_metrics(folder: str | Path) -> dict[str, Any]:
     path = Path(folder) / "metrics.json"
     if not path.is_file():
         raise ReportError(f"run folder {folder} has no metrics.json")
-    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc = _json(_text(path), str(path))
     schema.check_format(doc, path)
     return schema.validated(schema.Metrics, doc, path)
 
@@ -65,10 +76,18 @@ def iter_samples(folder: str | Path) -> Iterator[dict[str, Any]]:
     path = Path(folder) / "samples.jsonl"
     if not path.is_file():
         raise ReportError(f"run folder {folder} has no samples.jsonl")
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            if line.strip():
-                yield schema.validated(schema.Sample, json.loads(line), f"{path}:{i}")
+    for i, line in enumerate(_text(path).splitlines(), 1):
+        if line.strip():
+            yield schema.validated(schema.Sample, _json(line, f"{path}:{i}"), f"{path}:{i}")
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ReportError(f"{path}: not UTF-8 text (byte {err.start})") from None
+    except OSError as err:
+        raise ReportError(f"{path}: cannot be read ({err.strerror or err})") from None
 
 
 def load_run(folder: Path) -> dict[str, Any]:
@@ -81,6 +100,22 @@ def load_run(folder: Path) -> dict[str, Any]:
             f"{metrics['counts']['questions']} questions"
         )
     return {"folder": str(folder), **metrics}
+
+
+def load_runs(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
+    """``load_run`` of every complete run under ``paths``. A run whose files are broken is left
+    out with a one-line warning naming the file and line, so the good ones beside it are still
+    tabulated; when none loads, the first run's error is raised."""
+    runs, errors = [], []
+    for folder in find_runs(paths):
+        try:
+            runs.append(load_run(folder))
+        except ReportError as err:
+            errors.append(err)
+            log.warning("left out of the report: %s", err)
+    if errors and not runs:
+        raise errors[0]
+    return runs
 
 
 def setting(run: dict[str, Any]) -> str:

@@ -19,7 +19,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 import pandas as pd
-from memharness.eval.record.read import find_runs, load_run
+from memharness.eval.record.read import load_runs
 from memharness.eval.report import tables
 from memharness.eval.report.comparison import DEFAULT_METRICS, latest_per_config
 
@@ -41,7 +41,7 @@ def collect(
     paths: Sequence[str | Path], latest_only: bool = False, metrics: Sequence[str] | None = None
 ) -> pd.DataFrame:
     """All runs under ``paths`` as a long DataFrame (one row per run × metric)."""
-    runs = [tables.attach(load_run(f)) for f in find_runs(paths)]
+    runs = [tables.attach(run) for run in load_runs(paths)]  # broken runs left out, named
     if latest_only:
         runs = latest_per_config(runs)
     tables.identify(runs)

@@ -22,7 +22,7 @@ from typing import Any
 
 from memharness.eval.judge.separation import judge_notes
 from memharness.eval.metrics import registry
-from memharness.eval.record.read import ReportError, find_incomplete, find_runs, load_run
+from memharness.eval.record.read import ReportError, find_incomplete, load_runs
 from memharness.eval.report import plots, tables
 from memharness.eval.report import table_format as fmt
 from memharness.eval.report.paired import paired_frame
@@ -223,8 +223,11 @@ def build_report(
     latest_only: bool = True,
     baseline: str = "full_context",
     resamples: int = 2000,
+    loaded: list[dict] | None = None,
 ) -> dict[str, Path]:
-    runs = [tables.attach(load_run(f)) for f in find_runs(paths)]
+    """The tables and plots of the runs under ``paths`` (``loaded``: those runs, read already)."""
+    loaded = load_runs(paths) if loaded is None else loaded  # broken runs left out, named
+    runs = [tables.attach(run) for run in loaded]
     if latest_only:
         runs = latest_per_config(runs)
     try:
@@ -276,6 +279,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         incomplete = find_incomplete(args.runs)
         for folder, reason in incomplete:
             print(f"incomplete (not tabulated): {folder}: {reason}")
+        loaded = load_runs(args.runs)
         written = build_report(
             args.runs,
             args.out,
@@ -283,12 +287,14 @@ def main(argv: Sequence[str] | None = None) -> None:
             latest_only=not args.all,
             baseline=args.baseline,
             resamples=args.resamples,
+            loaded=loaded,
         )
     except ReportError as err:
         raise SystemExit(f"error: {err}") from None
     from memharness.eval.report.browser import write_browser
 
-    written["browser"] = write_browser(args.runs, args.out / f"{args.name}_browser.html")
+    good = [run["folder"] for run in loaded]  # the browser shows the runs the tables show
+    written["browser"] = write_browser(good, args.out / f"{args.name}_browser.html")
     print(f"wrote {len(written)} files:")
     for kind, path in written.items():
         print(f"  {kind}: {path}")

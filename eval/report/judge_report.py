@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 from memharness.eval.metrics.stats import cohen_kappa
 from memharness.eval.record import scores
-from memharness.eval.record.read import ReportError, find_runs, load_run
+from memharness.eval.record.read import ReportError, load_runs
 from memharness.eval.report import tables
 from memharness.eval.report.paired import label
 from memharness.eval.report.table_format import Section, to_markdown
@@ -143,7 +143,7 @@ def _cell(column: str, value: Any) -> str:
 def build(
     paths: Sequence[str | Path], out: Path, name: str, latest_only: bool = True
 ) -> dict[str, Path]:
-    runs = [tables.attach(load_run(f)) for f in find_runs(paths)]
+    runs = [tables.attach(run) for run in load_runs(paths)]  # broken runs left out, named
     runs = tables.latest(runs) if latest_only else tables.identify(runs)
     per_run = pd.DataFrame([run_row(r) for r in runs])
     pairs = pd.DataFrame(cross_judge(runs))

@@ -27,7 +27,7 @@ from memharness.eval.record import outputs
 from memharness.eval.run import closed_book, episodes, estimate, evidence, failures, scoring
 from memharness.eval.run.snapshots import Snapshots
 from memharness.eval.run.validate import validate_config
-from memharness.memsys.base import MemorySystem
+from memharness.memsys.base import RUN_FOLDER, MemorySystem
 from memharness.memsys.services.factory import Services, build_services
 from memharness.memsys.services.meter import current_scope
 from memharness.memsys.services.pool import switch_interval
@@ -330,6 +330,10 @@ def run(
     resolved = config_snapshot(OmegaConf.to_container(cfg, resolve=True))
     run_io.write_text(out_dir, "config.yaml", outputs.config_yaml(resolved))
     dataset = load_dataset(cfg)
+    if (problem := getattr(get_class(str(cfg.memory._target_)), "dataset_problem", None)) and (
+        line := problem(dataset)
+    ):
+        raise ConfigError(line)  # before any model is loaded
     if pick is not None:
         dataset = pick(dataset)
     if warning := estimate.ingest_warning(cfg, dataset):  # BEAM 10M on a rebuilding memory
@@ -342,6 +346,7 @@ def run(
         bar=bool(cfg.get("progress", True)),
     ).start()
     judges = None
+    folder = RUN_FOLDER.set(Path(out_dir))  # memories' working files (product stores) go under it
     with switch_interval(cfg.get("run", {}).get("switch_interval_s")):
         try:
             # no judging, no judge backend to load (the closed-book pass then scores by exact match)
@@ -378,6 +383,7 @@ def run(
             if judges is not None:
                 judges.close()
             services.close()
+            RUN_FOLDER.reset(folder)
     samples = [record for _, _, record in pending]
     failures.finalize(samples)
     sections = {

@@ -14,7 +14,7 @@ Two choices (``chunks.size`` in config):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -28,6 +28,15 @@ class Chunks:
 
     size: Annotated[int, Range(1)] | None = None  # null: one text unit per dataset unit
     overlap: Annotated[int, Range(0)] = 100
+
+
+def chunk_problems(settings: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """The rule between the ``chunks`` settings (a memory's ``check_settings``): a window must
+    advance, so the overlap is smaller than the size."""
+    chunks = settings.get("chunks") or {}
+    size, overlap = chunks.get("size"), chunks.get("overlap", 100)
+    if isinstance(size, int) and isinstance(overlap, int) and overlap >= size:
+        yield "chunks.overlap", f"must be smaller than chunks.size ({size})"
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from dataclasses import fields, replace
 from typing import Annotated, Any
 
 import numpy as np
-from memharness.memsys.extraction.chunks import Chunks, TextUnit
+from memharness.memsys.extraction.chunks import Chunks, TextUnit, chunk_problems
 from memharness.memsys.extraction.parsing import FailureLog
 from memharness.memsys.extraction.prompts import default_prompts
 from memharness.memsys.graphrag.build import build_graph, build_settings_of
@@ -119,10 +119,7 @@ class GraphRAG(HierarchicalMemory):
     @classmethod
     def check_settings(cls, settings: dict[str, Any]) -> Iterator[tuple[str, str]]:
         """Rules between settings: the chunk overlap and the local-search budget split."""
-        chunks = settings.get("chunks") or {}
-        size, overlap = chunks.get("size"), chunks.get("overlap", 100)
-        if size is not None and overlap >= size:
-            yield "chunks.overlap", f"must be smaller than chunks.size ({size})"
+        yield from chunk_problems(settings)
         for key, message in local_settings_problems(settings.get("local_search") or {}):
             yield f"local_search.{key}", message
 

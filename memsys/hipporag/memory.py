@@ -18,12 +18,12 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Annotated, Any, Literal
 
 import numpy as np
 from memharness.memsys.base import MemorySystem, fill_budget
-from memharness.memsys.extraction.chunks import Chunks, TextUnit, make_text_units
+from memharness.memsys.extraction.chunks import Chunks, TextUnit, chunk_problems, make_text_units
 from memharness.memsys.extraction.parsing import FailureLog, fill, parse_json_object
 from memharness.memsys.hipporag import rank as rk
 from memharness.memsys.hipporag.extract import (
@@ -66,6 +66,11 @@ class HippoRAG(MemorySystem):
         "prompts.query_ner_prompt",
         "prompts.filter_prompt",
     )
+
+    @classmethod
+    def check_settings(cls, settings: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        """Rules between settings: the passage windows' overlap is smaller than their size."""
+        yield from chunk_problems(settings)
 
     def __init__(
         self,

@@ -9,6 +9,14 @@ timestamp and session, so search results carry the ids of the units they came fr
 under the token budget (``fill_budget``). ``close`` (called by the runner when the episode ends)
 stops the worker and the endpoint and removes the store.
 
+The worker gets a minimal environment and the endpoint's token as its ``OPENAI_API_KEY``, runs in a
+session of its own and is killed with everything it started on every exit path (``process.py``).
+Its store is a folder under the run folder (``<run>/product_stores/``; the system temp folder only
+outside a run) and is removed after the episode unless ``keep_store`` (its path is then in
+``memory_stats``). Each request carries an id: a stdout line that is not the reply to the pending
+request is logged and counted, never used; search hits are type-checked and their ``source_ids``
+must name units sent in this episode (others counted, not used).
+
 Failures are counted, never dropped: an ingest the worker reports as (partly) failed, or answers
 with an error, is a degradation of the memory (``degrade``: every later answer is flagged); a search
 error raises, so the runner records ``retrieve_failed``; a worker that dies raises with the tail of
@@ -17,50 +25,39 @@ its log. A product whose virtualenv is missing is refused in one line naming the
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import queue
 import shutil
 import subprocess
-import tempfile
 import threading
 import time
 import weakref
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 from memharness.memsys.base import MemorySystem, fill_budget
 from memharness.memsys.products.endpoint import Endpoint
+from memharness.memsys.products.process import exited, kill_group, spawn_worker, worker_env
+from memharness.memsys.products.records import retrieved_item, store_folder, unit_record
+from memharness.memsys.products.venv import REPO, venv_path, venv_problem, venv_python
 from memharness.memsys.services.types import ConfigError
 from memharness.memsys.settings import Range
-from memharness.memsys.types import RetrievedItem, Unit, content_id
+from memharness.memsys.types import RetrievedItem, Unit
 
-REPO = Path(__file__).resolve().parents[2]
 WORKERS = Path(__file__).resolve().parent / "workers"
 LOG_TAIL = 2000  # characters of the worker's log quoted when it dies
+CLOSE_WAIT_S = 10.0  # seconds a worker has to exit after ``close`` before it is killed
+log = logging.getLogger(__name__)
+__all__ = ["REPO", "WORKERS", "ProductMemory", "WorkerError", "venv_path", "venv_python"]
 
 
 class WorkerError(RuntimeError):
     """The worker answered an error, or died; the message is one line."""
-
-
-def venv_path(product: str) -> Path:
-    """``.venvs/<product>/bin/python`` under ``$MEMHARNESS_VENVS`` or the repository (may be missing)."""
-    return Path(os.environ.get("MEMHARNESS_VENVS") or REPO / ".venvs") / product / "bin" / "python"
-
-
-def venv_python(product: str, python: str | None = None) -> Path:
-    """The product venv's interpreter: ``python`` when set, else ``venv_path(product)``.
-    Missing: a one-line error naming the make target."""
-    path = Path(python).expanduser() if python else venv_path(product)
-    if not path.exists():
-        raise ConfigError(
-            f"memory={product}: the product's virtualenv is not installed ({path} is missing); "
-            f"install it with `make product-{product}` (or set memory.python)"
-        )
-    return path
 
 
 class ProductMemory(MemorySystem):
@@ -101,8 +98,18 @@ class ProductMemory(MemorySystem):
         self.store: Path | None = None
         self._proc: subprocess.Popen | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
+        self._next_id = 0
+        self._pending: str | None = None  # the op whose reply has not come (interrupted: kill)
+        self._unit_ids: set[str] = set()  # the units sent this episode (valid source_ids)
         self._last_stats: dict[str, Any] = {}
         self._finalizer: weakref.finalize | None = None
+
+    @classmethod
+    def check_settings(cls, settings: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        """Before anything loads: the product's virtualenv is installed and runnable."""
+        problem = venv_problem(str(settings.get("product", "mem0")), settings.get("python"))
+        if problem is not None:
+            yield "python" if settings.get("python") else "product", problem
 
     @classmethod
     def prompt_needs(cls, settings: dict[str, Any], dataset: dict[str, Any], count: Any):
@@ -127,46 +134,55 @@ class ProductMemory(MemorySystem):
             return
         self.endpoint = Endpoint(self.llm, self.embedder, self.tokenizer)
         base_url = self.endpoint.start()
-        self.store = Path(tempfile.mkdtemp(prefix=f"memharness-{self.product}-"))
-        env = {
-            **os.environ,
-            "OPENAI_BASE_URL": base_url,
-            "OPENAI_API_KEY": "memharness-local",  # the endpoint checks no key; clients need one
-            "MEMHARNESS_LLM_MODEL": self.llm.model_id,
-            "MEMHARNESS_EMBED_MODEL": self.embedder.model_id,
-            "MEMHARNESS_EMBED_DIM": str(self._embed_dim()),
-            "MEMHARNESS_STORE_DIR": str(self.store / "store"),
-            "MEMHARNESS_PRODUCT_OPTIONS": json.dumps(self.options, sort_keys=True),
-            "PYTHONUNBUFFERED": "1",
-        }
-        env.pop("PYTHONPATH", None)  # the product sees its own venv only
-        (self.store / "store").mkdir()
-        log = (self.store / "worker.log").open("wb")
-        self._proc = subprocess.Popen(
-            [str(self.python), str(self.worker)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            env=env,
-            cwd=str(self.store),
+        self.store = store_folder(self.product)
+        env = worker_env(
+            os.environ,  # PYTHONPATH is not passed: the product sees its own venv only
+            {
+                "OPENAI_BASE_URL": base_url,
+                "OPENAI_API_KEY": self.endpoint.token,  # the endpoint serves this token only
+                "MEMHARNESS_LLM_MODEL": self.llm.model_id,
+                "MEMHARNESS_EMBED_MODEL": self.embedder.model_id,
+                "MEMHARNESS_EMBED_DIM": str(self._embed_dim()),
+                "MEMHARNESS_STORE_DIR": str(self.store / "store"),
+                "MEMHARNESS_PRODUCT_OPTIONS": json.dumps(self.options, sort_keys=True),
+                "MEMHARNESS_WATCHDOG": "1",  # protocol.serve: die with the harness
+                "PYTHONUNBUFFERED": "1",
+            },
         )
-        log.close()
+        (self.store / "store").mkdir()
+        argv = [str(self.python), str(self.worker)]
+        try:
+            self._proc = spawn_worker(argv, env, self.store, self.store / "worker.log")
+        except OSError as err:  # a corrupt venv: every question would fail the same way
+            self.endpoint.stop()
+            raise ConfigError(
+                f"memory={self.product}: cannot start {self.python} ({type(err).__name__}: "
+                f"{err.strerror or err}); the virtualenv looks broken, rebuild it: remove "
+                f"{self.python.parents[1]} and run `make product-{self.product}`"
+            ) from None
         self._finalizer = weakref.finalize(self, _kill, self._proc, self.endpoint)
         threading.Thread(target=_pump, args=(self._proc.stdout, self._lines), daemon=True).start()
-        self.hello = self._request({"op": "hello"})
+        try:
+            self.hello = self._request({"op": "hello"})
+        except WorkerError as err:  # died on start: an import that fails, a damaged venv
+            raise WorkerError(
+                f"{err}; if the virtualenv is damaged, rebuild it: remove "
+                f"{self.python.parents[1]} and run `make product-{self.product}`"
+            ) from None
         self.hello.pop("ok", None)
         self._request({"op": "reset"})
 
     def close(self) -> None:
         """Stop the worker (``close``, then kill if it lingers), the endpoint, and drop the store."""
         if self._proc is not None:
-            self._last_stats = self._product_stats()
-            try:
-                self._send({"op": "close"})
-                self._proc.wait(timeout=10)
-            except (OSError, subprocess.TimeoutExpired, WorkerError):
-                self._proc.kill()
-                self._proc.wait()
+            if self._pending is None and self._alive():  # not interrupted mid-request
+                self._last_stats = self._product_stats()
+                try:
+                    self._send({"op": "close", "id": self._new_id()})
+                    exited(self._proc, CLOSE_WAIT_S)
+                except WorkerError:
+                    pass
+            kill_group(self._proc)  # whatever the worker started goes with it
             self._proc = None
         if self.endpoint is not None:
             self.endpoint.stop()
@@ -174,12 +190,16 @@ class ProductMemory(MemorySystem):
             self._finalizer.detach()
         if self.store is not None and not self.keep_store:
             shutil.rmtree(self.store, ignore_errors=True)
+            if self.store.parent.name == "product_stores":  # the last one out: no empty folder
+                with contextlib.suppress(OSError):
+                    self.store.parent.rmdir()
 
     # -- the memory interface -----------------------------------------------------------------------
     def add(self, units: Sequence[Unit]) -> None:
         """Ingest one batch; failures the worker reports become counted degradations."""
         self.start()
         payload = [unit_record(u) for u in units]
+        self._unit_ids.update(u.id for u in units)
         self.counters["ingest_requests"] += 1
         self.counters["units_sent"] += len(payload)
         try:
@@ -208,7 +228,15 @@ class ProductMemory(MemorySystem):
             self.counters["search_errors"] += 1
             self._note(str(err))
             raise
-        items = [retrieved_item(i, self.product) for i in reply.get("items", [])]
+        hits = reply.get("items")
+        if not isinstance(hits, list):
+            self.counters["search_replies_invalid"] += 1
+            raise WorkerError(f"{self.product} worker, search: items is not a list: {hits!r:.200}")
+        items = [
+            item
+            for hit in hits
+            if (item := retrieved_item(hit, self.product, self._unit_ids, self.counters))
+        ]
         self.counters["items_returned"] += len(items)
         self.counters["items_without_source"] += sum(1 for i in items if not i.source_unit_ids)
         kept = fill_budget(items, budget_tokens, self.tokenizer)
@@ -218,8 +246,10 @@ class ProductMemory(MemorySystem):
     def stats(self) -> dict[str, Any]:
         """The base stats, the product's own (memory count, ...) and the adapter's counters."""
         product_stats = self._product_stats() if self._proc is not None else self._last_stats
+        kept = {"store": str(self.store)} if self.keep_store and self.store is not None else {}
         return {
             **super().stats(),
+            **kept,
             "product": {**self.hello, "interpreter": str(self.python)},
             "product_stats": product_stats,
             "adapter": dict(self.counters),
@@ -239,8 +269,12 @@ class ProductMemory(MemorySystem):
     def _request(self, request: dict[str, Any]) -> dict[str, Any]:
         """Send one request under the caller's stage and ledger; the reply, or ``WorkerError``."""
         self.endpoint.use_context()
+        request = {**request, "id": self._new_id()}
         self._send(request)
-        reply = self._receive(request["op"])
+        self._pending = request["op"]
+        reply = self._receive(request["op"], request["id"])
+        reply.pop("id", None)
+        self._pending = None
         if self.endpoint.aborted is not None:
             raise self.endpoint.aborted
         if not reply.get("ok"):
@@ -248,8 +282,12 @@ class ProductMemory(MemorySystem):
             raise WorkerError(f"{self.product} worker, {request['op']}: {reply.get('error')}")
         return reply
 
+    def _new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
     def _send(self, request: dict[str, Any]) -> None:
-        if self._proc is None or self._proc.poll() is not None:
+        if not self._alive():
             raise WorkerError(self._death())
         try:
             self._proc.stdin.write((json.dumps(request, ensure_ascii=False) + "\n").encode())
@@ -257,20 +295,25 @@ class ProductMemory(MemorySystem):
         except OSError:
             raise WorkerError(self._death()) from None
 
-    def _receive(self, op: str) -> dict[str, Any]:
-        """The worker's reply. It may work for long (one model call per product step): it is
-        stopped only after ``timeout_s`` with no reply and no model call in flight or made."""
+    def _receive(self, op: str, ident: int) -> dict[str, Any]:
+        """The worker's reply to request ``ident``. It may work for long (one model call per
+        product step): it is stopped only after ``timeout_s`` with no reply and no model call in
+        flight or made, or at once when the run is ending (Ctrl-C left the main thread)."""
         sent = time.monotonic()
         while True:
             try:
                 line = self._lines.get(timeout=0.5)
             except queue.Empty:
-                if self._proc.poll() is not None:
+                if not self._alive():
                     raise WorkerError(self._death()) from None
+                if not threading.main_thread().is_alive():  # interrupted: the run is ending
+                    kill_group(self._proc)
+                    raise WorkerError(
+                        f"{self.product} worker stopped: the run was interrupted"
+                    ) from None
                 stalled = min(time.monotonic() - sent, self.endpoint.idle_s())
                 if stalled > self.timeout_s:
-                    self._proc.kill()
-                    self._proc.wait()
+                    kill_group(self._proc)
                     self.counters["worker_timeouts"] += 1
                     raise WorkerError(
                         f"{self.product} worker made no progress on {op} for memory.timeout_s="
@@ -278,22 +321,31 @@ class ProductMemory(MemorySystem):
                     ) from None
                 continue
             if line is None:  # stdout closed: the worker is gone
-                self._proc.wait(timeout=10)
+                exited(self._proc, 10)
                 raise WorkerError(self._death())
             try:
                 reply = json.loads(line)
             except json.JSONDecodeError:
-                self.counters["worker_stdout_not_json"] += 1  # a library printed to stdout
-                continue
-            if isinstance(reply, dict):
+                reply = None
+            if isinstance(reply, dict) and reply.get("id") == ident:
                 return reply
-            self.counters["worker_stdout_not_json"] += 1
+            # a library's print, native code, a child process: not the reply we wait for
+            self.counters["worker_stray_lines"] += 1
+            log.warning(
+                "%s worker: a stdout line that is not the reply to %s #%d: %.200s",
+                self.product,
+                op,
+                ident,
+                line.strip(),
+            )
 
     def _alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
+        return self._proc is not None and not exited(self._proc, 0)
 
     def _death(self) -> str:
-        code = self._proc.poll() if self._proc is not None else None
+        code = None
+        if self._proc is not None and exited(self._proc, 0):
+            code = self._proc.poll()
         tail = ""
         if self.store is not None and (self.store / "worker.log").exists():
             text = (self.store / "worker.log").read_text(encoding="utf-8", errors="replace")
@@ -317,32 +369,6 @@ class ProductMemory(MemorySystem):
         return int(self.embedder.embed(["dimension probe"]).shape[1])
 
 
-def unit_record(unit: Unit) -> dict[str, Any]:
-    """What the worker receives of a unit (protocol ``ingest``)."""
-    meta = unit.metadata or {}
-    return {
-        "id": unit.id,
-        "text": unit.text,
-        "speaker": meta.get("speaker"),
-        "timestamp": unit.timestamp,
-        "session": meta.get("session", unit.source_id),
-    }
-
-
-def retrieved_item(item: dict[str, Any], product: str) -> RetrievedItem:
-    """A worker's search hit as a ``RetrievedItem`` (level 1: a product memory, not a raw unit,
-    unless the worker says ``level``)."""
-    text = str(item.get("text", ""))
-    sources = tuple(str(s) for s in item.get("source_ids") or ())
-    return RetrievedItem(
-        text=text,
-        score=float(item.get("score") or 0.0),
-        node_id=str(item.get("id") or content_id(product, text, sources, prefix=f"{product}-")),
-        level=int(item.get("level", 1)),
-        source_unit_ids=sources,
-    )
-
-
 def _pump(stream: Any, lines: queue.Queue) -> None:
     """Move the worker's stdout lines onto a queue (None at the end) so reads can time out."""
     for raw in iter(stream.readline, b""):
@@ -352,6 +378,5 @@ def _pump(stream: Any, lines: queue.Queue) -> None:
 
 def _kill(proc: subprocess.Popen, endpoint: Endpoint) -> None:
     """Last resort when a memory is dropped without ``close``: no orphan process, no open port."""
-    if proc.poll() is None:
-        proc.kill()
-    endpoint.stop()
+    kill_group(proc)
+    endpoint.stop(deadline_s=2)

@@ -5,6 +5,13 @@ A ``ThreadingHTTPServer`` on 127.0.0.1 (a free port) serves ``/v1/chat/completio
 call a product makes is cached, metered, retried, budgeted and counted like a research system's; a
 warm rerun makes no backend call. It lives as long as the product memory that started it.
 
+Only the product's worker may use it: every request must carry the endpoint's random bearer token
+(``Authorization: Bearer <token>``, made anew per endpoint and handed to the worker alone as its
+``OPENAI_API_KEY``; compared in constant time) and a ``Host`` of 127.0.0.1 or localhost at its port
+(a web page's request through DNS rebinding names another host). Anything else answers a bare 401/403
+that does not say what is listening. A POST must be JSON (``Content-Type: application/json``) of at
+most ``MAX_BODY_BYTES``, arriving within ``READ_TIMEOUT_S``; the OpenAI fields are range-checked.
+
 Stage and ledger: the meter's stage and per-episode scope are context variables of the thread that
 drives the product. The adapter hands its context to the endpoint before each request it sends the
 worker (``use_context``); every HTTP request is served inside a copy of it, so the product's calls
@@ -19,132 +26,37 @@ thread. Unknown sampling parameters (top_p, ...) are ignored and counted.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import contextvars
 import hashlib
+import hmac
 import json
+import secrets
 import socket
+import socketserver
 import threading
 import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import numpy as np
-from memharness.memsys.services.backends.openai_wire import chat_completion_body, embeddings_body
-from memharness.memsys.services.types import ChatRequest, RunAborted
-
-# request fields the endpoint reads; any other is ignored (and counted in ``ignored_params``)
-CHAT_FIELDS = {
-    "model",
-    "messages",
-    "temperature",
-    "max_tokens",
-    "max_completion_tokens",
-    "seed",
-    "stop",
-    "response_format",
-    "n",
-    "stream",
-    "tools",
-    "tool_choice",
-}
-EMBED_FIELDS = {"model", "input", "encoding_format", "dimensions"}
-DEFAULT_MAX_TOKENS = (
-    1024  # a request without max_tokens (OpenAI's own default is the model's limit)
+from memharness.memsys.products.openai_requests import (
+    EMBED_FIELDS,
+    RequestRefused,
+    chat_request,
+    embed_inputs,
+    encode_vector,
 )
+from memharness.memsys.services.backends.openai_wire import chat_completion_body, embeddings_body
+from memharness.memsys.services.types import RunAborted
+
+READ_TIMEOUT_S = 30.0  # a request's headers and body must arrive within this (else cut)
+STOP_DEADLINE_S = 30.0  # stop() waits this long for the calls in flight, then lets them go
+MAX_BODY_BYTES = 8 << 20  # a request body above this is refused (mem0's longest prompt is ~40 kB)
 
 
-class RequestRefused(ValueError):
-    """A request the endpoint cannot honour; answered 400 with this message."""
-
-
-def message_text(content: Any) -> str:
-    """A message's content as text: a string, or the text parts of a content list."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for part in content:
-            if not isinstance(part, dict) or part.get("type") != "text":
-                raise RequestRefused("only text message parts are served (no images or audio)")
-            parts.append(str(part.get("text", "")))
-        return "".join(parts)
-    raise RequestRefused(f"message content must be a string or a list of parts, got {content!r}")
-
-
-def chat_request(body: dict[str, Any], ignored: Counter[str]) -> ChatRequest:
-    """The harness request for an OpenAI chat-completions body (refusing what cannot be served)."""
-    for key in body:
-        if key not in CHAT_FIELDS:
-            ignored[key] += 1
-    if body.get("tools"):
-        raise RequestRefused("tool calls are not served by the harness endpoint")
-    if body.get("stream"):
-        raise RequestRefused("streaming is not served by the harness endpoint")
-    if int(body.get("n") or 1) != 1:
-        raise RequestRefused("n must be 1")
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise RequestRefused("messages must be a non-empty list")
-    pairs = []
-    for m in messages:
-        if not isinstance(m, dict) or "role" not in m:
-            raise RequestRefused(f"each message needs a role and content, got {m!r}")
-        pairs.append((str(m["role"]), message_text(m.get("content"))))
-    fmt = body.get("response_format") or {}
-    kind = fmt.get("type", "text") if isinstance(fmt, dict) else fmt
-    if kind not in ("text", "json_object", "json_schema"):
-        raise RequestRefused(
-            f"response_format {kind!r} is not served (text, json_object or json_schema)"
-        )
-    schema = response_schema(fmt, kind)
-    stop = body.get("stop") or ()
-    max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or DEFAULT_MAX_TOKENS
-    return ChatRequest(
-        messages=tuple(pairs),
-        max_tokens=int(max_tokens),
-        temperature=float(
-            body.get("temperature", 1.0) if body.get("temperature") is not None else 1.0
-        ),
-        seed=body.get("seed"),
-        stop=(stop,) if isinstance(stop, str) else tuple(stop),
-        json_output=kind in ("json_object", "json_schema"),
-        json_schema=json.dumps(schema, sort_keys=True) if schema is not None else None,
-    )
-
-
-def response_schema(fmt: Any, kind: str) -> dict[str, Any] | None:
-    """The JSON Schema a ``response_format`` asks for: OpenAI's ``{type: json_schema, json_schema:
-    {name, schema}}`` or llama.cpp server's ``{type: json_object, schema}``; None for plain JSON."""
-    if kind == "json_schema":
-        spec = fmt.get("json_schema") if isinstance(fmt, dict) else None
-        schema = spec.get("schema") if isinstance(spec, dict) else None
-        if not isinstance(schema, dict):
-            raise RequestRefused("response_format json_schema needs json_schema.schema (an object)")
-        return schema
-    if kind == "json_object" and isinstance(fmt, dict) and isinstance(fmt.get("schema"), dict):
-        return fmt["schema"]
-    return None
-
-
-def embed_inputs(body: dict[str, Any]) -> list[str]:
-    """The texts of an embeddings body (a string or a list of strings; token arrays are refused)."""
-    raw = body.get("input")
-    texts = [raw] if isinstance(raw, str) else raw
-    if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
-        raise RequestRefused("input must be a string or a non-empty list of strings")
-    return texts
-
-
-def encode_vector(vector: np.ndarray, encoding: str) -> Any:
-    """One embedding as OpenAI writes it: a float list, or base64 of little-endian float32."""
-    if encoding == "base64":
-        return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
-    return [float(x) for x in vector]
+class Unauthorized(Exception):
+    """A request without the token or from another Host: answered without naming the endpoint."""
 
 
 class Endpoint:
@@ -152,6 +64,7 @@ class Endpoint:
 
     def __init__(self, llm: Any, embedder: Any, tokenizer: Any = None) -> None:
         self.llm, self.embedder, self.tokenizer = llm, embedder, tokenizer
+        self.token = secrets.token_urlsafe(32)  # the worker's OPENAI_API_KEY; nobody else's
         self.counts: Counter[str] = Counter()
         self.ignored_params: Counter[str] = Counter()
         self.aborted: BaseException | None = None
@@ -193,18 +106,25 @@ class Endpoint:
         with self._lock:
             return 0.0 if self.in_flight else time.monotonic() - self.last_activity
 
-    def stop(self) -> None:
-        """Stop serving, wait for the requests in flight and release the port (idempotent)."""
+    def stop(self, deadline_s: float = STOP_DEADLINE_S) -> None:
+        """Stop serving, wait up to ``deadline_s`` for the requests in flight, close every
+        connection and release the port (idempotent)."""
         if self._server is not None:
             self._server.shutdown()  # no new connection
-            while self.in_flight:  # a model call in flight finishes (and is cached)
+            until = time.monotonic() + deadline_s
+            while self.in_flight and time.monotonic() < until:  # a call in flight is cached
                 time.sleep(0.05)
             with self._lock:
-                idle = list(self.connections)
-            for sock in idle:  # keep-alive connections waiting for a next request: closed
+                open_now = list(self.connections)
+                late = self.in_flight
+            for sock in open_now:  # keep-alive or stalled senders: closed
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
-            self._server.server_close()  # joins the handler threads
+            if late:  # past the deadline: close the port, leave the late threads to finish alone
+                self.count("stopped_in_flight", late)
+                socketserver.TCPServer.server_close(self._server)  # without the threads' join
+            else:
+                self._server.server_close()  # joins the handler threads
             if self._thread is not None:
                 self._thread.join(timeout=5)
             self._server = self._thread = None
@@ -216,6 +136,15 @@ class Endpoint:
     def count(self, key: str, n: int = 1) -> None:
         with self._lock:
             self.counts[key] += n
+
+    def authorize(self, host: str | None, authorization: str | None) -> None:
+        """Refuse a request from another Host (403) or without the bearer token (401)."""
+        port = self._server.server_address[1] if self._server is not None else None
+        if host not in (f"127.0.0.1:{port}", f"localhost:{port}"):
+            raise Unauthorized(403)
+        given = (authorization or "").removeprefix("Bearer ").strip().encode()
+        if not hmac.compare_digest(given, self.token.encode()):
+            raise Unauthorized(401)
 
     def stats(self) -> dict[str, Any]:
         """Requests served, refused and failed, and the ignored request fields."""
@@ -286,6 +215,8 @@ def _error(message: str, kind: str) -> dict[str, Any]:
 def _handler(endpoint: Endpoint) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive: the product's client reuses its connection
+        server_version = sys_version = ""  # no Server header naming the stack
+        timeout = READ_TIMEOUT_S  # a request line, headers or body that stall are cut
 
         def setup(self) -> None:
             super().setup()
@@ -301,23 +232,52 @@ def _handler(endpoint: Endpoint) -> type[BaseHTTPRequestHandler]:
             return  # the meter and the counters record every request; no access log on stderr
 
         def do_GET(self) -> None:  # noqa: N802 - stdlib's name
+            if not self._authorized():
+                return
             if self.path.rstrip("/") in ("/v1/models", "/models"):
                 self._reply(200, endpoint.models())
             else:
                 self._reply(404, _error(f"no route {self.path}", "not_found"))
 
         def do_POST(self) -> None:  # noqa: N802 - stdlib's name
+            if not self._authorized():
+                return
             endpoint.busy(+1)
             try:
                 self._reply(*self._serve())
             finally:
                 endpoint.busy(-1)
 
+        def _authorized(self) -> bool:
+            try:
+                endpoint.authorize(self.headers.get("Host"), self.headers.get("Authorization"))
+            except Unauthorized as refused:
+                endpoint.count(f"unauthorized_{refused.args[0]}")
+                self.close_connection = True
+                self._reply(refused.args[0], {})
+                return False
+            return True
+
+        def _body(self) -> Any:
+            kind = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+            if kind != "application/json":
+                raise RequestRefused(f"Content-Type must be application/json, got {kind!r}")
+            length = self.headers.get("Content-Length")
+            if length is None or not length.isdigit():
+                raise RequestRefused("a Content-Length header is required")
+            if int(length) > MAX_BODY_BYTES:
+                self.close_connection = True  # the unread body is not drained
+                raise RequestRefused(f"the body is {length} bytes; at most {MAX_BODY_BYTES}")
+            data = self.rfile.read(int(length))
+            if len(data) < int(length):
+                self.close_connection = True
+                raise RequestRefused("the body ended before its Content-Length")
+            return json.loads(data)
+
         def _serve(self) -> tuple[int, dict[str, Any]]:
             route = self.path.rstrip("/").removeprefix("/v1")
             try:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
+                body = self._body()
                 if not isinstance(body, dict):
                     raise RequestRefused("the request body must be a JSON object")
                 if route == "/chat/completions":
@@ -325,6 +285,10 @@ def _handler(endpoint: Endpoint) -> type[BaseHTTPRequestHandler]:
                 if route == "/embeddings":
                     return endpoint.embeddings(body)
                 return 404, _error(f"no route {self.path}", "not_found")
+            except TimeoutError:  # the body did not arrive in READ_TIMEOUT_S
+                self.close_connection = True
+                endpoint.count("read_timeouts")
+                return 408, _error("the request body did not arrive in time", "timeout")
             except (RequestRefused, json.JSONDecodeError, TypeError, ValueError) as err:
                 endpoint.count("refused")
                 return 400, _error(str(err), "invalid_request_error")

@@ -104,7 +104,7 @@ def test_amem_worker_ingests_searches_and_counts_through_the_harness_endpoint(tm
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(
         OPENAI_BASE_URL=url,
-        OPENAI_API_KEY="memharness-local",
+        OPENAI_API_KEY=endpoint.token,  # the endpoint serves its token's holder only
         MEMHARNESS_LLM_MODEL=llm.model_id,
         MEMHARNESS_EMBED_MODEL=embedder.model_id,
         MEMHARNESS_STORE_DIR=str(store),

@@ -15,6 +15,7 @@ import functools
 import math
 import random
 import string
+import sys
 import typing
 from typing import Any, Literal
 
@@ -22,6 +23,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from memharness.eval.run.runner import run
 from memharness.eval.run.validate import config_problems, context_problems, resolve
+from memharness.memsys.products.adapter import venv_path
 from memharness.memsys.services.types import ConfigError
 from memharness.memsys.settings import Check, ChoicesFrom, Range, unwrap
 from omegaconf import OmegaConf
@@ -50,6 +52,11 @@ def compose_plain(group: str | None, option: str | None) -> dict[str, Any]:
 def _composed(group: str | None, option: str | None) -> dict[str, Any]:
     chosen = [f"{group}={option}"] if group else []
     values = _compose(tuple(chosen))
+    product = (values.get("memory") or {}).get("product")
+    if group == "memory" and product and not venv_path(product).exists():
+        # a checkout without `make product-<name>`: its missing venv is refused (tested apart)
+        chosen.append(f"memory.python={sys.executable}")
+        values = _compose(tuple(chosen))
     if group == "memory" and context_problems(values):
         values = _compose(tuple(chosen + _fitting_llm(values)))
     return values

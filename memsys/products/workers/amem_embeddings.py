@@ -22,7 +22,7 @@ def endpoint_embedding_function(
     import openai
     from chromadb.api.types import EmbeddingFunction
 
-    # the harness owns deadlines and retries; the endpoint checks no key, the SDK wants one
+    # the harness owns deadlines and retries; api_key is the endpoint's token (OPENAI_API_KEY)
     client = openai.OpenAI(
         base_url=base_url, api_key=api_key or "memharness-local", timeout=None, max_retries=0
     )

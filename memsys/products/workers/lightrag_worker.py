@@ -111,7 +111,10 @@ def post(path: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
     request = urllib.request.Request(
         url,
         data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json", "Authorization": "Bearer memharness-local"},
+        headers={
+            "Content-Type": "application/json",
+            "Authorization": f"Bearer {os.environ.get('OPENAI_API_KEY', '')}",  # the endpoint's token
+        },
     )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as reply:

@@ -74,3 +74,20 @@ def test_longmemeval_counts_haystacks_and_their_turns():
     s = stats.dataset_stats(longmemeval.load(str(path)))
     assert s["Haystacks (questions)"] == len(haystacks) and s["Total queries"] == len(records)
     assert s["Turns per haystack"]["mean"] == pytest.approx(sum(turns) / len(turns))
+
+
+def test_a_broken_file_passed_explicitly_fails_the_command_naming_it(tmp_path, capsys):
+    """Issue 43 case 11: it exited 0; ODSum, QMSum and NarrativeQA were unknown to it."""
+    broken = tmp_path / "narrativeqa.jsonl"
+    broken.write_text('{"input": "q"\n')
+    argv = ["--data-dir", str(tmp_path / "none"), "--path", f"narrativeqa={broken}"]
+    argv += ["--path", f"qmsum={FIX / 'qmsum'}", "--path", f"odsum_story={FIX / 'odsum_story'}"]
+    assert stats.main(argv) == 2
+    captured = capsys.readouterr()
+    (line,) = captured.err.strip().splitlines()
+    assert line.startswith(f"error: --path narrativeqa={broken}: {broken}:1")
+    assert "== qmsum\n  Meetings                 2" in captured.out
+    assert "== odsum_story\n  Stories                  3" in captured.out
+    with pytest.raises(SystemExit) as usage:
+        stats.main(["--path", "qmsum"])
+    assert usage.value.code == 2 and "--path takes NAME=PATH" in capsys.readouterr().err

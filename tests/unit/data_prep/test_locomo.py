@@ -226,3 +226,17 @@ def test_download_is_checked_against_the_pin_before_it_is_kept(tmp_path, monkeyp
     ds = locomo.load(data_dir=str(tmp_path), url=local_http, sha256=sha256_file(FILE))
     kept = tmp_path / "locomo" / "locomo10.json"
     assert kept.read_bytes() == FILE.read_bytes() and ds.metadata["matches_pin"] is True
+
+
+def test_a_pin_in_upper_case_matches_and_a_malformed_one_is_refused(make_cfg):
+    """Issue 43 case 12: hex digits in either case; anything else refused at the command line."""
+    from memharness.eval.run.validate import config_problems
+
+    assert load(sha256=sha256_file(FILE).upper()).metadata["matches_pin"] is True
+    with pytest.raises(DatasetError, match="sha256 pin 'zz12': expected 64 hexadecimal digits"):
+        load(sha256="zz12")
+    (line,) = config_problems(make_cfg("dataset=locomo", "dataset.loader.sha256=zz12"))
+    assert line.startswith("dataset.loader.sha256='zz12'") and "64 hexadecimal digits" in line
+    pins = "dataset.loader.sha256_pins={corpus.json: 'x'}"
+    (line,) = config_problems(make_cfg("dataset=multihop", pins))
+    assert "dataset.loader.sha256_pins.corpus.json='x'" in line

@@ -201,6 +201,15 @@ def test_odsum_story_unknown_title_is_dangling_and_schema_errors_name_the_line(t
         odsum.load_story(str(tmp_path / "s"))
 
 
+def test_odsum_story_empty_split_file_is_refused_naming_it(tmp_path):
+    """Issue 43 case 7: an empty split file dropped its stories and their queries were still asked."""
+    shutil.copytree(STORY, tmp_path / "s")
+    docs = tmp_path / "s" / "raw" / "documents" / "dev.jsonl"
+    docs.write_text("")
+    with pytest.raises(DatasetError, match=r"dev\.jsonl: no stories \(the file is empty"):
+        odsum.load_story(str(tmp_path / "s"))
+
+
 def test_odsum_meeting_pool_and_meetings_list_evidence(tmp_path):
     ds = odsum.load_meeting(str(MEETING))
     (ep,) = ds.episodes

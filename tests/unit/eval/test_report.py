@@ -13,14 +13,9 @@ import records
 import yaml
 from memharness.eval.metrics.lexical import summarize
 from memharness.eval.metrics.stats import mcnemar, paired_bootstrap
+from memharness.eval.record.read import find_runs, load_run
 from memharness.eval.report import plots
-from memharness.eval.report.comparison import (
-    ReportError,
-    build_report,
-    find_runs,
-    latest_per_config,
-    load_run,
-)
+from memharness.eval.report.comparison import ReportError, build_report, latest_per_config
 
 
 def _summary(mean):

@@ -96,3 +96,16 @@ def test_the_oracle_refuses_a_text_only_retrieval_and_memories_are_not_oracles()
     with pytest.raises(TypeError, match="retrieve_question"):
         oracle(dialogue()).retrieve("what?", 100)
     assert GoldEvidenceOracle.oracle and not MemoryStream.oracle
+
+
+def test_an_oracle_run_on_data_without_gold_evidence_is_refused(make_cfg, tmp_path):
+    """Issue 43 case 7: it exited 0 and the report labelled empty contexts 'oracle: gold evidence'."""
+    from memharness.eval.run.runner import run
+    from memharness.memsys.services.types import ConfigError
+    from paths import TESTS
+
+    fixture = TESTS / "fixtures" / "narrativeqa" / "narrativeqa.jsonl"
+    cfg = make_cfg("memory=oracle", "dataset=narrativeqa", f"dataset.loader.path={fixture}")
+    with pytest.raises(ConfigError, match=r"dataset 'narrativeqa' has no gold evidence on any"):
+        run(cfg, tmp_path / "r")
+    assert not (tmp_path / "r" / "samples.jsonl").exists()

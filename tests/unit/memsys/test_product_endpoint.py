@@ -24,7 +24,7 @@ def served(tmp_path):
     embedder = Embedder(HashingEmbedder(dim=16), meter=meter, cache=cache)
     endpoint = Endpoint(llm, embedder)
     base_url = endpoint.start()
-    client = openai.OpenAI(base_url=base_url, api_key="x", max_retries=2)
+    client = openai.OpenAI(base_url=base_url, api_key=endpoint.token, max_retries=2)
     yield endpoint, client, chat, meter, embedder
     endpoint.stop()
     llm.close()
@@ -126,7 +126,10 @@ def test_embeddings_float_and_base64_match_the_harness_embedder(served):
 def test_models_route_and_stop_releases_the_port(served):
     endpoint, _, _, _, _ = served
     url = endpoint.base_url
-    with urllib.request.urlopen(url + "/models", timeout=5) as reply:
+    ask = urllib.request.Request(
+        url + "/models", headers={"Authorization": f"Bearer {endpoint.token}"}
+    )
+    with urllib.request.urlopen(ask, timeout=5) as reply:
         ids = [m["id"] for m in json.loads(reply.read())["data"]]
     assert ids == ["fake-chat", "hashing-embed"]
     endpoint.stop()
@@ -141,7 +144,7 @@ def test_stop_waits_for_the_call_in_flight(tmp_path):
     chat = ScriptedChat(default="late", latency_s=1.0)
     llm = LLM(chat, meter=Meter(), progress=False)
     endpoint = Endpoint(llm, Embedder(HashingEmbedder(dim=4)))
-    client = openai.OpenAI(base_url=endpoint.start(), api_key="x", max_retries=0)
+    client = openai.OpenAI(base_url=endpoint.start(), api_key=endpoint.token, max_retries=0)
     replies = []
     body = {"model": "m", "messages": [{"role": "user", "content": "q"}], "temperature": 0}
     caller = threading.Thread(target=lambda: replies.append(client.chat.completions.create(**body)))
