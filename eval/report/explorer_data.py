@@ -17,7 +17,7 @@ from typing import Any
 
 from memharness.eval.metrics import registry
 from memharness.eval.record import scores
-from memharness.eval.record.read import find_runs, iter_samples, load_run
+from memharness.eval.record.read import iter_samples, load_runs
 from memharness.eval.report.columns import cost_columns, judge_columns
 from memharness.eval.report.paired import label
 from memharness.eval.report.tables import identify, short_model
@@ -242,7 +242,7 @@ def explorer_data(
     from memharness.eval.report.explorer_pairs import head_to_head
 
     # the tables' identity: each run's distinguishing settings and its question set
-    loaded = identify([load_run(folder) for folder in find_runs(paths)])
+    loaded = identify(load_runs(paths))  # a broken run is left out with a warning naming its file
     texts, ids = Texts(), Texts()
     runs, questions, index, cells = [], [], {}, []
     for run, key in zip(loaded, run_keys(loaded), strict=True):
@@ -261,7 +261,7 @@ def explorer_data(
     for q in questions:  # a question id two datasets share is named with its dataset
         q["id"] = f"{q['dataset']}:{q['qid']}" if seen[q["qid"]] > 1 else q["qid"]
     metric = next(
-        (m for m in HEADLINE if any(m in c["v"] for row in cells for c in row.values())),
+        (m for m in HEADLINE if any(m in c.get("v", ()) for row in cells for c in row.values())),
         HEADLINE[0],
     )
     present = [m for m in HEADLINE if any(m in r["metrics"] for r in runs)]

@@ -36,7 +36,7 @@ def pair(
     shared = sorted(
         i
         for i in a.keys() & b.keys()
-        if a[i]["v"].get(metric) is not None and b[i]["v"].get(metric) is not None
+        if a[i].get("v", {}).get(metric) is not None and b[i].get("v", {}).get(metric) is not None
     )
     if not shared:
         return None

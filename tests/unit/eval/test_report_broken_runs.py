@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import records
 from memharness.eval.record.read import ReportError, load_runs
-from memharness.eval.report import comparison, judge_report
+from memharness.eval.report import browser, comparison, judge_report
 
 
 def write_runs(root: Path) -> Path:
@@ -44,3 +44,12 @@ def test_report_and_judge_report_tabulate_the_good_run_beside_the_bad(tmp_path, 
     assert "full_context" in table and "rag" not in table
     assert "full_context" in (tmp_path / "j" / "judges.csv").read_text()
     assert caplog.text.count(f"{samples}:2: not valid JSON") == 2
+
+
+def test_browse_shows_the_good_run_beside_the_bad(tmp_path, caplog):
+    samples = write_runs(tmp_path / "runs")
+    with caplog.at_level(logging.WARNING):
+        page = browser.main([str(tmp_path / "runs"), "--out", str(tmp_path / "b.html")])
+    html = page.read_text()
+    assert "full_context" in html and '"rag"' not in html
+    assert f"{samples}:2: not valid JSON" in caplog.text
