@@ -126,6 +126,9 @@ class AnswerSettings(TypedDict):
     now_line: NotRequired[
         Annotated[str, Placeholders("now")] | None
     ]  # the data's date of a question
+    question_hints: NotRequired[
+        dict[str, dict[str, str]] | None
+    ]  # category name -> value -> instruction appended to the question
 
 
 class JudgeSettings(TypedDict):
