@@ -123,6 +123,9 @@ class AnswerSettings(TypedDict):
     mc_max_tokens: NotRequired[Positive]
     claim_prompt: NotRequired[Annotated[str, Placeholders("context", "claim")]]
     claim_max_tokens: NotRequired[Positive]
+    claim_unparsed: NotRequired[
+        Literal["other_label", "neither"]
+    ]  # F1_P / F1_N count of a non-verdict
     now_line: NotRequired[
         Annotated[str, Placeholders("now")] | None
     ]  # the data's date of a question
