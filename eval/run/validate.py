@@ -83,6 +83,11 @@ class EstimateSettings(TypedDict):
     ]  # stand-in vectors, or the run's own embedder
 
 
+class PageWords(TypedDict):
+    min: Positive
+    max: Positive
+
+
 class DatasetSettings(TypedDict):
     name: Annotated[str, NonEmpty()]
     loader: Target
@@ -95,6 +100,9 @@ class DatasetSettings(TypedDict):
         Positive | None
     ]  # cut each insert event into batches of this many units
     generator: NotRequired[GeneratorSettings]  # msc_e: the generator's settings
+    page_words: NotRequired[
+        PageWords
+    ]  # a long text's page bounds for paginating memories (ReadAgent)
 
 
 class PriceSettings(TypedDict, total=False):
