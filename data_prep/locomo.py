@@ -51,7 +51,8 @@ KNOWN_VERSIONS = {
     ),
 }
 CATEGORY_MAPS = {
-    # task_eval/evaluation.py CATEGORY_MAPPING and the paper
+    # upstream has no mapping constant: the numbers are branches of task_eval/evaluation.py, the
+    # names the paper's and task_eval/dpr_qa.py's plot labels (Multi-Hop, Time, Knowledge, ...)
     "official": {
         1: "multi-hop",
         2: "temporal",

@@ -3,10 +3,14 @@
 A record's haystack sessions are inserted in the file's order, every turn one unit whose source is
 its session id and whose timestamp is its session's date; the question is asked after the last
 turn, at its ``question_date`` (``Question.asked_at``: the answer prompt shows it as the current
-date, as the official answer prompt does). Evidence: the ``has_answer`` turns, plus every answer
-session with no marked turn as a whole session (``evidence: turn``), or every answer session whole
-(``evidence: session``, the official session-level recall). Abstention items (``_abs`` in the id)
-get no evidence: the official retrieval metrics leave them out.
+date, as the official answer prompt does). Evidence (``gold: official``, the default, as the
+official retrieval code): the user turns marked ``has_answer`` (``evidence: turn``), or the answer
+sessions holding one, whole (``evidence: session``, the official session-level recall); an answer
+session with no marked user turn is not gold, and a question with no marked user turn at all (every
+single-session-assistant question) gets no evidence, so the official averages' rule of leaving it
+out holds here too (counted as ``no_user_answer_turn``). ``gold: answer_sessions`` is the earlier
+rule: marked turns of either role, and every answer session (whole when it has no marked turn).
+Abstention items (``_abs`` in the id) get no evidence: the official retrieval metrics leave them out.
 
 Questions whose haystacks are identical share one episode (built once). The episode id is a hash
 of the haystack as inserted, so an unchanged haystack has the same id, hence the same snapshot
@@ -46,6 +50,7 @@ TYPES = (
     "knowledge-update",
     "multi-session",
 )
+GOLD_RULES = ("official", "answer_sessions")  # see the module docstring
 ABSTENTION_MARK = "_abs"  # the official rule: an id containing it is an abstention item
 ROLES = ("user", "assistant")
 DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"  # "2023/05/30 (Tue) 21:56"
@@ -104,7 +109,7 @@ def haystack_units(
             text = turn_format.format(date=date, role=role, content=content, session=sid)
             spans.setdefault(sid, []).append(len(rows))
             if turn.get("has_answer") is True:
-                marked.add(len(rows))
+                marked.add(len(rows))  # either role; question_evidence picks by gold rule
             rows.append((sid, text, stamp, {"session": s, "turn": t, "role": role}))
     ep_id = episode_id(rows)
     units = [
@@ -133,14 +138,19 @@ def question_evidence(
     marked_turns: set[int],
     where: str,
     level: str,
+    gold: str = "official",
 ) -> tuple[Evidence, ...]:
     """Gold evidence for evidence recall (see the module docstring); none for abstention items."""
     answer_sessions = hub.need(rec, "answer_session_ids", list, where)
     if is_abstention(hub.need(rec, "question_id", str, where)):
         return ()
+    if gold == "official":  # run_retrieval.py: only user turns carry the answer mark
+        marked_turns = {p for p in marked_turns if units[p].metadata["role"] == "user"}
     out: list[Evidence] = []
     for sid in answer_sessions:
         marked = [p for p in spans.get(str(sid), []) if p in marked_turns]
+        if gold == "official" and not marked:
+            continue  # not a relevant session in the official metrics
         if level == "turn" and marked:
             out += [Evidence(str(sid), units[p].text, position=p, end=p + 1) for p in marked]
         else:  # the whole session (an id outside the haystack is reported as dangling)
@@ -180,6 +190,7 @@ def build_dataset(
     evidence: str = "turn",
     name: str = "longmemeval",
     order: str = "date",
+    gold: str = "official",
 ) -> Dataset:
     """Episodes from the parsed records of one LongMemEval file (identical haystacks merged)."""
     if not isinstance(records, list):
@@ -190,12 +201,17 @@ def build_dataset(
         raise DatasetError(f"dataset.loader.order must be 'date' or 'file', got {order!r}")
     if evidence not in ("turn", "session"):
         raise DatasetError(f"dataset.loader.evidence must be 'turn' or 'session', got {evidence!r}")
+    if gold not in GOLD_RULES:
+        raise DatasetError(f"dataset.loader.gold must be one of {GOLD_RULES}, got {gold!r}")
     episodes: dict[str, Episode] = {}
     for i, rec in enumerate(records):
         loc = f"{where}[{i}]"
         ep_id, units, spans, marked = haystack_units(rec, loc, turn_format, order)
         q = record_question(
-            rec, loc, len(units), question_evidence(rec, units, spans, marked, loc, evidence)
+            rec,
+            loc,
+            len(units),
+            question_evidence(rec, units, spans, marked, loc, evidence, gold),
         )
         if ep_id in episodes:
             episodes[ep_id].questions.append(q)
@@ -239,6 +255,7 @@ def load(
     turn_format: str = "[{date}] {role}: {content}",
     evidence: Literal["turn", "session"] = "turn",
     order: Literal["date", "file"] = "date",
+    gold: Literal["official", "answer_sessions"] = "official",
     integrity: hub.Integrity = "warn",
     sha256_pins: dict[str, hub.Sha256 | None] | None = None,
 ) -> Dataset:
@@ -268,7 +285,9 @@ def load(
         local, sha = hub.hub_download(hub_id, filename, cache, revision)
         rev = f"{hub_id}@{sha}"
     file = _find(local, filename)
-    ds = build_dataset(hub.read_json(file), str(file), turn_format, evidence, order=order)
+    ds = build_dataset(
+        hub.read_json(file), str(file), turn_format, evidence, order=order, gold=gold
+    )
     if not ds.episodes:
         raise DatasetError(f"{file}: no questions (the list is empty)")
     ds.files, ds.revision = hub.file_hashes([file]), rev
@@ -278,6 +297,12 @@ def load(
         split=split,
         evidence=evidence,
         order=order,
+        gold=gold,
+        no_user_answer_turn=sum(  # answerable questions the official retrieval averages leave out
+            not q.evidence and q.categories["abstention"] == "answerable"
+            for e in ds.episodes
+            for q in e.questions
+        ),
         questions_by_stratum=_counts(
             q.categories["stratum"] for e in ds.episodes for q in e.questions
         ),

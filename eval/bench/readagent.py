@@ -40,14 +40,17 @@ from omegaconf import OmegaConf
 _LABEL = re.compile(r"^<(\d+)>$", re.M)
 _GIST = re.compile(r"<Page (\d+)>\nOn days (\d+) to (\d+)")
 _DAY = re.compile(r"day (\d+)")
+_RANGE = re.compile(r"On days (\d+) to (\d+)")
 
 
 def settings() -> dict[str, Any]:
-    """conf/memory/readagent.yaml's settings."""
+    """conf/memory/readagent.yaml's settings for a dataset of ``BUDGET_TOKENS`` (no page bounds of
+    its own: QuALITY's)."""
     cfg = OmegaConf.create(
         (files("memharness.conf") / "memory" / "readagent.yaml").read_text(encoding="utf-8")
     )
-    raw = OmegaConf.to_container(cfg, resolve=False)
+    root = OmegaConf.create({"memory": cfg, "dataset": {"budget_tokens": BUDGET_TOKENS}})
+    raw = OmegaConf.to_container(root, resolve=True)["memory"]
     return {k: v for k, v in raw.items() if k not in ("_target_", "name")}
 
 
@@ -59,7 +62,9 @@ def stub_reply(request: ChatRequest) -> str:
         offered = _LABEL.findall(prompt)
         return f"Break point: <{offered[0]}>\nBecause the day ends." if offered else "none"
     if prompt.startswith("Make the passage below shorter"):
-        days = [int(d) for d in _DAY.findall(prompt.split("Passage:\n", 1)[1])]
+        passage = prompt.split("Passage:\n", 1)[1]
+        ranges = [int(d) for pair in _RANGE.findall(passage) for d in pair]  # a merge's two gists
+        days = ranges or [int(d) for d in _DAY.findall(passage)]
         return f"On days {min(days)} to {max(days)} I visited places with friends."
     asked = int(_DAY.findall(prompt.rsplit("Question:", 1)[1])[0])
     pages = [int(p) for p, lo, hi in _GIST.findall(prompt) if int(lo) <= asked <= int(hi)]
@@ -111,6 +116,9 @@ def scripted_run(turns: int = 2_000, questions: int = 5, latency_s: float = LATE
         "full_context_tokens": full,
         "tokens_over_full_context": read_tokens / questions / full,
         "right_page_share": right / questions,
+        "merge_rounds": stats["merging"]["rounds"],  # App. H merges to fit the gists in the budget
+        "lookup_reach": stats["lookup_reach"],  # share of the text whose gist the look-up saw
+        "compression_rate_percent_final_query": stats["compression_rate_percent_final_query"],
     }
 
 

@@ -34,13 +34,23 @@ def metric_values(samples: Sequence[dict[str, Any]], metric: str) -> list[float]
 
 
 def claim_pairs(samples: Sequence[dict[str, Any]]) -> list[tuple[str, str | None]]:
-    """(gold label, predicted label) of every claim-verification answer; an unparsed verdict is
-    None (wrong for either label). Failed questions have no answer and are counted elsewhere."""
+    """(gold label, counted label) of every claim-verification answer: the label the scorer counted
+    an unparsed verdict as (``eval.answer.claim_unparsed``), or None (wrong for either label) in
+    records scored before it was recorded. Failed questions have no answer and are counted elsewhere."""
     return [
-        (s["references"][0], scores.detail(s, "claim_accuracy", "predicted_label"))
+        (s["references"][0], _counted(s))
         for s in samples
         if s.get("mode") == "claim_verification" and s["status"] == "scored"
     ]
+
+
+def _counted(sample: dict[str, Any]) -> str | None:
+    counted = scores.detail(sample, "claim_accuracy", "counted_label")
+    return (
+        counted
+        if counted is not None
+        else scores.detail(sample, "claim_accuracy", "predicted_label")
+    )
 
 
 def summarize_all(

@@ -31,6 +31,23 @@ def parse_verdict(reply: str) -> str | None:
     return UNFAITHFUL if negative else FAITHFUL
 
 
+UNPARSED_RULES = ("other_label", "neither")
+
+
+def counted_label(gold: str, verdict: str | None, rule: str = "other_label") -> str | None:
+    """The label a verdict counts as in F1_P / F1_N. An unparsed verdict (None) counts as the label
+    that is not the gold under ``other_label`` (CAM's claim_verification.py: any reply other than the
+    gold is a false negative of the gold label and a false positive of the other), or as neither
+    label under ``neither`` (a false negative of the gold label only)."""
+    if rule not in UNPARSED_RULES:
+        raise ValueError(
+            f"eval.answer.claim_unparsed must be one of {UNPARSED_RULES}, got {rule!r}"
+        )
+    if verdict is not None or rule == "neither":
+        return verdict
+    return UNFAITHFUL if gold == FAITHFUL else FAITHFUL
+
+
 def code(gold: str, predicted: str | None, label: str) -> int:
     """2 * (gold is ``label``) + (prediction is ``label``): 3 = TP, 1 = FP, 2 = FN, 0 = TN."""
     return 2 * (gold == label) + (predicted == label)

@@ -274,7 +274,8 @@ METRICS: tuple[Metric, ...] = (
         "retrieval",
         "retrieval",
         "1 if every gold source document (session, article) is among the top k retrieved sources "
-        "(LongMemEval's recall_all@k)",
+        "(LongMemEval's recall_all@k: relevant sessions are answer sessions with a user turn marked "
+        "has_answer; questions with none get no value, as the official averages leave them out)",
         prefix=True,
         scorer="evidence",
     ),
@@ -283,7 +284,8 @@ METRICS: tuple[Metric, ...] = (
         True,
         "retrieval",
         "retrieval",
-        "nDCG of the top k retrieved source documents, binary relevance (LongMemEval's ndcg_any@k)",
+        "nDCG of the top k retrieved source documents, binary relevance (LongMemEval's ndcg_any@k, "
+        "over the same relevant sessions)",
         prefix=True,
         scorer="evidence",
     ),

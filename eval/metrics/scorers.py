@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from memharness.eval.metrics import registry
-from memharness.eval.metrics.claims import parse_verdict
+from memharness.eval.metrics.claims import counted_label, parse_verdict
 from memharness.eval.metrics.lexical import parse_choice
 from memharness.eval.record.scores import detail, put
 from memharness.memsys.types import Question
+from omegaconf import OmegaConf
 
 Pending = Sequence[tuple[Question, Sequence[Any], dict[str, Any]]]
 
@@ -94,6 +95,7 @@ class Claim:
     name = "claim"
 
     def score(self, pending: Pending, ctx: ScoreContext) -> None:
+        rule = OmegaConf.select(ctx.cfg, "eval.answer.claim_unparsed", default="other_label")
         for q, r in _scored(pending, "claim_verification"):
             verdict = parse_verdict(r["prediction"])
             status = "claim_unparsed" if verdict is None else "parsed"
@@ -103,6 +105,7 @@ class Claim:
                 float(verdict in q.answers),
                 self.name,
                 predicted_label=verdict,
+                counted_label=counted_label(q.answers[0], verdict, rule),
                 status=status,
             )
 

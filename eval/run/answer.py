@@ -71,13 +71,26 @@ def with_now(template: str, question: Question, cfg: Any) -> str:
     return "\n".join([*lines[:at], escaped, *lines[at:]])
 
 
+def question_with_hint(question: Question, cfg: Any) -> str:
+    """The question's text with the instruction ``eval.answer.question_hints[<category>][<value>]``
+    appended for the first of its categories that has one (LoCoMo's official QA script appends a
+    date instruction to temporal questions); the text alone when none applies."""
+    hints = cfg.get("question_hints") if hasattr(cfg, "get") else None
+    for name, value in question.categories.items():
+        hint = (hints or {}).get(name, {}).get(str(value))
+        if hint:
+            return f"{question.text} {hint}"
+    return question.text
+
+
 def answer_request(question: Question, items: Sequence[RetrievedItem], cfg: Any) -> ChatRequest:
-    """The prompt sees only the question (and options), its date when the data gives one, and the
-    retrieved items."""
+    """The prompt sees only the question (and options, and its category's hint), its date when the
+    data gives one, and the retrieved items."""
     context = format_context(items)
+    text = question_with_hint(question, cfg)
     if is_multiple_choice(question, cfg.mode):
         prompt = with_now(cfg.mc_prompt, question, cfg).format(
-            question=question.text,
+            question=text,
             options=format_options(question.options, question.id),
             context=context,
         )
@@ -97,5 +110,5 @@ def answer_request(question: Question, items: Sequence[RetrievedItem], cfg: Any)
         return ChatRequest.user(
             prompt, max_tokens=int(cfg.get("claim_max_tokens", 8)), choices=LABELS
         )
-    prompt = with_now(cfg.prompt, question, cfg).format(question=question.text, context=context)
+    prompt = with_now(cfg.prompt, question, cfg).format(question=text, context=context)
     return ChatRequest.user(prompt, max_tokens=int(cfg.max_tokens))

@@ -83,6 +83,11 @@ class EstimateSettings(TypedDict):
     ]  # stand-in vectors, or the run's own embedder
 
 
+class PageWords(TypedDict):
+    min: Positive
+    max: Positive
+
+
 class DatasetSettings(TypedDict):
     name: Annotated[str, NonEmpty()]
     loader: Target
@@ -95,6 +100,9 @@ class DatasetSettings(TypedDict):
         Positive | None
     ]  # cut each insert event into batches of this many units
     generator: NotRequired[GeneratorSettings]  # msc_e: the generator's settings
+    page_words: NotRequired[
+        PageWords
+    ]  # a long text's page bounds for paginating memories (ReadAgent)
 
 
 class PriceSettings(TypedDict, total=False):
@@ -123,9 +131,15 @@ class AnswerSettings(TypedDict):
     mc_max_tokens: NotRequired[Positive]
     claim_prompt: NotRequired[Annotated[str, Placeholders("context", "claim")]]
     claim_max_tokens: NotRequired[Positive]
+    claim_unparsed: NotRequired[
+        Literal["other_label", "neither"]
+    ]  # F1_P / F1_N count of a non-verdict
     now_line: NotRequired[
         Annotated[str, Placeholders("now")] | None
     ]  # the data's date of a question
+    question_hints: NotRequired[
+        dict[str, dict[str, str]] | None
+    ]  # category name -> value -> instruction appended to the question
 
 
 class JudgeSettings(TypedDict):

@@ -8,9 +8,14 @@ weighted sum of min-max normalised recency, importance and relevance:
 
 - recency (``recency``, paper and released code differ, both exposed):
   ``paper`` (default): ``recency_decay ** age``, exponential decay (0.995) per
-  game hour since last access, so recently accessed memories score higher. A
-  text stream has no game clock, so age is counted in insert positions since
-  the last access (a unit's insertion, or a retrieval that returned it).
+  game hour since last access, so recently accessed memories score higher.
+  Age is counted on the data's clock (``clock: data``): hours since last access,
+  where a memory is accessed when inserted (at its unit's ``timestamp``) or
+  returned by a retrieval (at the latest time inserted so far: the stream's
+  "now"). LoCoMo, LongMemEval and MultiHop-RAG units carry timestamps. When a
+  unit has none, or the times go backwards in insert order (no clock that moves
+  forward), age falls back to insert positions since the last access, as with
+  ``clock: steps``; ``stats()["recency_clock"]`` says which clock ran.
   ``released_code`` (``retrieve.py``, ``new_retrieve``): the memories sorted
   ascending by last access get ``recency_decay ** i`` for rank i = 1..N (the
   code's decay is 0.99), a per-step decay that gives the *least* recently
@@ -35,6 +40,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -53,6 +59,8 @@ def min_max(values: np.ndarray) -> np.ndarray:
 
 
 RECENCIES = ("paper", "released_code")
+CLOCKS = ("data", "steps")
+EPOCH = datetime(1970, 1, 1)
 # Per recency mode: (decay, recency weight, importance weight, relevance weight). The released code
 # (retrieve.py) multiplies its 1 / 1 / 1 weights by the global weights [0.5, 3, 2] in the order
 # recency, relevance, importance.
@@ -70,6 +78,33 @@ def recency_scores(last_access: Sequence[int], now: int, decay: float, mode: str
     out = np.empty(len(last), dtype=np.float64)
     out[np.argsort(last, kind="stable")] = decay ** np.arange(1, len(last) + 1, dtype=np.float64)
     return out
+
+
+def hours_of(timestamp: str | None, unit_id: str) -> float | None:
+    """Hours since 1970 of an ISO timestamp (naive = UTC); None without one. A timestamp that is
+    not ISO is refused in one line."""
+    if timestamp is None:
+        return None
+    try:
+        when = datetime.fromisoformat(str(timestamp))
+    except ValueError:
+        raise ValueError(
+            f"memorystream: unit {unit_id} has timestamp {timestamp!r}, not ISO 8601; "
+            "set memory.clock=steps to decay by insert positions"
+        ) from None
+    if when.tzinfo is not None:
+        when = when.astimezone(UTC).replace(tzinfo=None)
+    return (when - EPOCH).total_seconds() / 3600.0
+
+
+def data_clock_fallback(hours: Sequence[float | None]) -> str | None:
+    """Why the data's times cannot be the clock (None when they can): a unit without a time, or a
+    time earlier than one inserted before it."""
+    if any(h is None for h in hours):
+        return "a unit without a timestamp"
+    if any(b < a for a, b in zip(hours, hours[1:], strict=False)):
+        return "timestamps go backwards in insert order"
+    return None
 
 
 def parse_importance(reply: str) -> int | None:
@@ -102,6 +137,7 @@ class MemoryStream(MemorySystem):
         top_k: Annotated[int, Range(1)] = 3,
         scoring: Literal["cosine", "generative_agents"] = "cosine",
         recency: Literal["paper", "released_code"] = "paper",
+        clock: Literal["data", "steps"] = "data",
         recency_decay: Annotated[float, Range(0, 1, lo_open=True)] | None = None,
         recency_weight: Annotated[float, Range(0)] | None = None,
         importance_weight: Annotated[float, Range(0)] | None = None,
@@ -123,7 +159,9 @@ class MemoryStream(MemorySystem):
             default if value is None else float(value)
             for value, default in zip(given, MODE_CONSTANTS[recency], strict=True)
         )
-        self.recency, self.recency_decay = recency, decay
+        if clock not in CLOCKS:
+            raise ValueError(f"memory.clock must be one of {' | '.join(CLOCKS)}, got {clock!r}")
+        self.recency, self.recency_decay, self.clock = recency, decay, clock
         self.weights = tuple(weights)  # recency, importance, relevance
         self.importance_default = importance_default
         self.importance_prompt = importance_prompt
@@ -131,7 +169,9 @@ class MemoryStream(MemorySystem):
         self.update_access = update_access
         self._vectors: list[np.ndarray] = []
         self._importance: list[float] = []
-        self._last_access: list[int] = []
+        self._last_access: list[int] = []  # insert position of the last access
+        self._hours: list[float | None] = []  # each memory's data time (hours), None without one
+        self._last_access_hours: list[float] = []  # data time of the last access (data clock)
         self.importance_unparsed = 0
         self.importance_failed = 0
 
@@ -149,6 +189,10 @@ class MemoryStream(MemorySystem):
     def add(self, units: Sequence[Unit]) -> None:
         self._vectors.extend(self.embedder.embed([u.text for u in units]))
         self._last_access.extend(u.position for u in units)
+        if self.scoring == "generative_agents" and self.clock == "data":
+            hours = [hours_of(u.timestamp, u.id) for u in units]
+            self._hours.extend(hours)
+            self._last_access_hours.extend(h if h is not None else 0.0 for h in hours)
         if self.scoring == "generative_agents":
             self._importance.extend(self._rate_importance(units))
 
@@ -176,15 +220,27 @@ class MemoryStream(MemorySystem):
         relevance = np.stack(self._vectors) @ query_vector
         if self.scoring == "cosine":
             return relevance
-        recency = recency_scores(
-            self._last_access, len(self.units), self.recency_decay, self.recency
-        )
+        if self.recency_clock() == "data_hours":
+            last, now = self._last_access_hours, self._now_hours()
+        else:
+            last, now = self._last_access, len(self.units)
+        recency = recency_scores(last, now, self.recency_decay, self.recency)
         w_rec, w_imp, w_rel = self.weights
         return (
             w_rec * min_max(recency)
             + w_imp * min_max(np.asarray(self._importance))
             + w_rel * min_max(relevance)
         )
+
+    def recency_clock(self) -> str:
+        """``data_hours`` when ``clock: data`` and every memory's time moves forward, else
+        ``insert_steps``."""
+        usable = self.clock == "data" and data_clock_fallback(self._hours) is None
+        return "data_hours" if usable and self._hours else "insert_steps"
+
+    def _now_hours(self) -> float:
+        """The stream's now: the latest data time inserted so far."""
+        return max(h for h in self._hours if h is not None)
 
     def search(self, question: str, budget_tokens: int) -> list[RetrievedItem]:
         if not self._vectors:
@@ -204,9 +260,12 @@ class MemoryStream(MemorySystem):
         kept = fill_budget(items, budget_tokens, self.tokenizer)
         if self.update_access and self.scoring == "generative_agents":
             kept_ids = {k.node_id for k in kept}
+            now_hours = self._now_hours() if self.recency_clock() == "data_hours" else None
             for i in order:
                 if self.units[i].id in kept_ids:
                     self._last_access[i] = len(self.units)
+                    if now_hours is not None:
+                        self._last_access_hours[i] = now_hours
         return kept
 
     def state(self) -> dict[str, Any]:
@@ -215,6 +274,8 @@ class MemoryStream(MemorySystem):
             "vectors": np.stack(self._vectors) if self._vectors else np.zeros((0, 0), np.float32),
             "importance": list(self._importance),
             "last_access": list(self._last_access),
+            "hours": list(self._hours),
+            "last_access_hours": list(self._last_access_hours),
             "importance_unparsed": self.importance_unparsed,
             "importance_failed": self.importance_failed,
         }
@@ -222,6 +283,10 @@ class MemoryStream(MemorySystem):
     def load_state(self, state: dict[str, Any]) -> None:
         self._vectors = list(np.asarray(state["vectors"], dtype=np.float32))
         self._importance, self._last_access = list(state["importance"]), list(state["last_access"])
+        self._hours, self._last_access_hours = (
+            list(state["hours"]),
+            list(state["last_access_hours"]),
+        )
         self.importance_unparsed, self.importance_failed = (
             state["importance_unparsed"],
             state["importance_failed"],
@@ -233,6 +298,8 @@ class MemoryStream(MemorySystem):
             out.update(
                 recency=self.recency,
                 recency_decay=self.recency_decay,
+                recency_clock=self.recency_clock(),
+                clock_fallback=data_clock_fallback(self._hours) if self.clock == "data" else None,
                 weights=dict(
                     zip(("recency", "importance", "relevance"), self.weights, strict=True)
                 ),

@@ -42,6 +42,8 @@ class LookupCounts:
     expansions_dropped: int = 0  # picked pages shown as their gist again to fit the budget
     gists_dropped: int = 0  # gists left out because the gists alone exceed the budget
     per_question: list[int] = field(default_factory=list)  # pages picked per question
+    context_words: list[int] = field(default_factory=list)  # words returned per question
+    reachable_words: list[int] = field(default_factory=list)  # words under the gists shown
 
 
 Ask = Callable[[str], "tuple[str | None, bool]"]

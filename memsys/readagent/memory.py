@@ -11,11 +11,12 @@ scratch when units arrive later; the call cache serves the repeated calls). The 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Annotated, Any
 
 from memharness.memsys.base import MemorySystem
 from memharness.memsys.readagent import lookup as lk
+from memharness.memsys.readagent.merging import MergeCounts, Page, fit_window
 from memharness.memsys.readagent.pagination import (
     PaginationCounts,
     count_words,
@@ -25,16 +26,7 @@ from memharness.memsys.readagent.pagination import (
 from memharness.memsys.readagent.settings import Gists, Lookup, Pagination, Settings
 from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.settings import Range, group
-from memharness.memsys.types import RetrievedItem, Unit, content_id
-
-
-@dataclass
-class Page:
-    """One page: its raw text, its gist and the units it came from (provenance)."""
-
-    text: str
-    gist: str
-    unit_ids: tuple[str, ...]
+from memharness.memsys.types import Question, RetrievedItem, Unit, content_id, option_letters
 
 
 class ReadAgent(MemorySystem):
@@ -76,6 +68,7 @@ class ReadAgent(MemorySystem):
         self.pages: list[Page] = []
         self.pagination = PaginationCounts()
         self.gist_failed = 0
+        self.merging = MergeCounts()
         self.counts = lk.LookupCounts()
 
     @classmethod
@@ -114,11 +107,28 @@ class ReadAgent(MemorySystem):
             provenance.append(tuple(dict.fromkeys(ids)))
         self.degradation.pop("gist_failed", None)
         self.gist_failed = 0
-        gists = self._gists(texts)
+        gists = []
+        for text, gist in zip(texts, self._shorten(texts, "gists"), strict=True):
+            if not gist:
+                self.gist_failed += 1
+                self.degrade("gist_failed")
+            gists.append(gist or text)  # a failed or empty gist keeps the raw page (counted)
         self.pages = [Page(t, g, u) for t, g, u in zip(texts, gists, provenance, strict=True)]
+        self.merging = MergeCounts(pages_before=len(self.pages))
+        g = self.settings.gists
+        if g.window_tokens is not None:
+            self.pages = fit_window(
+                self.pages,
+                int(g.window_tokens * g.window_share),
+                lambda pages: sum(
+                    self._tokens(self._tagged(i, p.gist)) for i, p in enumerate(pages)
+                ),
+                lambda joined: self._shorten(joined, "regists"),
+                self.merging,
+            )
 
-    def _gists(self, texts: list[str]) -> list[str]:
-        """One gist per page; a failed or empty reply keeps the raw page as its gist (counted)."""
+    def _shorten(self, texts: list[str], desc: str) -> list[str | None]:
+        """The gist prompt's reply for each text; None for a failed or empty reply."""
         s = self.settings
         requests = [
             ChatRequest.user(
@@ -128,16 +138,22 @@ class ReadAgent(MemorySystem):
             )
             for t in texts
         ]
-        out = []
-        for text, completion in zip(texts, self.llm.complete(requests, desc="gists"), strict=True):
-            gist = completion.text.strip() if completion.ok else ""
-            if not gist:
-                self.gist_failed += 1
-                self.degrade("gist_failed")
-            out.append(gist or text)
-        return out
+        completions = self.llm.complete(requests, desc=desc)
+        return [(c.text.strip() or None) if c.ok else None for c in completions]
 
     # ------------------------------------------------------------------ look-up
+    def retrieve_question(self, question: Question, budget_tokens: int) -> list[RetrievedItem]:
+        """The look-up sees the answer options with the question where the dataset has them
+        (``lookup.options_prompt``), as the paper's QuALITY look-up does."""
+        text = question.text
+        if question.options:
+            letters = option_letters(len(question.options), question.id)
+            options = "\n".join(
+                f"({k}) {o}" for k, o in zip(letters, question.options, strict=False)
+            )
+            text = self.settings.lookup.options_prompt.format(question=text, options=options)
+        return self.retrieve(text, budget_tokens)
+
     def search(self, question: str, budget_tokens: int) -> list[RetrievedItem]:
         """Look up pages for ``question`` and return the gists in page order, the looked-up pages
         in full, within ``budget_tokens``."""
@@ -170,13 +186,18 @@ class ReadAgent(MemorySystem):
             picked = lk.sequential(ask, prompt_for, shown, s.max_pages, counts)
         counts.pages_expanded += len(picked)
         counts.per_question.append(len(picked))
-        return self._context(picked, shown, budget_tokens)
+        items = self._context(picked, shown, budget_tokens)
+        counts.context_words.append(sum(count_words(it.text) for it in items))
+        counts.reachable_words.append(sum(count_words(p.text) for p in self.pages[:shown]))
+        return items
 
     def _tokens(self, text: str) -> int:
         return self.tokenizer.count(text)
 
     def _item_text(self, i: int, expanded: bool) -> str:
-        body = self.pages[i].text if expanded else self.pages[i].gist
+        return self._tagged(i, self.pages[i].text if expanded else self.pages[i].gist)
+
+    def _tagged(self, i: int, body: str) -> str:
         return f"<Page {i}>\n{body}" if self.settings.answer_page_tags else body
 
     def _gists_that_fit(self, budget_tokens: int) -> int:
@@ -220,12 +241,14 @@ class ReadAgent(MemorySystem):
             "pages": [asdict(p) for p in self.pages],
             "pagination": asdict(self.pagination),
             "gist_failed": self.gist_failed,
+            "merging": asdict(self.merging),
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.pages = [Page(p["text"], p["gist"], tuple(p["unit_ids"])) for p in state["pages"]]
         self.pagination = PaginationCounts(**state["pagination"])
         self.gist_failed = int(state["gist_failed"])
+        self.merging = MergeCounts(**state["merging"])
 
     def stats(self) -> dict[str, Any]:
         page_words = [count_words(p.text) for p in self.pages]
@@ -233,6 +256,7 @@ class ReadAgent(MemorySystem):
         total, gisted = sum(page_words), sum(gist_words)
         counts = asdict(self.counts)
         per_question = counts.pop("per_question")
+        context, reachable = counts.pop("context_words"), counts.pop("reachable_words")
         return {
             **super().stats(),
             "pages": len(self.pages),
@@ -243,6 +267,15 @@ class ReadAgent(MemorySystem):
             "gist_failed": self.gist_failed,
             "gist_compression_ratio": gisted / total if total else None,
             "compression_rate_percent": 100.0 * (1 - gisted / total) if total else None,
+            # the paper's CR of what the answerer reads at each query (gists + looked-up pages)
+            "compression_rate_percent_final_query": (
+                100.0 * (1 - sum(context) / (total * len(context))) if total and context else None
+            ),
+            # share of the text whose gist the look-up saw (the rest cannot be looked up)
+            "lookup_reach": sum(reachable) / (total * len(reachable))
+            if total and reachable
+            else None,
+            "merging": asdict(self.merging),
             "pagination": asdict(self.pagination),
             "lookup_mode": self.settings.lookup.mode,
             "lookup": {

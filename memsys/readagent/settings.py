@@ -31,6 +31,9 @@ class Gists:
 
     prompt: Annotated[str, Placeholders("page")] = "{page}"
     max_tokens: Annotated[int, Range(1)] = 512
+    # merge pages until the gists fill at most window_share of window_tokens (App. H; merging.py)
+    window_tokens: Annotated[int, Range(1)] | None = None
+    window_share: Annotated[float, Range(0, 1, lo_open=True)] = 0.5
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class Lookup:
         str, Placeholders("gists", "question", optional=("max_pages", "read"))
     ] = "{gists}\n{question}"
     max_tokens: Annotated[int, Range(1)] = 64
+    options_prompt: Annotated[str, Placeholders("question", "options")] = "{question}\n{options}"
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,10 @@ from processes import run_py
 FIX = ROOT / "tests" / "fixtures" / "fables"
 # Gold: faithful x4 (odile, verity, bell, november), unfaithful x3 (relit, ferry [PartialSupport],
 # prudence). Script: "unfaithful" for relit and odile, "faithful" for the rest except ferry, which
-# gets the default reply (unparsed: wrong either way).
-#   faithful:   TP 3 (verity bell november), FP 1 (prudence), FN 1 (odile)      -> 6 / 8  = 0.75
-#   unfaithful: TP 1 (relit), FP 1 (odile), FN 2 (ferry unparsed, prudence)    -> 2 / 5  = 0.4
+# gets the default reply (unparsed: counted as the label other than its gold, as CAM's code counts it).
+#   faithful:   TP 3 (verity bell november), FP 2 (prudence, ferry unparsed), FN 1 (odile) -> 6 / 9 = 0.667
+#   unfaithful: TP 1 (relit), FP 1 (odile), FN 2 (ferry unparsed, prudence)               -> 2 / 5 = 0.4
+# (eval.answer.claim_unparsed=neither, a miss of the gold label only: F1_P 6 / 8 = 0.75)
 SCRIPT = [
     ["Claim: Tobin relit", "unfaithful"],
     ["Claim: Odile Marsh kept", "unfaithful"],
@@ -41,7 +42,7 @@ def test_scripted_claims_give_the_hand_checked_f1_p_and_f1_n(tmp_path):
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     samples = [json.loads(x) for x in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
     assert len(samples) == 7 and {s["mode"] for s in samples} == {"claim_verification"}
-    assert metrics["metrics"]["f1_p"]["mean"] == pytest.approx(0.75)
+    assert metrics["metrics"]["f1_p"]["mean"] == pytest.approx(6 / 9)
     assert metrics["metrics"]["f1_n"]["mean"] == pytest.approx(0.4)
     assert metrics["metrics"]["f1_p"]["n"] == 7 and metrics["counts"]["claim_unparsed"] == 1
     assert metrics["metrics"]["claim_accuracy"]["mean"] == pytest.approx(4 / 7)

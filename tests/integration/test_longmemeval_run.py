@@ -84,9 +84,11 @@ def test_longmemeval_run_official_judge_evidence_and_no_wall_clock(make_cfg, tmp
     assert status(abs_sample, "official_judge") == "parsed" and detail(
         abs_sample, "official_judge", "reply"
     )
-    # evidence recall: full context retrieves every turn, and abstention items have no evidence
+    # evidence recall: full context retrieves every turn; abstention items and the
+    # single-session-assistant question (no user turn marked) have no evidence, as officially
     assert metrics["metrics"]["evidence_recall"]["mean"] == 1.0
-    assert metrics["metrics"]["evidence_recall"]["n"] == 6
+    assert metrics["metrics"]["evidence_recall"]["n"] == 5
+    assert metrics["data"]["metadata"]["no_user_answer_turn"] == 1
     assert (
         list(metrics["data"]["files"].values())[0]
         == metrics["data"]["files"][str(FIX / "longmemeval_s_cleaned.json")]

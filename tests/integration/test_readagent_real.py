@@ -27,5 +27,9 @@ def test_readagent_runs_on_the_sample_with_the_embedded_model(tmp_path):
         assert {"calls", "unparsed", "forced", "oversize"} <= set(episode["pagination"])
         assert episode["lookup"]["questions"] >= 1 and episode["lookup"]["calls"] >= 1
         assert {"unparsed", "pages_expanded", "expansions_dropped"} <= set(episode["lookup"])
+        # issue 42: the final-query compression rate beside the gists' one, and the look-up's reach
+        assert episode["compression_rate_percent_final_query"] is not None
+        assert episode["lookup_reach"] == 1.0  # one page per sample episode: nothing to merge
+        assert episode["merging"]["rounds"] == 0 and episode["merging"]["pages_before"] >= 1
     # the 571-word news episode is above the 350-word remainder: the model was asked for a break
     assert sum(e["pagination"]["calls"] for e in stats.values()) >= 1

@@ -54,7 +54,10 @@ def test_evidence_is_the_marked_turns_across_sessions_and_abstention_has_none():
     assert spans == [("answer_7d30b6f1_1", 0, 1), ("answer_7d30b6f1_2", 4, 5)]
     assert all("instrument" not in e.text for e in multi.evidence)  # the turn's own text
     assert "cello" in multi.evidence[1].text
-    ep_a, assistant = qs["3f8e2a65"]
+    _, assistant = qs["3f8e2a65"]
+    assert assistant.evidence == ()  # no user turn holds the answer: left out, as officially
+    earlier = _questions(longmemeval.load(str(S), gold="answer_sessions"))
+    ep_a, assistant = earlier["3f8e2a65"]
     assert ep_a.units[assistant.evidence[0].position].metadata["role"] == "assistant"
     _, abstain = qs["5a1c9e02_abs"]
     assert abstain.evidence == () and abstain.categories["abstention"] == "abstention"
@@ -166,3 +169,54 @@ def test_a_cached_copy_is_used_and_the_pin_is_checked(tmp_path, monkeypatch, cap
     bad = longmemeval.load(None, str(tmp_path), split="oracle", sha256_pins={ORACLE.name: "0" * 64})
     assert bad.metadata["matches_sha256_pin"] is False
     assert "differs from the pinned" in caplog.text
+
+
+def _retrieval_means(ds, retrieved_sessions, k=2):
+    """Mean session-level recall_all@k / ndcg_any@k over the questions with gold (the runner's
+    means skip questions without a value), each question retrieving ``retrieved_sessions``."""
+    from memharness.eval.run.evidence import recall_scores
+    from memharness.memsys.types import RetrievedItem
+
+    values = []
+    for ep in ds.episodes:
+        by_session = {u.source_id: u.id for u in ep.units}
+        items = [
+            RetrievedItem(s, 1.0, s, 0, (by_session[s],))
+            for s in retrieved_sessions
+            if s in by_session
+        ]
+        units = {u.id: u for u in ep.units}
+        cfg = {"k": [k], "source_k": [k]}
+        for q in ep.questions:
+            got = recall_scores(q, items, units, cfg)
+            if got:
+                values.append((got[f"source_recall_all_at_{k}"], got[f"source_ndcg_any_at_{k}"]))
+    return values
+
+
+def test_official_gold_keeps_only_answer_sessions_with_a_marked_user_turn(tmp_path):
+    # 7d30b6f1 with the answer mark of its second answer session moved from the user turn to the
+    # assistant's reply: run_retrieval.py renames that session "noans" (not relevant), so
+    # retrieving only the first answer session is full recall; and the single-session-assistant
+    # question is left out of the means (no user turn marked anywhere in its haystack).
+    recs = json.loads(S.read_text())
+    rec = next(r for r in recs if r["question_id"] == "7d30b6f1")
+    second = rec["haystack_session_ids"].index("answer_7d30b6f1_2")
+    turns = rec["haystack_sessions"][second]
+    for t in turns:
+        t.pop("has_answer", None)
+    assistant_turn = next(t for t in turns if t["role"] == "assistant")
+    assistant_turn["has_answer"] = True
+    file = tmp_path / "longmemeval_s_cleaned.json"
+    file.write_text(json.dumps([rec, next(r for r in recs if r["question_id"] == "3f8e2a65")]))
+    official = longmemeval.load(str(file), evidence="session")
+    q = _questions(official)["7d30b6f1"][1]
+    assert [e.source_id for e in q.evidence] == ["answer_7d30b6f1_1"]
+    assert official.metadata["no_user_answer_turn"] == 1
+    assert _retrieval_means(official, ["answer_7d30b6f1_1"]) == [(1.0, 1.0)]
+    earlier = longmemeval.load(str(file), evidence="session", gold="answer_sessions")
+    # before: the second session was gold (recall_all 0) and the assistant question was scored
+    means = _retrieval_means(earlier, ["answer_7d30b6f1_1"])
+    assert len(means) == 2 and means[0][0] == 0.0
+    with pytest.raises(DatasetError, match="dataset.loader.gold"):
+        longmemeval.load(str(file), gold="all")

@@ -109,3 +109,42 @@ def test_claim_questions_get_the_claim_prompt_constrained_to_the_two_labels():
     assert answer_request(plain, [], cfg).choices is None
     with pytest.raises(ValueError, match="claim_verification"):
         is_claim(plain, "verify")
+
+
+def _scored_claims(pairs, cfg):
+    """Records of (gold, reply) claims scored by the claim scorer under ``cfg``."""
+    from memharness.eval.metrics.scorers import Claim, ScoreContext
+
+    pending = [
+        (
+            Question(f"c{i}", "A claim.", (gold,), 0),
+            [],
+            {"status": "scored", "mode": "claim_verification", "prediction": reply},
+        )
+        for i, (gold, reply) in enumerate(pairs)
+    ]
+    Claim().score(pending, ScoreContext(OmegaConf.create(cfg)))
+    return [
+        {**r, "id": q.id, "references": list(q.answers), "categories": {}} for q, _, r in pending
+    ]
+
+
+def test_an_unparsed_verdict_counts_as_the_other_label_as_in_cams_code():
+    # gold F F F U U, replies F F U U "no idea" (unparsed). CAM's claim_verification.py counts any
+    # reply other than the gold as FN of the gold label and FP of the other:
+    #   faithful:   TP 2, FP 1 (c4), FN 1 (c2)   -> 4 / 6
+    #   unfaithful: TP 1, FP 1 (c2), FN 1 (c4)   -> 2 / 4
+    pairs = [(F, F), (F, F), (F, U), (U, U), (U, "no idea")]
+    rows = _scored_claims(pairs, {})
+    out = aggregate.summarize_all(rows, ["f1_p", "f1_n"], 50, 0.95, 0)
+    assert out["f1_p"]["mean"] == pytest.approx(4 / 6) and out["f1_n"]["mean"] == pytest.approx(0.5)
+    last = rows[-1]["scores"]["claim_accuracy"]
+    assert last["value"] == 0.0 and last["details"]["status"] == "claim_unparsed"
+    assert last["details"]["predicted_label"] is None and last["details"]["counted_label"] == F
+    assert aggregate.failure_counts(rows)["claim_unparsed"] == 1
+    # neither: a miss of the gold label only (the harness's earlier rule): F1_P 0.8
+    rows = _scored_claims(pairs, {"eval": {"answer": {"claim_unparsed": "neither"}}})
+    out = aggregate.summarize_all(rows, ["f1_p", "f1_n"], 50, 0.95, 0)
+    assert out["f1_p"]["mean"] == pytest.approx(0.8) and out["f1_n"]["mean"] == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="claim_unparsed"):
+        claims.counted_label(F, None, "drop")

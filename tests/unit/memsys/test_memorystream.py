@@ -99,3 +99,96 @@ def test_the_released_code_weights_let_relevance_outrank_importance_where_equal_
 
     assert top("paper") == texts[0]
     assert top("released_code") == texts[2]
+
+
+class RatesB:
+    """Importance 10 for the memory holding "B-memory", 1 for every other."""
+
+    def complete(self, requests, desc=None):
+        return [Completion(text="10" if "B-memory" in r.messages[-1][1] else "1") for r in requests]
+
+
+DATED = [  # a dated episode: two turns an hour apart on 1 May, one turn 19 days later
+    ("A-memory", "2023-05-01T10:00"),
+    ("B-memory", "2023-05-01T11:00"),
+    ("C-memory", "2023-05-20T10:00"),
+]
+
+
+def _dated_stream(times, **settings):
+    memory = MemoryStream(
+        llm=RatesB(),
+        embedder=Embedder(HashingEmbedder()),
+        tokenizer=get_tokenizer(),
+        top_k=1,
+        scoring="generative_agents",
+        importance_prompt="{memory}",
+        importance_weight=0.6,
+        relevance_weight=0.0,
+        **settings,
+    )
+    for i, ((text, _), when) in enumerate(zip(DATED, times, strict=True)):
+        memory.insert(units_from_texts([text], source_id="conv", start=i, timestamp=when))
+    return memory
+
+
+def test_recency_decays_by_the_datas_hours_on_a_dated_episode():
+    # hand-checked, recency weight 1, importance 0.6 (B rated 10, A and C 1), relevance 0:
+    # data clock: ages 456 h / 455 h / 0 h -> 0.995**age min-max = 0, 0.0006, 1
+    #   -> A 0, B 0.6 + 0.0006, C 1: C first
+    # insert steps: ages 2 / 1 / 0 -> 0, 0.499, 1 -> A 0, B 1.099, C 1: B first
+    times = [when for _, when in DATED]
+    by_hours = _dated_stream(times)
+    assert by_hours.clock == "data"  # the default
+    assert [i.text for i in by_hours.retrieve("anything", 100)] == ["C-memory"]
+    assert by_hours.stats()["recency_clock"] == "data_hours"
+    assert by_hours.stats()["clock_fallback"] is None
+    by_steps = _dated_stream(times, clock="steps")
+    assert [i.text for i in by_steps.retrieve("anything", 100)] == ["B-memory"]
+    assert by_steps.stats()["recency_clock"] == "insert_steps"
+
+
+@pytest.mark.parametrize(
+    "times, reason",
+    [
+        (["2023-05-01T10:00", None, "2023-05-20T10:00"], "a unit without a timestamp"),
+        (["2023-05-20T10:00", "2023-05-01T11:00", "2023-05-21T10:00"], "timestamps go backwards"),
+    ],
+)
+def test_without_a_forward_clock_recency_falls_back_to_insert_steps(times, reason):
+    memory = _dated_stream(times)
+    assert [i.text for i in memory.retrieve("anything", 100)] == ["B-memory"]
+    stats = memory.stats()
+    assert stats["recency_clock"] == "insert_steps" and stats["clock_fallback"].startswith(reason)
+
+
+def test_a_timestamp_that_is_not_iso_is_refused_in_one_line():
+    with pytest.raises(ValueError, match=r"timestamp '1 May 2023', not ISO 8601") as err:
+        _dated_stream(["2023-05-01T10:00", "1 May 2023", "2023-05-20T10:00"])
+    assert "\n" not in str(err.value)
+
+
+def test_locomo_and_a_retrieval_access_move_on_the_data_clock():
+    from memharness.data_prep import locomo
+    from paths import TESTS
+
+    episode = locomo.load(str(TESTS / "fixtures" / "locomo" / "locomo10.json")).episodes[0]
+    memory = MemoryStream(
+        llm=SameRating(),
+        embedder=Embedder(HashingEmbedder()),
+        tokenizer=get_tokenizer(),
+        top_k=1,
+        scoring="generative_agents",
+        importance_prompt="{memory}",
+        recency_weight=0.0,  # relevance alone picks the retrieved memory
+    )
+    memory.insert(episode.units)
+    assert memory.stats()["recency_clock"] == "data_hours"
+    first = memory.units[0].id
+    assert memory._last_access_hours[0] < memory._now_hours()
+    assert [item.node_id for item in memory.retrieve(memory.units[0].text, 10_000)] == [first]
+    assert memory._last_access_hours[0] == memory._now_hours()  # accessed now: age 0 hours
+    state = memory.state()
+    again = MemoryStream(tokenizer=get_tokenizer(), scoring="generative_agents")
+    again.load_state(state)
+    assert again._last_access_hours == memory._last_access_hours

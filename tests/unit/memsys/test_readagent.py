@@ -48,7 +48,7 @@ def replier(pagination="first", gist=lambda page: "GIST " + page.split()[0], loo
 def memory(llm, **settings) -> ReadAgent:
     """The YAML's groups (prompts included) with small pages; ``settings`` merged over them."""
     values = {"min_words": 20, "max_words": 50, **settings}
-    small = {"pagination": {"last_page_words": 25}}
+    small = {"pagination": {"last_page_words": 25}, "gists": {"window_tokens": None}}
     for g in GROUPS:
         values[g] = {**YAML[g], **small.get(g, {}), **settings.get(g, {})}
     return ReadAgent(llm=llm, tokenizer=get_tokenizer(), **values)
@@ -233,3 +233,85 @@ def test_bad_grouped_settings_name_their_key_path():
     ]:
         found = problems(**kw)
         assert len(found) == 1 and found[0].startswith(key), found
+
+
+def _register(page: str) -> str:
+    """Gists keep the page's first word; a re-gist of joined gists keeps the first gist's word."""
+    words = page.split()
+    return "GIST " + (words[1] if words[0] == "GIST" else words[0])
+
+
+def test_over_the_window_pages_merge_and_regist_until_every_gist_reaches_the_lookup():
+    llm = replier(gist=_register, lookup="Page [0]")
+    before = built(llm, SIZES)  # no merge (window_tokens null): the look-up sees what fits
+    pages = len(before.pages)
+    one = before.tokenizer.count(before.pages[0].gist)
+    window = 2 * one  # room for about two gists
+    before.retrieve("q", window)
+    old = before.stats()
+    assert old["lookup"]["gists_dropped"] == pages - 2 and old["lookup_reach"] < 0.5
+    llm = replier(gist=_register, lookup="Page [0]")
+    after = built(llm, SIZES, gists={"window_tokens": window})
+    # rounds of pairwise merges: pages -> ceil(pages / 2) -> ... until the gists fit the window
+    assert len(after.pages) <= 2 and after.merging.pages_before == pages
+    tok = after.tokenizer
+    assert sum(tok.count(p.gist) for p in after.pages) <= window * 0.5  # window_share: 0.5
+    assert after.merging.rounds >= 2 and after.merging.regist_calls == after.merging.merged
+    regists = [p for p in llm.prompts if p.startswith("Make the passage") and "\nGIST " in p]
+    assert len(regists) == after.merging.regist_calls  # re-gisted from the two gists joined
+    assert [u for p in after.pages for u in p.unit_ids] == [u.id for u in after.units]
+    assert after.pages[0].gist == "GIST p0w0" and "p0w0" in after.pages[0].text
+    items = after.retrieve("q", window)
+    stats = after.stats()
+    assert stats["lookup"]["gists_dropped"] == 0 and stats["lookup_reach"] == 1.0
+    lookup = llm.prompts[-1]
+    assert all(f"<Page {i}>\n{p.gist}" in lookup for i, p in enumerate(after.pages))
+    assert stats["merging"]["rounds"] == after.merging.rounds
+    # the looked-up merged page does not fit the window and goes back to its gist (counted)
+    assert all(it.level == 1 for it in items) and stats["lookup"]["expansions_dropped"] == 1
+    again = memory(replier())
+    again.load_state(after.state())
+    assert again.pages == after.pages and again.merging == after.merging
+
+
+def test_a_failed_regist_keeps_the_two_gists_joined_and_is_counted():
+    def gist(page):
+        return None if page.startswith("GIST") else _register(page)
+
+    mem = built(replier(gist=gist), SIZES, gists={"window_tokens": 10})
+    assert mem.merging.regist_failed == mem.merging.regist_calls > 0
+    assert "\n" in mem.pages[0].gist and mem.gist_failed == 0
+
+
+def test_the_compression_rate_at_the_final_query_counts_gists_and_looked_up_pages():
+    mem = built(replier(lookup="Page [1]"), SIZES)
+    items = mem.retrieve("q", 10_000)
+    words = sum(count_words(it.text) for it in items)
+    assert words == count_words(mem.pages[1].text) + 2 * (len(mem.pages) - 1)  # "GIST pXwY"
+    stats = mem.stats()
+    assert stats["compression_rate_percent_final_query"] == pytest.approx(100 * (1 - words / 240))
+    assert stats["compression_rate_percent"] == pytest.approx(100 * (1 - 2 * len(mem.pages) / 240))
+
+
+def test_the_lookup_sees_the_answer_options_where_the_question_has_them():
+    from memharness.memsys.types import Question
+
+    llm = replier()
+    mem = built(llm, SIZES)
+    mc = Question("m", "Who wins?", (), 0, options=("the fox", "the hare"), gold_option=1)
+    mem.retrieve_question(mc, 10_000)
+    assert "Question:\nWho wins?\nAnswer options:\n(A) the fox\n(B) the hare\n" in llm.prompts[-1]
+    mem.retrieve_question(Question("f", "Who wins?", ("the hare",), 0), 10_000)
+    assert "Question:\nWho wins?\n\nWhich page" in llm.prompts[-1]
+
+
+@pytest.mark.parametrize(
+    "dataset, bounds", [("novelqa", (500, 3000)), ("fables", (500, 3000)), ("multihop", (280, 600))]
+)
+def test_cam_table2_gives_novels_the_long_text_page_sizes(make_cfg, dataset, bounds):
+    from memharness.eval.run.validate import config_problems
+
+    cfg = make_cfg("experiment=cam_table2", "memory=readagent", f"dataset={dataset}")
+    assert (cfg.memory.min_words, cfg.memory.max_words) == bounds
+    assert cfg.memory.gists.window_tokens == cfg.dataset.budget_tokens == 8192
+    assert config_problems(cfg) == []
