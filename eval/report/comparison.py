@@ -23,7 +23,7 @@ from typing import Any
 from memharness.eval.judge.separation import judge_notes
 from memharness.eval.metrics import registry
 from memharness.eval.record.read import ReportError, find_incomplete, find_runs, load_run
-from memharness.eval.report import headlines, plots, resolution, tables
+from memharness.eval.report import errata, headlines, plots, resolution, tables
 from memharness.eval.report import table_format as fmt
 from memharness.eval.report.paired import paired_frame
 from memharness.memsys.services import files as fileio
@@ -135,6 +135,7 @@ def build_sections(
         ),
         resolution.section(runs),
         headlines.section(runs),
+        errata.section(runs),
         fmt.metric_section(
             "Memory-attributable accuracy",
             wide,
