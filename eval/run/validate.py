@@ -126,6 +126,8 @@ class AnswerSettings(TypedDict):
     now_line: NotRequired[
         Annotated[str, Placeholders("now")] | None
     ]  # the data's date of a question
+    name: NotRequired[str]  # an answer-prompt variant's name (conf/answer_prompt/)
+    final_marker: NotRequired[str | None]  # a chain-of-thought reply's answer line starts with this
 
 
 class JudgeSettings(TypedDict):

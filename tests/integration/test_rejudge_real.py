@@ -1,5 +1,5 @@
-"""``memharness rejudge`` on a real sweep: two debug runs of the tiny embedded model (SmolLM2,
-llm=local_tiny, two questions each), re-judged under the harness prompt (the run's own requests: all
+"""``memharness rejudge`` on a real sweep: a debug run of the tiny embedded model (SmolLM2,
+llm=local_tiny, two questions), re-judged under the harness prompt (the run's own requests: all
 from the call cache) and the LoCoMo-style one (new judge calls), with no answer call; a second
 rejudge sends nothing to the model."""
 
@@ -16,7 +16,7 @@ from processes import offline_env, run_py
 
 @pytest.mark.slow
 def test_rejudge_a_real_sweep_makes_judge_calls_only(tmp_path):
-    proc = run_py(tmp_path, "debug=default", "memory=full_context,memorystream", multirun=True)
+    proc = run_py(tmp_path, "debug=default", "memory=full_context", multirun=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     exe = os.path.join(os.path.dirname(sys.executable), "memharness")
 
@@ -45,11 +45,11 @@ def test_rejudge_a_real_sweep_makes_judge_calls_only(tmp_path):
 
     cold = rejudge("cold")
     (qs,) = cold["sets"]
-    assert qs["systems"] == ["full_context", "memorystream"]
+    assert qs["systems"] == ["full_context"]
     spend = cold["calls"]["spend"]
     assert spend["answer"]["calls"] == 0 and spend["build"]["calls"] == 0
-    # harness: the runs' own 2 + 2 verdicts, from the cache; locomo: at most 4 new calls
-    assert spend["judge"]["cache_hits"] >= 4 and 1 <= spend["judge"]["calls"] <= 4
+    # harness: the run's own 2 verdicts, from the cache; locomo: 2 new calls (1 if the answers match)
+    assert spend["judge"]["cache_hits"] >= 2 and 1 <= spend["judge"]["calls"] <= 2
     for judge in ("harness", "locomo"):
         for system in qs["systems"]:
             res = qs["results"][judge][system]
