@@ -231,17 +231,25 @@ def build_episode(record: Any, k: int, cfg: dict[str, Any], counts: dict[str, in
 
 
 def apply_errata(dataset: Dataset, path: Path) -> dict[str, Any]:
-    """Replace golds from an errata file; returns what metrics.json records about it.
+    """Replace golds from an errata file and flag the golds it lists as wrong; returns what
+    metrics.json records about it.
 
     The file is JSON: ``{"source": "<where the corrections come from>", "corrections":
     {"<question id>": {"answer": "<corrected gold>", "was": "<the gold it replaces>",
-    "source": "<optional, per item>"}}}``. ``was`` guards against a file written for another
-    version: a gold that differs from it is refused, as is an unknown question id."""
+    "source": "<optional, per item>"}}, "wrong": {"<question id>": {"was": "<the wrong gold>",
+    "why": "<optional>", "source": "<optional>"}}}`` (``corrections`` or ``wrong`` may be empty or
+    absent). ``was`` guards against a file written for another version: a gold that differs from it
+    is refused, as is an unknown question id. Every question then carries ``categories["gold"]``:
+    ``corrected``, ``listed_wrong`` (kept as the release has it, flagged) or ``unlisted``."""
     doc = hub.read_json(path)
     where = str(path)
     source = hub.need(doc, "source", str, where)
-    corrections = hub.need(doc, "corrections", dict, where)
+    corrections = doc.get("corrections") or {}
+    wrong = doc.get("wrong") or {}
+    if not isinstance(corrections, dict) or not isinstance(wrong, dict):
+        raise DatasetError(f"{where}: corrections and wrong must be objects keyed by question id")
     by_id = {q.id: (ep, j) for ep in dataset.episodes for j, q in enumerate(ep.questions)}
+    flagged = flag_wrong_golds(by_id, wrong, where)
     applied = []
     for qid, fix in corrections.items():
         loc = f"{where}: corrections[{qid!r}]"
@@ -257,7 +265,14 @@ def apply_errata(dataset: Dataset, path: Path) -> dict[str, Any]:
                 f"{loc}: the gold is {list(q.answers)}, not {fix['was']!r}: errata for another file version?"
             )
         ep.questions[j] = Question(
-            q.id, q.text, (answer,), q.position, q.options, q.gold_option, q.categories, q.evidence
+            q.id,
+            q.text,
+            (answer,),
+            q.position,
+            q.options,
+            q.gold_option,
+            {**q.categories, "gold": "corrected"},
+            q.evidence,
         )
         applied.append(
             {
@@ -267,6 +282,10 @@ def apply_errata(dataset: Dataset, path: Path) -> dict[str, Any]:
                 "source": str(fix.get("source") or source),
             }
         )
+    for ep in dataset.episodes:
+        ep.questions = [
+            q if "gold" in q.categories else _with_gold(q, "unlisted") for q in ep.questions
+        ]
     return {
         "applied": True,
         "file": where,
@@ -274,7 +293,41 @@ def apply_errata(dataset: Dataset, path: Path) -> dict[str, Any]:
         "source": source,
         "corrections": len(applied),
         "items": applied,
+        "listed_wrong": len(flagged),
+        "wrong_items": flagged,
     }
+
+
+def _with_gold(q: Question, flag: str) -> Question:
+    categories = {**q.categories, "gold": flag}
+    return Question(
+        q.id, q.text, q.answers, q.position, q.options, q.gold_option, categories, q.evidence
+    )
+
+
+def flag_wrong_golds(
+    by_id: dict[str, tuple[Episode, int]], wrong: dict[str, Any], where: str
+) -> list[dict[str, Any]]:
+    """Flag each question the errata list as having a wrong gold (``categories["gold"] =
+    listed_wrong``), its gold kept; an unknown id or a ``was`` that is not the gold is refused."""
+    flagged = []
+    for qid, item in wrong.items():
+        loc = f"{where}: wrong[{qid!r}]"
+        if qid not in by_id:
+            raise DatasetError(
+                f"{loc}: no question {qid!r} in the dataset (ids look like conv-26/qa-0)"
+            )
+        if not isinstance(item, dict):
+            raise DatasetError(f"{loc}: expected an object with was / why / source")
+        ep, j = by_id[qid]
+        q = ep.questions[j]
+        if "was" in item and (str(item["was"]),) != q.answers:
+            raise DatasetError(
+                f"{loc}: the gold is {list(q.answers)}, not {item['was']!r}: errata for another file version?"
+            )
+        ep.questions[j] = _with_gold(q, "listed_wrong")
+        flagged.append({"question_id": qid, "gold": list(q.answers), "why": item.get("why")})
+    return flagged
 
 
 def check_pin(file: Path, sha: str, pinned: str | None, on_mismatch: str) -> bool | None:

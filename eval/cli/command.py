@@ -27,6 +27,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "how far each run's judge can be trusted",
     ),
     "rescore": ("memharness.eval.cli.rescore", "a run-format-2 folder rebuilt as format 3"),
+    "rejudge": (
+        "memharness.eval.cli.rejudge",
+        "recorded answers re-judged under other prompts / models",
+    ),
     "judge-eval": ("memharness.eval.judge.labelled_set", "score a judge on the labelled set"),
     "papers": ("memharness.eval.papers.report", "the seed papers' tables, ours beside theirs"),
     "papers-check": ("memharness.eval.papers.check", "check the published numbers' files"),

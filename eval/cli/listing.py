@@ -25,7 +25,10 @@ MAIN_GROUPS = ("memory", "dataset", "experiment")
 HIDDEN_GROUPS = ("per_memory", "per_dataset")
 METRICS_GROUP = "metrics"
 # How a group is chosen on the command line, where it is not ``<group>=<name>``.
-OVERRIDES = {"judge/official": "judge/official@judge.official=<name>"}
+OVERRIDES = {
+    "judge/official": "judge/official@judge.official=<name>",
+    "judge/prompts": "memharness rejudge RUNS --judges <name>,...",
+}
 DESCRIPTION_CHARS = 100
 ABBREVIATIONS = {"al", "sec", "app", "fig", "figs", "e.g", "i.e", "eq", "vs", "cf", "no", "tab"}
 

@@ -23,7 +23,14 @@ from typing import Any
 from memharness.eval.judge.separation import judge_notes
 from memharness.eval.metrics import registry
 from memharness.eval.record.read import ReportError, find_incomplete, load_runs
-from memharness.eval.report import plots, tables
+from memharness.eval.report import (
+    errata,
+    headlines,
+    plots,
+    prompt_sensitivity,
+    resolution,
+    tables,
+)
 from memharness.eval.report import table_format as fmt
 from memharness.eval.report.paired import paired_frame
 from memharness.memsys.services import files as fileio
@@ -133,6 +140,10 @@ def build_sections(
             models=True,
             extra=["failed", "judge_unparsed"],
         ),
+        resolution.section(runs),
+        headlines.section(runs),
+        errata.section(runs),
+        prompt_sensitivity.section(runs),
         fmt.metric_section(
             "Memory-attributable accuracy",
             wide,

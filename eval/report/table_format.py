@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
+from memharness.eval.metrics import kinds
 from memharness.eval.report.tables import short_model
 from memharness.memsys.services.formats import latex_escape, markdown_cell
 
@@ -124,7 +125,7 @@ def metric_section(
             [str(c) for c in _ident_cells(row, ident)] + [metric_cell(row, m) for m in metrics]
         )
         bold.update((i, len(ident) + j) for j, m in enumerate(metrics) if (idx, m) in best)
-    return Section(title, ident + list(metrics), rows, bold, note)
+    return Section(title, ident + [kinds.header(m) for m in metrics], rows, bold, note)
 
 
 def column_section(

@@ -112,3 +112,16 @@ def answer_request(question: Question, items: Sequence[RetrievedItem], cfg: Any)
         )
     prompt = with_now(cfg.prompt, question, cfg).format(question=text, context=context)
     return ChatRequest.user(prompt, max_tokens=int(cfg.max_tokens))
+
+
+def final_answer(reply: str, cfg: Any) -> str | None:
+    """The scored answer of a reply: the whole reply stripped, or with ``eval.answer.final_marker``
+    (a chain-of-thought prompt) the text after the last line starting with it; None when the reply
+    has no such line (the caller records it as a counted failure, never a guess)."""
+    marker = cfg.get("final_marker") if hasattr(cfg, "get") else None
+    text = reply.strip()
+    if not marker:
+        return text
+    lines = [line.strip() for line in text.splitlines()]
+    found = [line[len(marker) :].strip() for line in lines if line.startswith(marker)]
+    return found[-1] if found else None

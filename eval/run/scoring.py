@@ -10,6 +10,7 @@ from memharness.eval.metrics.scorers import ANSWER_SCORERS, ScoreContext
 from memharness.eval.run import failures
 from memharness.eval.run.answer import (
     answer_request,
+    final_answer,
     is_claim,
     is_multiple_choice,
 )
@@ -73,14 +74,24 @@ def record_answer(q: Question, record: dict, prompt: str, comp: Any, cfg: DictCo
     if not comp.ok:
         record.update(status="answer_failed", error=comp.error)
         return
-    record["status"] = "scored"
-    record["mode"] = (
+    mode = (
         "claim_verification"
         if is_claim(q, cfg.eval.answer.mode)
         else "multiple_choice"
         if is_multiple_choice(q, cfg.eval.answer.mode)
         else "generative"
     )
+    if mode == "generative":  # eval.answer.prompt's reply (a chain-of-thought one ends in a marker)
+        final = final_answer(comp.text, cfg.eval.answer)
+        if final is None:
+            marker = cfg.eval.answer.final_marker
+            record.update(
+                status="answer_failed", error=f"AnswerUnparsed: no line starts with {marker!r}"
+            )
+            return
+        record["prediction"] = final
+    record["status"] = "scored"
+    record["mode"] = mode
     failures.flag_empty_answer(record)
 
 

@@ -140,6 +140,8 @@ class AnswerSettings(TypedDict):
     question_hints: NotRequired[
         dict[str, dict[str, str]] | None
     ]  # category name -> value -> instruction appended to the question
+    name: NotRequired[str]  # an answer-prompt variant's name (conf/answer_prompt/)
+    final_marker: NotRequired[str | None]  # a chain-of-thought reply's answer line starts with this
 
 
 class JudgeSettings(TypedDict):

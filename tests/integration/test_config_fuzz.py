@@ -34,8 +34,11 @@ CONF = ROOT / "conf"
 GROUPS = sorted(
     d.name
     for d in CONF.iterdir()
-    # experiment/ and debug/ are @package _global_: their keys belong to the other groups
-    if d.is_dir() and d.name not in ("experiment", "debug") and any(d.glob("*.yaml"))
+    # experiment/ and debug/ are @package _global_, answer_prompt/ @package eval.answer: their keys
+    # belong to the other groups
+    if d.is_dir()
+    and d.name not in ("experiment", "debug", "answer_prompt")
+    and any(d.glob("*.yaml"))
 )
 BASE = [
     "cache.path=/nonexistent-fuzz/cache.sqlite",

@@ -109,3 +109,30 @@ def test_run_py_on_the_fixture_with_the_embedded_default(tmp_path):
     assert metrics["data"]["episodes"] == 2  # both conversations' memories built and asked
     assert metrics["data"]["metadata"]["errata"] == {"applied": False}
     assert metrics["judge"] == metrics["llm"]  # the harness judge beside the official metric
+
+
+def test_a_planted_erratum_is_flagged_with_both_scores_and_the_ceilings(make_cfg, tmp_path):
+    """errata_wrong.json lists conv-90/qa-2 (single-hop) as a wrong gold: the table names it, shows
+    each category's ceiling and the scores with and without it (the scripted judge says 1 to all)."""
+    from memharness.eval.report.comparison import build_report
+
+    cfg = make_cfg(
+        "memory=full_context",
+        "dataset=locomo",
+        f"dataset.loader.path={FILE}",
+        f"dataset.loader.errata={FIXTURES / 'locomo' / 'errata_wrong.json'}",
+        "llm=scripted",
+        "embedder=hashing",
+        "cache.enabled=false",
+        fake=False,
+    )
+    metrics = run(cfg, tmp_path / "runs" / "r")
+    assert metrics["data"]["metadata"]["errata"]["listed_wrong"] == 1
+    assert set(metrics["breakdowns"]["gold"]) == {"listed_wrong", "unlisted"}
+    md = build_report([tmp_path / "runs"], tmp_path / "t", "x")["md"].read_text()
+    section = md.split("## Gold errata")[1].split("\n## ")[0]
+    assert "flagged questions" in section and "(1): conv-90/qa-2." in section
+    # 9 questions in the means (3 adversarial apart), one listed: ceiling 8/9; single-hop 3/4
+    assert "| full_context | locomo | A | all (in the means) | 9 | 1 | 0.889 | 1 / 1 |" in section
+    assert "| single-hop | 4 | 1 | 0.750 | 1 / 1 |" in section
+    assert "| temporal | 1 | 0 | 1 |" in section

@@ -240,3 +240,22 @@ def test_a_pin_in_upper_case_matches_and_a_malformed_one_is_refused(make_cfg):
     pins = "dataset.loader.sha256_pins={corpus.json: 'x'}"
     (line,) = config_problems(make_cfg("dataset=multihop", pins))
     assert "dataset.loader.sha256_pins.corpus.json='x'" in line
+
+
+def test_errata_flag_listed_wrong_golds_and_keep_them():
+    ds = load(errata=str(FIX / "errata_wrong.json"))
+    q = by_id(ds)["conv-90/qa-2"]
+    assert q.answers == ("1998",) and q.categories["gold"] == "listed_wrong"
+    assert {x.categories["gold"] for x in by_id(ds).values()} == {"listed_wrong", "unlisted"}
+    rec = ds.metadata["errata"]
+    assert rec["listed_wrong"] == 1 and rec["corrections"] == 0
+    assert rec["wrong_items"][0]["question_id"] == "conv-90/qa-2"
+    # without an errata file no question carries the flag
+    assert all("gold" not in x.categories for x in by_id(load()).values())
+
+
+def test_a_listed_wrong_gold_for_another_version_is_refused(tmp_path):
+    errata = tmp_path / "errata.json"
+    errata.write_text(json.dumps({"source": "t", "wrong": {"conv-90/qa-2": {"was": "1999"}}}))
+    with pytest.raises(DatasetError, match="another file version"):
+        load(errata=str(errata))
