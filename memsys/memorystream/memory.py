@@ -176,9 +176,7 @@ class MemoryStream(MemorySystem):
         relevance = np.stack(self._vectors) @ query_vector
         if self.scoring == "cosine":
             return relevance
-        recency = recency_scores(
-            self._last_access, len(self.units), self.recency_decay, self.recency
-        )
+        recency = recency_scores(self._last_access, self.now, self.recency_decay, self.recency)
         w_rec, w_imp, w_rel = self.weights
         return (
             w_rec * min_max(recency)
@@ -206,8 +204,23 @@ class MemoryStream(MemorySystem):
             kept_ids = {k.node_id for k in kept}
             for i in order:
                 if self.units[i].id in kept_ids:
-                    self._last_access[i] = len(self.units)
+                    self._last_access[i] = self.now
         return kept
+
+    @property
+    def now(self) -> int:
+        """The step the stream has reached: every unit inserted so far, forgotten ones included."""
+        return len(self.units) + self.forgotten_units
+
+    def drop_units(self, unit_ids: set[str]) -> str:
+        """Forget: each unit is one record, nothing is derived from it; drop its rows (no call)."""
+        keep = self.remove_units(unit_ids)
+        rows = [i for i, k in enumerate(keep) if k]
+        self._vectors = [self._vectors[i] for i in rows]
+        self._last_access = [self._last_access[i] for i in rows]
+        if self._importance:
+            self._importance = [self._importance[i] for i in rows]
+        return "drop"
 
     def state(self) -> dict[str, Any]:
         """The embedded table and the ratings (a snapshot of the built memory)."""
