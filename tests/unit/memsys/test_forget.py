@@ -14,6 +14,12 @@ from memharness.memsys.memorystream.memory import MemoryStream
 from memharness.memsys.services.embed import Embedder
 from memharness.memsys.services.llm import LLM
 from memharness.memsys.testing.doubles import HashingEmbedder, ScriptedChat, WordTokenizer
+from cam_fakes import four_groups, make_cam
+from cam_fakes import units as cam_units
+from graphrag_fakes import TEXTS as GRAPH_TEXTS
+from graphrag_fakes import StepLLM, responder
+from graphrag_fakes import unit as graph_unit
+from memharness.memsys.graphrag import GraphRAG
 from memtree_fakes import MergeLLM, make_tree
 from memtree_fakes import unit as tree_unit
 from raptor_fakes import EchoSummariser, make_raptor, two_blobs
@@ -190,3 +196,40 @@ def test_rebuild_keeps_the_construction_arguments():
     memory.forget([units[2].id], method="rebuild")
     assert memory.top_k == 1 and len(memory.retrieve("y", 100)) == 1
     assert len(memory._vectors) == 2 and np.isfinite(np.stack(memory._vectors)).all()
+
+
+def test_cam_default_rebuild_leaks_no_community_summary_of_the_forgotten_unit():
+    memory = make_cam(four_groups(), traversal="collapsed", top_k=100)
+    words = [f"{g}{i}" for g in "abcd" for i in range(1, 5)]
+    units = cam_units(words)
+    memory.insert(units)
+    assert any("a2" in t.split() or "a2)" in t for t in memory.store.texts if t != "a2")
+    record = memory.forget([units[1].id])
+    assert record["method"] == "rebuild" and memory.rebuilds[-1]["forget"] is True
+    assert not any(re.search(r"\ba2\b", t) for t in memory.store.texts)
+    assert all(units[1].id not in memory.store.source_units(v) for v in range(len(memory.store)))
+    assert_forgotten(memory, units[1].id, words)
+
+
+def test_graphrag_default_rebuild_leaks_no_entity_relation_or_report_of_the_unit():
+    llm = StepLLM(responder())
+    memory = GraphRAG(
+        llm=llm,
+        embedder=HashingEmbedder(dim=128),
+        tokenizer=WordTokenizer(),
+        traversal="local",
+        communities={"max_cluster_size": 3, "use_lcc": False},
+    )
+    units = [graph_unit(t, i, source=f"d{i // 3}") for i, t in enumerate(GRAPH_TEXTS)]
+    memory.insert(units)
+    memory.ensure_built()
+    gone = units[0].id
+    assert any(gone in memory.store.source_units(v) for v in range(len(memory.store)))
+    record = memory.forget([gone])
+    assert record["method"] == "rebuild" and len(memory.units) == len(units) - 1
+    store = memory.store
+    assert all(gone not in store.source_units(v) for v in range(len(store)))
+    relations = [r for v in range(len(store)) for r in store.meta[v].get("relations", [])]
+    assert relations and all(gone not in r["units"] for r in relations)
+    assert all(gone not in t.units for t in memory.text_units.values())
+    assert_forgotten(memory, gone, GRAPH_TEXTS)
