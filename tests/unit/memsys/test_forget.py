@@ -8,18 +8,18 @@ import re
 
 import numpy as np
 import pytest
-from memharness.baselines.full_context import FullContext
-from memharness.memsys.hierarchy.forget import prune_units
-from memharness.memsys.memorystream.memory import MemoryStream
-from memharness.memsys.services.embed import Embedder
-from memharness.memsys.services.llm import LLM
-from memharness.memsys.testing.doubles import HashingEmbedder, ScriptedChat, WordTokenizer
 from cam_fakes import four_groups, make_cam
 from cam_fakes import units as cam_units
 from graphrag_fakes import TEXTS as GRAPH_TEXTS
 from graphrag_fakes import StepLLM, responder
 from graphrag_fakes import unit as graph_unit
+from memharness.baselines.full_context import FullContext
 from memharness.memsys.graphrag import GraphRAG
+from memharness.memsys.hierarchy.forget import prune_units
+from memharness.memsys.memorystream.memory import MemoryStream
+from memharness.memsys.services.embed import Embedder
+from memharness.memsys.services.llm import LLM
+from memharness.memsys.testing.doubles import HashingEmbedder, ScriptedChat, WordTokenizer
 from memtree_fakes import MergeLLM, make_tree
 from memtree_fakes import unit as tree_unit
 from raptor_fakes import EchoSummariser, make_raptor, two_blobs
