@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from memharness.memsys.forgetting import forget_targets, measured_cost
 from memharness.memsys.services.types import Completion
-from memharness.memsys.types import Question, RetrievedItem, Unit
+from memharness.memsys.types import FORGET_KEY, Question, RetrievedItem, Unit
 
 
 class MemorySystem(ABC):
@@ -91,8 +91,17 @@ class MemorySystem(ABC):
         return {k: v for k, v in self.degradation.items() if v}
 
     def insert(self, units: Sequence[Unit]) -> None:
-        """Add a batch of units to memory."""
-        units = list(units)
+        """Add a batch of units to memory; a forget request in it (``FORGET_KEY`` in a unit's
+        metadata) forgets the units it names at its place in the stream."""
+        units, start = list(units), 0
+        for i, unit in enumerate(units):
+            if FORGET_KEY in unit.metadata:
+                self._insert(units[start:i])
+                self.forget(unit.metadata[FORGET_KEY])
+                start = i + 1
+        self._insert(units[start:])
+
+    def _insert(self, units: list[Unit]) -> None:
         if not units:
             return
         self.units.extend(units)

@@ -56,6 +56,22 @@ class Evidence:
     end: int | None = None
 
 
+@dataclass(frozen=True)
+class Update:
+    """The gold of a question about a fact the stream later deleted or corrected (issue 45,
+    docs/forgetting.md): what must be gone from retrieval, and the value that is no longer true."""
+
+    kind: Literal["deletion", "correction"]
+    forgotten_units: tuple[str, ...] = ()  # a forget request removed them: never to be retrieved
+    superseded_units: tuple[str, ...] = ()  # they state the old value a correction replaced
+    current_units: tuple[str, ...] = ()  # they state the value that holds now
+    superseded_answer: str = ""  # the old value (the forgotten fact, or the corrected one)
+
+
+# A unit whose metadata carries this key is a forget request, not content: ``MemorySystem.insert``
+# calls ``forget`` with the unit ids it lists, in stream order, and stores nothing of it.
+FORGET_KEY = "forget"
+
 OPTION_LETTERS = "ABCDEFGHIJ"  # multiple-choice options are lettered A..J
 
 
@@ -84,6 +100,7 @@ class Question:
     # The date the data says the question is asked (LongMemEval's question_date), as the dataset
     # writes it; the answer prompt shows it as the current date (eval.answer.now_line). None: no date.
     asked_at: str | None = None
+    update: Update | None = None  # the fact asked about was deleted or corrected in the stream
 
     @property
     def evidence_position(self) -> int | None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hydra.utils import get_class, instantiate
+from memharness.data_prep import forgetting
 from memharness.data_prep.base import Dataset, DatasetError, check_integrity, subset
 from memharness.eval.judge import audit as judge_audit
 from memharness.eval.judge import loop as judge_loop
@@ -53,6 +54,7 @@ def load_dataset(cfg: DictConfig) -> Dataset:
         if isinstance(cause, (DatasetError, ConfigError)):
             raise cause from None
         raise
+    dataset = forgetting.apply(dataset, forget_section(cfg))  # dataset.forget (docs/forgetting.md)
     if "integrity" not in dataset.metadata:
         dataset.metadata["integrity"] = {
             k: len(v) for k, v in check_integrity(dataset).items() if v
@@ -63,6 +65,12 @@ def load_dataset(cfg: DictConfig) -> Dataset:
         int(cfg.dataset.get("seed", cfg.seed)),
         cfg.dataset.get("stratify_by"),
     )
+
+
+def forget_section(cfg: DictConfig) -> dict | None:
+    """``dataset.forget`` as a plain mapping (None: the dataset is used as it is)."""
+    section = cfg.dataset.get("forget")
+    return OmegaConf.to_container(section, resolve=True) if section else None
 
 
 def build_memory(cfg: DictConfig, services: Services) -> MemorySystem:

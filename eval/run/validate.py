@@ -83,6 +83,19 @@ class EstimateSettings(TypedDict):
     ]  # stand-in vectors, or the run's own embedder
 
 
+class ForgetSuiteSettings(TypedDict, total=False):
+    """``dataset.forget``: the generated forgetting suite (data_prep/forgetting.py)."""
+
+    facts: Positive  # questions per episode made into a deletion or a correction
+    mode: Literal["deletion", "correction", "mixed"]  # mixed alternates, deletion first
+    position: Literal["after_evidence", "end"]  # where the request / correction goes
+    seed: Seed
+    request_text: Annotated[str, NonEmpty()]
+    correction_text: Annotated[str, Placeholders("question", "value")]
+    abstain_answer: Annotated[str, NonEmpty()]
+    replacements: list[Annotated[str, NonEmpty()]]
+
+
 class DatasetSettings(TypedDict):
     name: Annotated[str, NonEmpty()]
     loader: Target
@@ -95,6 +108,7 @@ class DatasetSettings(TypedDict):
         Positive | None
     ]  # cut each insert event into batches of this many units
     generator: NotRequired[GeneratorSettings]  # msc_e: the generator's settings
+    forget: NotRequired[ForgetSuiteSettings | None]  # the forgetting suite (docs/forgetting.md)
 
 
 class PriceSettings(TypedDict, total=False):
