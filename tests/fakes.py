@@ -13,6 +13,7 @@ from memharness.memsys.testing.doubles import ScriptedChat
 __all__ = [
     "DegradingMemory",
     "FailingMemory",
+    "LeakyMemory",
     "ScriptedChat",
     "ScriptedChatWithLogprobs",
     "dataset_with_problems",
@@ -67,3 +68,10 @@ class DegradingMemory(FullContext):
     def add(self, units) -> None:
         self.degrade("summary_failed", sum(self.degrade_on in u.text for u in units))
         super().add(units)
+
+
+class LeakyMemory(FullContext):
+    """A full-context memory whose forget does nothing: what a forgetting metric must catch."""
+
+    def drop_units(self, unit_ids) -> str:
+        return "ignored"
