@@ -30,6 +30,7 @@ from typing import Any, Literal
 from memharness.data_prep.base import Dataset, DatasetError
 from memharness.memsys.types import (
     FORGET_KEY,
+    FORGET_METHOD_KEY,
     Episode,
     Evidence,
     Question,
@@ -50,6 +51,7 @@ class ForgetSettings:
     mode: Literal["deletion", "correction", "mixed"] = "mixed"
     position: Literal["after_evidence", "end"] = "after_evidence"
     seed: int = 0
+    method: Literal["own", "rebuild"] = "own"  # the memory's own forget, or the reference rebuild
     request_text: str = "Please forget what I told you in that earlier conversation."
     correction_text: str = "A correction to something I told you before. {question} Now: {value}."
     abstain_answer: str = "I don't know: that information was deleted."
@@ -68,10 +70,20 @@ def settings_of(section: Mapping[str, Any] | None) -> ForgetSettings | None:
     if "replacements" in values:
         values["replacements"] = tuple(values["replacements"])
     s = ForgetSettings(**values)
-    if s.mode not in MODES or s.position not in POSITIONS or s.facts < 1:
+    if (
+        s.mode not in MODES
+        or s.position not in POSITIONS
+        or s.facts < 1
+        or s.method
+        not in (
+            "own",
+            "rebuild",
+        )
+    ):
         raise DatasetError(
-            f"dataset.forget: facts >= 1, mode in {MODES}, position in {POSITIONS}; got "
-            f"facts={s.facts}, mode={s.mode!r}, position={s.position!r}"
+            f"dataset.forget: facts >= 1, mode in {MODES}, position in {POSITIONS}, method in "
+            f"('own', 'rebuild'); got facts={s.facts}, mode={s.mode!r}, position={s.position!r}, "
+            f"method={s.method!r}"
         )
     if s.mode != "deletion" and not s.replacements:
         raise DatasetError("dataset.forget.replacements: corrections need at least one value")
@@ -86,16 +98,20 @@ def evidence_units(question: Question, units: Sequence[Unit]) -> list[Unit] | No
     return [units[i] for p, end in spans for i in range(p, min(end, len(units)))] or None
 
 
-def event_unit(episode: Episode, question: Question, kind: str, text: str, ids: list[str]) -> Unit:
+def event_unit(
+    episode: Episode, question: Question, kind: str, text: str, ids: list[str], method: str = "own"
+) -> Unit:
     """The request or correction unit, with a content-addressed id (position fixed later)."""
     anchor = episode.units[-1]
     return Unit(
-        id=content_id("forgetting", episode.id, question.id, kind, text, prefix="u-"),
+        id=content_id("forgetting", episode.id, question.id, kind, text, method, prefix="u-"),
         text=text,
         source_id=f"{anchor.source_id}/{kind}",
         position=0,
         timestamp=anchor.timestamp,
-        metadata={FORGET_KEY: ids} if kind == "deletion" else {"correction": question.id},
+        metadata={FORGET_KEY: ids, FORGET_METHOD_KEY: method}
+        if kind == "deletion"
+        else {"correction": question.id},
     )
 
 
@@ -103,7 +119,8 @@ def forget_episode(episode: Episode, s: ForgetSettings) -> Episode:
     """One episode as a stream with forget requests and corrections (see the module doc)."""
     rng = random.Random(content_id(s.seed, episode.id))
     spans = {q.id: evidence_units(q, episode.units) for q in episode.questions}
-    eligible = [q for q in episode.questions if spans[q.id]]
+    # open questions only: a multiple-choice one has no answer text to delete or correct
+    eligible = [q for q in episode.questions if spans[q.id] and q.answers and not q.options]
     chosen = sorted(rng.sample(eligible, min(s.facts, len(eligible))), key=episode.questions.index)
     after: dict[int, list[Unit]] = {}  # old position -> event units inserted after that unit
     events: dict[str, tuple[Unit, Update, str]] = {}  # question id -> (event, gold, new answer)
@@ -111,7 +128,7 @@ def forget_episode(episode: Episode, s: ForgetSettings) -> Episode:
         kind = s.mode if s.mode != "mixed" else ("deletion", "correction")[i % 2]
         ids = [u.id for u in spans[q.id]]
         if kind == "deletion":
-            event = event_unit(episode, q, kind, s.request_text, ids)
+            event = event_unit(episode, q, kind, s.request_text, ids, s.method)
             update = Update(kind, forgotten_units=tuple(ids), superseded_answer=q.answers[0])
             events[q.id] = (event, update, s.abstain_answer)
         else:
@@ -187,6 +204,8 @@ def apply(dataset: Dataset, section: Mapping[str, Any] | None) -> Dataset:
     counts = {
         "changed": sum(e.metadata["forgetting"]["changed"] for e in episodes),
         "dropped": sum(e.metadata["forgetting"]["dropped"] for e in episodes),
-        **{k: v for k, v in vars(s).items() if k in ("facts", "mode", "position", "seed")},
+        **{
+            k: v for k, v in vars(s).items() if k in ("facts", "mode", "position", "seed", "method")
+        },
     }
     return replace(dataset, episodes=episodes, metadata={**dataset.metadata, "forgetting": counts})

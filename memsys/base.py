@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from memharness.memsys.forgetting import forget_targets, measured_cost
 from memharness.memsys.services.types import Completion
-from memharness.memsys.types import FORGET_KEY, Question, RetrievedItem, Unit
+from memharness.memsys.types import FORGET_KEY, FORGET_METHOD_KEY, Question, RetrievedItem, Unit
 
 
 class MemorySystem(ABC):
@@ -97,7 +97,7 @@ class MemorySystem(ABC):
         for i, unit in enumerate(units):
             if FORGET_KEY in unit.metadata:
                 self._insert(units[start:i])
-                self.forget(unit.metadata[FORGET_KEY])
+                self.forget(unit.metadata[FORGET_KEY], unit.metadata.get(FORGET_METHOD_KEY, "own"))
                 start = i + 1
         self._insert(units[start:])
 

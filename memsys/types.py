@@ -71,6 +71,7 @@ class Update:
 # A unit whose metadata carries this key is a forget request, not content: ``MemorySystem.insert``
 # calls ``forget`` with the unit ids it lists, in stream order, and stores nothing of it.
 FORGET_KEY = "forget"
+FORGET_METHOD_KEY = "forget_method"  # optional: "own" (default) or "rebuild" (MemorySystem.forget)
 
 OPTION_LETTERS = "ABCDEFGHIJ"  # multiple-choice options are lettered A..J
 

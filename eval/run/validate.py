@@ -90,6 +90,7 @@ class ForgetSuiteSettings(TypedDict, total=False):
     mode: Literal["deletion", "correction", "mixed"]  # mixed alternates, deletion first
     position: Literal["after_evidence", "end"]  # where the request / correction goes
     seed: Seed
+    method: Literal["own", "rebuild"]  # the memory's own forget, or the reference rebuild
     request_text: Annotated[str, NonEmpty()]
     correction_text: Annotated[str, Placeholders("question", "value")]
     abstain_answer: Annotated[str, NonEmpty()]

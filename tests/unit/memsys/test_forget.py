@@ -20,6 +20,7 @@ from memharness.memsys.memorystream.memory import MemoryStream
 from memharness.memsys.services.embed import Embedder
 from memharness.memsys.services.llm import LLM
 from memharness.memsys.testing.doubles import HashingEmbedder, ScriptedChat, WordTokenizer
+from memharness.memsys.types import FORGET_KEY, FORGET_METHOD_KEY, Unit
 from memtree_fakes import MergeLLM, make_tree
 from memtree_fakes import unit as tree_unit
 from raptor_fakes import EchoSummariser, make_raptor, two_blobs
@@ -233,3 +234,18 @@ def test_graphrag_default_rebuild_leaks_no_entity_relation_or_report_of_the_unit
     assert relations and all(gone not in r["units"] for r in relations)
     assert all(gone not in t.units for t in memory.text_units.values())
     assert_forgotten(memory, gone, GRAPH_TEXTS)
+
+
+def test_a_forget_request_in_the_insert_stream_forgets_at_its_place_and_is_not_stored():
+    memory = FullContext(tokenizer=WordTokenizer())
+    kept, gone = struct_unit("kept fact", 0), struct_unit("gone fact", 1)
+    request = Unit("u-req", "please forget", "s", 2, metadata={FORGET_KEY: [gone.id]})
+    later = struct_unit("later fact", 3)
+    memory.insert([kept, gone, request, later])
+    assert [u.id for u in memory.units] == [kept.id, later.id]
+    assert memory.forgets[0]["units"] == 1 and memory.forgets[0]["method"] == "rebuild"
+    rebuild = Unit(
+        "u-req2", "forget", "s", 4, metadata={FORGET_KEY: [kept.id], FORGET_METHOD_KEY: "rebuild"}
+    )
+    memory.insert([rebuild])
+    assert [u.id for u in memory.units] == [later.id] and memory.rebuilds[-1]["forget"]
