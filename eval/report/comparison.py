@@ -23,7 +23,7 @@ from typing import Any
 from memharness.eval.judge.separation import judge_notes
 from memharness.eval.metrics import registry
 from memharness.eval.record.read import ReportError, find_incomplete, find_runs, load_run
-from memharness.eval.report import plots, tables
+from memharness.eval.report import letting_go, plots, tables
 from memharness.eval.report import table_format as fmt
 from memharness.eval.report.paired import paired_frame
 from memharness.memsys.services import files as fileio
@@ -56,7 +56,8 @@ def write_tables(
     order = {r["folder"]: r for r in runs}
     ordered = [order[f] for f in wide["folder"]]
     paired = paired_frame(ordered, baseline, resamples=resamples)
-    sections = build_sections(wide, metrics, best, paired, baseline, ordered)
+    sections = build_sections(wide, letting_go.without(metrics), best, paired, baseline, ordered)
+    sections += letting_go.sections(wide, best)  # issue 45: empty without dataset.forget runs
     paths = {
         "md": out / f"{name}.md",
         "tex": out / f"{name}.tex",
