@@ -190,8 +190,45 @@ def shifted(question: Question, new_pos: Mapping[int, int]) -> Question:
     return replace(question, position=new_pos[question.position], evidence=evidence)
 
 
+KNOWLEDGE_UPDATE = (
+    "knowledge-update"  # LongMemEval's question type whose answer changed in the stream
+)
+
+
+def knowledge_update(question: Question, units: Sequence[Unit]) -> Question:
+    """A LongMemEval knowledge-update question with its gold as an ``Update``: its evidence spans in
+    stream (date) order, the last one holding the current value and the earlier ones superseded. The
+    old value is not in the gold, so ``stale_answer`` is not scored (only ``stale_retrieval``)."""
+    spans = [
+        [u.id for u in units[e.position : e.end]]
+        for e in sorted(question.evidence, key=lambda e: e.position or 0)
+        if e.position is not None and e.end is not None
+    ]
+    if question.categories.get("type") != KNOWLEDGE_UPDATE or len(spans) < 2 or question.update:
+        return question
+    superseded = tuple(u for span in spans[:-1] for u in span)
+    return replace(
+        question,
+        update=Update("correction", superseded_units=superseded, current_units=tuple(spans[-1])),
+    )
+
+
+def mark_knowledge_updates(dataset: Dataset) -> Dataset:
+    """Every knowledge-update question with its ``Update`` gold (the dataset itself when none)."""
+    episodes = []
+    for e in dataset.episodes:
+        questions = [knowledge_update(q, e.units) for q in e.questions]
+        same = all(a is b for a, b in zip(questions, e.questions, strict=True))
+        episodes.append(e if same else replace(e, questions=questions))
+    if all(a is b for a, b in zip(episodes, dataset.episodes, strict=True)):
+        return dataset
+    return replace(dataset, episodes=episodes)
+
+
 def apply(dataset: Dataset, section: Mapping[str, Any] | None) -> Dataset:
-    """The dataset with every episode made a forgetting stream (unchanged when ``section`` is empty)."""
+    """The dataset with its knowledge-update gold marked and, with ``section``, every episode made a
+    forgetting stream."""
+    dataset = mark_knowledge_updates(dataset)
     s = settings_of(section)
     if s is None:
         return dataset

@@ -67,6 +67,8 @@ def answer_scores(question: Question, answer: str) -> dict[str, float]:
             "forget_answer_leak": float(states(answer, u.superseded_answer)),
             "forget_abstain": float(bool(ABSTAIN.search(normalize_answer(answer)))),
         }
+    if not u.superseded_answer:  # the gold gives no old value (LongMemEval's knowledge updates)
+        return {}
     current = question.answers[0] if question.answers else ""
     stale = states(answer, u.superseded_answer) and not states(answer, current)
     return {"stale_answer": float(stale)}

@@ -79,3 +79,24 @@ def test_bad_settings_and_datasets_without_spans_are_refused_in_one_line():
     with pytest.raises(DatasetError, match="no question of sample has gold evidence"):
         forgetting.apply(sample.load(parts=["news"]), {"facts": 1})
     assert forgetting.apply(base, None) is base
+
+
+def test_longmemeval_knowledge_updates_get_their_superseded_and_current_evidence():
+    from memharness.data_prep import longmemeval
+    from memharness.eval.metrics.forgetting import answer_scores, retrieval_scores
+    from memharness.memsys.types import RetrievedItem
+
+    fixture = TESTS / "fixtures" / "longmemeval" / "longmemeval_s_cleaned.json"
+    ds = forgetting.apply(longmemeval.load(str(fixture), split="s"), None)
+    marked = changed(ds)
+    assert [q.id for _, q in marked] == ["0c9a41d7"]  # the fixture's one knowledge-update item
+    episode, q = marked[0]
+    old, new = episode.units[0], episode.units[4]  # balcony (Feb), then garage (Oct)
+    assert q.update.superseded_units == (old.id,) and q.update.current_units == (new.id,)
+
+    def items(*units):
+        return [RetrievedItem("t", 1.0, u.id, source_unit_ids=(u.id,)) for u in units]
+
+    assert retrieval_scores(q, items(old, new)) == {"stale_retrieval": 1.0}
+    assert retrieval_scores(q, items(new, old)) == {"stale_retrieval": 0.0}
+    assert answer_scores(q, "On the balcony") == {}  # the gold has no old value to read
