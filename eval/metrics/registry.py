@@ -292,6 +292,22 @@ METRICS += (
         "the answer states the superseded value of a corrected fact, not the current one",
         scorer="forgetting",
     ),
+    Metric(
+        "forget_answer_leak_judge",
+        False,
+        "accuracy",
+        "scores",
+        "the judge finds the answer states the deleted fact (eval/judge/forgetting.py)",
+        scorer="forget_judge",
+    ),
+    Metric(
+        "stale_answer_judge",
+        False,
+        "accuracy",
+        "scores",
+        "the judge finds the answer states the superseded value of a corrected fact",
+        scorer="forget_judge",
+    ),
 )
 _BY_NAME = {m.name: m for m in METRICS if not m.prefix}
 _PREFIXES = [m for m in METRICS if m.prefix]
@@ -310,6 +326,7 @@ SCORERS = (
     "judge_audit",
     "closed_book",
     "forgetting",
+    "forget_judge",
 )  # the kinds of Score (eval/metrics/scorers.py, eval/judge/, eval/run/)
 
 

@@ -12,7 +12,15 @@ from pathlib import Path
 import pandas as pd
 from memharness.eval.report import table_format as fmt
 
-METRICS = ("forget_leak", "stale_retrieval", "forget_answer_leak", "forget_abstain", "stale_answer")
+METRICS = (
+    "forget_leak",
+    "stale_retrieval",
+    "forget_answer_leak",
+    "forget_answer_leak_judge",
+    "forget_abstain",
+    "stale_answer",
+    "stale_answer_judge",
+)
 COST_COLUMNS = (
     "forgotten_units",
     "forget_rebuilds",
@@ -65,8 +73,8 @@ def sections(wide: pd.DataFrame, best: set[tuple[int, str]]) -> list[fmt.Section
             "(dataset.forget). forget_leak: a retrieved item's provenance, derived items "
             "included, holds a deleted unit (target 0); stale_retrieval: the superseded unit "
             "retrieved with the current one absent or below it; forget_answer_leak / "
-            "stale_answer: the answer states the old value; forget_abstain: it says it does not "
-            "know (answer readings are lexical, docs/forgetting.md).",
+            "stale_answer: the answer states the old value (lexical; _judge: the harness judge's "
+            "verdict, audited with it); forget_abstain: it says it does not know.",
         ),
         fmt.column_section(
             "Letting go: cost of forgetting",

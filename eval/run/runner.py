@@ -18,6 +18,7 @@ from hydra.utils import get_class, instantiate
 from memharness.data_prep import forgetting
 from memharness.data_prep.base import Dataset, DatasetError, check_integrity, subset
 from memharness.eval.judge import audit as judge_audit
+from memharness.eval.judge import forgetting as forget_judge
 from memharness.eval.judge import loop as judge_loop
 from memharness.eval.judge import official as official_judge
 from memharness.eval.judge.judges import Judges, build_judges
@@ -280,6 +281,7 @@ def evaluate_episode(
     if cfg.eval.judge.enabled:
         judge_loop.SCORER.score(pending, ctx)
         official_judge.SCORER.score(pending, ctx)  # judge.official, if any
+        forget_judge.SCORER.score(pending, ctx)  # questions about deleted / corrected facts
     return pending, stats
 
 

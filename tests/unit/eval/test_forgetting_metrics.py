@@ -105,3 +105,51 @@ def test_the_scorer_writes_registered_metrics_and_skips_failed_retrievals():
     for name in ("forget_leak", "forget_answer_leak", "forget_abstain", "stale_retrieval"):
         assert registry.lookup(name).scorer == "forgetting"
     assert registry.direction("forget_leak") is False and registry.direction("forget_abstain")
+
+
+def test_the_judged_readings_ask_whether_the_answer_means_the_old_value():
+    from types import SimpleNamespace
+
+    from memharness.eval.judge.forgetting import ForgetJudge
+    from memharness.memsys.services.llm import LLM
+    from memharness.memsys.services.meter import Meter
+    from memharness.memsys.testing.doubles import ScriptedChat
+    from omegaconf import OmegaConf
+
+    def judge(request):  # "1" when the answer (after P:) names the reference (after R:)
+        prompt = request.messages[-1][1]
+        reference, answer = prompt.split("R: ")[1].split(" P: ")
+        return "1" if reference.split(",")[0] in answer else "0"
+
+    meter = Meter()
+    services = SimpleNamespace(
+        meter=meter, llm=LLM(ScriptedChat(reply=judge), meter, progress=False)
+    )
+    cfg = OmegaConf.create(
+        {
+            "eval": {
+                "judge": {"prompt": "Q: {question} R: {reference} P: {prediction}", "max_tokens": 2}
+            }
+        }
+    )
+    deletion = Question(
+        "d",
+        "Dog's name?",
+        ("I don't know",),
+        9,
+        update=Update("deletion", ("u",), (), (), "Pepper"),
+    )
+    plain = Question("p", "?", ("a",), 0)
+    records = [
+        {"status": "scored", "mode": "generative", "prediction": p}
+        for p in ("It is Pepper.", "No idea.", "He lives in Medellin.", "Porto.", "a")
+    ]
+    questions = [deletion, deletion, CORRECTION, CORRECTION, plain]
+    ForgetJudge().score(
+        [(q, [], r) for q, r in zip(questions, records, strict=True)],
+        SimpleNamespace(cfg=cfg, services=services, judges=None),
+    )
+    assert [value(r, "forget_answer_leak_judge") for r in records[:2]] == [1.0, 0.0]
+    assert [value(r, "stale_answer_judge") for r in records[2:4]] == [1.0, 0.0]
+    assert "scores" not in records[4]  # no update: never asked
+    assert meter.intrinsic["judge"].calls == 4
