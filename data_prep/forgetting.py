@@ -38,6 +38,7 @@ from memharness.memsys.types import (
     Update,
     content_id,
 )
+from omegaconf import DictConfig, OmegaConf
 
 MODES = ("deletion", "correction", "mixed")
 POSITIONS = ("after_evidence", "end")
@@ -62,6 +63,8 @@ def settings_of(section: Mapping[str, Any] | None) -> ForgetSettings | None:
     """The settings from the config section (None: no forgetting); a bad value is one-line refused."""
     if not section:
         return None
+    if isinstance(section, DictConfig):  # dataset.forget as Hydra composed it
+        section = OmegaConf.to_container(section, resolve=True)
     known = set(ForgetSettings.__dataclass_fields__)
     unknown = sorted(set(section) - known)
     if unknown:

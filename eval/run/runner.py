@@ -55,7 +55,7 @@ def load_dataset(cfg: DictConfig) -> Dataset:
         if isinstance(cause, (DatasetError, ConfigError)):
             raise cause from None
         raise
-    dataset = forgetting.apply(dataset, forget_section(cfg))  # dataset.forget (docs/forgetting.md)
+    dataset = forgetting.apply(dataset, cfg.dataset.get("forget"))  # docs/forgetting.md
     if "integrity" not in dataset.metadata:
         dataset.metadata["integrity"] = {
             k: len(v) for k, v in check_integrity(dataset).items() if v
@@ -66,12 +66,6 @@ def load_dataset(cfg: DictConfig) -> Dataset:
         int(cfg.dataset.get("seed", cfg.seed)),
         cfg.dataset.get("stratify_by"),
     )
-
-
-def forget_section(cfg: DictConfig) -> dict | None:
-    """``dataset.forget`` as a plain mapping (None: the dataset is used as it is)."""
-    section = cfg.dataset.get("forget")
-    return OmegaConf.to_container(section, resolve=True) if section else None
 
 
 def build_memory(cfg: DictConfig, services: Services) -> MemorySystem:
