@@ -31,6 +31,8 @@ def test_the_forgetting_sweep_leaks_nothing_and_the_report_sets_own_cost_beside_
         assert metrics["stale_retrieval"]["n"] == 2
         stats = json.loads((folder / "memory_stats.json").read_text())
         assert sum(len(s.get("forgets", [])) for s in stats.values()) == 2
+        # never snapshotted: a loaded memory would be handed the forgotten units back
+        assert {s["snapshot"]["why"] for s in stats.values()} == {"forgetting"}
     out = subprocess.run(
         [sys.executable, "-m", "memharness.eval.report.comparison", str(tmp_path / "runs")]
         + ["--out", str(tmp_path / "tables"), "--name", "forgetting"],
