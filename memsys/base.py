@@ -146,7 +146,11 @@ class MemorySystem(ABC):
 
     def drop_units(self, unit_ids: set[str]) -> str:
         """Remove ``unit_ids`` from ``self.units`` (``remove_units``) and what was built from them;
-        return the method's name. The default rebuilds from the remaining units."""
+        return the method's name. The default rebuilds from the remaining units; an offline memory
+        with inserts not built yet only drops them (its next build, due anyway, leaves them out)."""
+        if not self.online and self._pending:
+            self.remove_units(unit_ids)
+            return "before_build"
         return self.rebuild_fresh(unit_ids)
 
     def remove_units(self, unit_ids: set[str]) -> list[bool]:

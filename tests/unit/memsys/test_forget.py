@@ -154,19 +154,44 @@ def test_structmem_forget_drops_every_triple_extracted_from_the_unit(answer_with
 
 
 # ---------------------------------------------------------------- the default: rebuild
-def test_raptor_default_rebuild_leaks_no_cluster_summary_of_the_forgotten_unit():
+@pytest.mark.parametrize("method", ["own", "rebuild"])
+def test_raptor_forget_leaks_no_cluster_summary_and_resummarises_fewer_than_a_rebuild(method):
     memory = make_raptor(two_blobs(n=10), llm=EchoSummariser(), top_k=200)
     texts = [f"a{i}" for i in range(10)] + [f"b{i}" for i in range(10)]
     units = [raptor_unit(t, i) for i, t in enumerate(texts)]
     memory.insert(units)
     memory.ensure_built()
-    planted = re.compile(r"\ba0\b")
-    assert any(planted.search(t) and t != "a0" for t in memory.store.texts)  # summarised
-    record = memory.forget([units[0].id])
-    assert record["method"] == "rebuild" and record["calls"] > 0
-    assert memory.rebuilds[-1]["forget"] is True
+    build_calls = memory.llm.calls
+    planted = re.compile(r"\ba2\b")  # clustered with a5 (two_blobs, seed 0)
+    assert "sum(a2 a5)" in memory.store.texts  # a cluster summary holds it
+    record = memory.forget([units[2].id], method=method)
     assert not any(planted.search(t) for t in memory.store.texts)
-    assert_forgotten(memory, units[0].id, texts)
+    assert_forgotten(memory, units[2].id, texts)
+    if method == "own":  # only the summaries above a2 again, from a5 and their other members
+        assert record["method"] == "prune_and_resummarise"
+        assert 0 < record["calls"] < build_calls / 4
+    else:
+        assert record["method"] == "rebuild" and memory.rebuilds[-1]["forget"] is True
+        assert record["calls"] > build_calls / 2
+
+
+def test_raptor_rebuilds_when_a_chunk_mixes_the_forgotten_unit_with_kept_ones():
+    memory = make_raptor(two_blobs(n=10), chunks={"chunker": "sentences"}, top_k=200)
+    units = [raptor_unit("a0 a1.", 0), raptor_unit("a2 a3.", 1)]  # one chunk of both
+    memory.insert(units)
+    memory.ensure_built()
+    assert memory.store.units[0] == (units[0].id, units[1].id)
+    assert memory.forget([units[0].id])["method"] == "rebuild"
+    assert not any(re.search(r"\ba0\b", t) for t in memory.store.texts)
+
+
+def test_an_offline_memory_not_built_yet_only_drops_the_units():
+    memory = make_raptor(two_blobs(n=10), top_k=200)
+    units = [raptor_unit(f"a{i}", i) for i in range(5)]
+    memory.insert(units)
+    record = memory.forget([units[0].id])
+    assert record["method"] == "before_build" and record["calls"] == 0
+    assert_forgotten(memory, units[0].id, ["a0", "a1"])  # the build that follows leaves it out
 
 
 def test_online_default_rebuild_through_the_real_facade_is_metered():
