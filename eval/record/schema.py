@@ -55,7 +55,8 @@ class Score(_Record):
     )
     kind: str = Field(
         description="the scorer that filled it: lexical | choice | claim | judge | official_judge "
-        "| judge_audit | evidence | closed_book | latency (the registry names each metric's scorer)"
+        "| judge_audit | evidence | closed_book | latency | forgetting | forget_judge (the registry "
+        "names each metric's scorer)"
     )
     details: JSON = Field(
         default_factory=dict,
@@ -64,7 +65,7 @@ class Score(_Record):
         "choice: predicted_option, status (parsed | mc_unparsed); claim: predicted_label, status "
         "(parsed | claim_unparsed); official_judge: reply (per_reference: ' | '-joined), status "
         "(parsed | unclear | judge_failed | answer_empty); judge_audit: status; closed_book: "
-        "prediction, status, criterion, judge_status, error",
+        "prediction, status, criterion, judge_status, error; forget_judge: status, error",
     )
 
 
