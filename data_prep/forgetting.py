@@ -118,13 +118,28 @@ def event_unit(
     )
 
 
+def disjoint(
+    candidates: Sequence[Question], spans: Mapping[str, list[Unit]], n: int
+) -> list[Question]:
+    """The first ``n`` candidates whose evidence shares no unit with an earlier pick (two requests
+    for one unit would forget it twice; a correction of a deleted fact has nothing to correct)."""
+    picked, used = [], set()
+    for q in candidates:
+        ids = {u.id for u in spans[q.id]}
+        if len(picked) < n and not ids & used:
+            picked.append(q)
+            used |= ids
+    return picked
+
+
 def forget_episode(episode: Episode, s: ForgetSettings) -> Episode:
     """One episode as a stream with forget requests and corrections (see the module doc)."""
     rng = random.Random(content_id(s.seed, episode.id))
     spans = {q.id: evidence_units(q, episode.units) for q in episode.questions}
     # open questions only: a multiple-choice one has no answer text to delete or correct
     eligible = [q for q in episode.questions if spans[q.id] and q.answers and not q.options]
-    chosen = sorted(rng.sample(eligible, min(s.facts, len(eligible))), key=episode.questions.index)
+    shuffled = rng.sample(eligible, len(eligible))
+    chosen = sorted(disjoint(shuffled, spans, s.facts), key=episode.questions.index)
     after: dict[int, list[Unit]] = {}  # old position -> event units inserted after that unit
     events: dict[str, tuple[Unit, Update, str]] = {}  # question id -> (event, gold, new answer)
     for i, q in enumerate(chosen):

@@ -100,3 +100,26 @@ def test_longmemeval_knowledge_updates_get_their_superseded_and_current_evidence
     assert retrieval_scores(q, items(old, new)) == {"stale_retrieval": 1.0}
     assert retrieval_scores(q, items(new, old)) == {"stale_retrieval": 0.0}
     assert answer_scores(q, "On the balcony") == {}  # the gold has no old value to read
+
+
+def test_facts_sharing_evidence_are_never_both_chosen():
+    from memharness.memsys.types import Episode, Evidence, Question, units_from_texts
+
+    units = units_from_texts(["a", "b", "c"], "s")
+
+    def ask(i, position):
+        return Question(
+            f"q{i}",
+            f"q{i}?",
+            (f"ans{i}",),
+            3,
+            evidence=(Evidence("s", "", position, position + 1),),
+        )
+
+    episode = Episode("e", units, [ask(0, 0), ask(1, 0), ask(2, 1)])
+    for seed in range(8):
+        out = forgetting.forget_episode(
+            episode, forgetting.ForgetSettings(facts=3, mode="deletion", seed=seed)
+        )
+        gone = [u for q in out.questions if q.update for u in q.update.forgotten_units]
+        assert len(gone) == len(set(gone)) == 2  # q0 and q1 share unit a: one of them only
