@@ -18,6 +18,12 @@ inside a mapping setting): changing them reuses the snapshot, changing any other
 Hierarchical memories are saved with ``save``/``load``; a flat memory takes part by implementing
 ``state()`` / ``load_state()`` (everything ``add``/``build`` produced; numpy arrays allowed as
 top-level values).
+
+Forgetting (docs/forgetting.md): ``forget(unit_ids)`` removes units and everything derived from
+them. The default rebuilds the memory from the remaining units with a fresh instance built from
+the same constructor arguments (counted in ``rebuilds`` with ``"forget": True``); a system whose
+method allows better overrides ``drop_units``. Every forget is recorded in ``forgets`` with its
+cost (LLM calls, tokens, embedded texts, seconds).
 """
 
 from __future__ import annotations
@@ -25,13 +31,14 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from memharness.memsys.forgetting import forget_targets, measured_cost
 from memharness.memsys.services.types import Completion
-from memharness.memsys.types import Question, RetrievedItem, Unit
+from memharness.memsys.types import FORGET_KEY, FORGET_METHOD_KEY, Question, RetrievedItem, Unit
 
 # the run folder while a run is going (set by the runner): a memory's working files go under it
 RUN_FOLDER: ContextVar[Path | None] = ContextVar("run_folder", default=None)
@@ -58,6 +65,13 @@ class MemorySystem(ABC):
     # row): the runner marks its runs ("oracle" in metrics.json) and reports never rank them.
     oracle: bool = False
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> MemorySystem:
+        # The constructor's arguments, kept so that ``rebuild_fresh`` can make an identical empty
+        # memory (the default forget) without knowing the system's settings.
+        memory = super().__new__(cls)
+        memory._construction = (args, dict(kwargs))
+        return memory
+
     def __init__(self, llm: Any = None, embedder: Any = None, tokenizer: Any = None) -> None:
         self.llm = llm
         self.embedder = embedder
@@ -66,6 +80,8 @@ class MemorySystem(ABC):
         self._pending = False
         self.rebuilds: list[dict[str, Any]] = []
         self.degradation: Counter[str] = Counter()  # kind -> count, see degrade()
+        self.forgets: list[dict[str, Any]] = []  # one record per forget() call, with its cost
+        self.forgotten_units = 0  # units removed by forget(): the insert count is units + these
 
     @classmethod
     def dataset_problem(cls, dataset: Any) -> str | None:
@@ -86,8 +102,17 @@ class MemorySystem(ABC):
         return {k: v for k, v in self.degradation.items() if v}
 
     def insert(self, units: Sequence[Unit]) -> None:
-        """Add a batch of units to memory."""
-        units = list(units)
+        """Add a batch of units to memory; a forget request in it (``FORGET_KEY`` in a unit's
+        metadata) forgets the units it names at its place in the stream."""
+        units, start = list(units), 0
+        for i, unit in enumerate(units):
+            if FORGET_KEY in unit.metadata:
+                self._insert(units[start:i])
+                self.forget(unit.metadata[FORGET_KEY], unit.metadata.get(FORGET_METHOD_KEY, "own"))
+                start = i + 1
+        self._insert(units[start:])
+
+    def _insert(self, units: list[Unit]) -> None:
         if not units:
             return
         self.units.extend(units)
@@ -114,6 +139,61 @@ class MemorySystem(ABC):
             self.build(self.units)
             self._pending = False
             self.rebuilds.append({"units": len(self.units), "seconds": time.perf_counter() - start})
+
+    def forget(
+        self, unit_ids: Iterable[str], method: Literal["own", "rebuild"] = "own"
+    ) -> dict[str, Any]:
+        """Remove the units ``unit_ids`` and everything derived from them; return the cost record.
+
+        ``method="own"`` uses the system's ``drop_units`` (the default rebuild when it has none);
+        ``"rebuild"`` forces the rebuild, the reference a system's own way is compared with. An
+        id not in memory is refused (``ValueError``) before anything changes."""
+        ids = forget_targets(unit_ids, self.units, self.name)
+        with measured_cost(self.llm) as cost:
+            done = self.drop_units(ids) if method == "own" else self.rebuild_fresh(ids)
+        record = {"units": len(ids), "method": done, **cost}
+        self.forgets.append(record)
+        return record
+
+    def drop_units(self, unit_ids: set[str]) -> str:
+        """Remove ``unit_ids`` from ``self.units`` (``remove_units``) and what was built from them;
+        return the method's name. The default rebuilds from the remaining units; an offline memory
+        with inserts not built yet only drops them (its next build, due anyway, leaves them out)."""
+        if not self.online and self._pending:
+            self.remove_units(unit_ids)
+            return "before_build"
+        return self.rebuild_fresh(unit_ids)
+
+    def remove_units(self, unit_ids: set[str]) -> list[bool]:
+        """Drop the units from ``self.units``; return the keep mask over the units held before."""
+        keep = [u.id not in unit_ids for u in self.units]
+        self.units = [u for u, k in zip(self.units, keep, strict=True) if k]
+        self.forgotten_units += len(keep) - len(self.units)
+        return keep
+
+    def rebuild_fresh(self, unit_ids: set[str]) -> str:
+        """Replace every built structure by an empty memory of the same construction, then insert
+        the remaining units again (online) or build over them (offline). Nothing of the old
+        structure survives, so nothing derived from a forgotten unit can."""
+        self.remove_units(unit_ids)
+        self.close()  # what the old memory holds outside the process goes with it
+        args, kwargs = self._construction
+        fresh = type(self)(*args, **kwargs)
+        kept = ("units", "rebuilds", "forgets", "forgotten_units")
+        kept_values = {k: self.__dict__[k] for k in kept}
+        self.__dict__.clear()
+        self.__dict__.update(fresh.__dict__)
+        self.__dict__.update(kept_values)
+        start = time.perf_counter()
+        if self.units and self.online:
+            self.add(self.units)
+        elif self.units:
+            self.build(self.units)
+        self._pending = False
+        self.rebuilds.append(
+            {"units": len(self.units), "seconds": time.perf_counter() - start, "forget": True}
+        )
+        return "rebuild"
 
     def add(self, units: Sequence[Unit]) -> None:
         """Online systems: integrate new units into the structure."""
@@ -148,6 +228,7 @@ class MemorySystem(ABC):
             "units": len(self.units),
             "rebuilds": list(self.rebuilds),
             "degradation": self.degraded,
+            **({"forgets": list(self.forgets)} if self.forgets else {}),
         }
 
     def close(self) -> None:

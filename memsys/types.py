@@ -56,6 +56,23 @@ class Evidence:
     end: int | None = None
 
 
+@dataclass(frozen=True)
+class Update:
+    """The gold of a question about a fact the stream later deleted or corrected (issue 45,
+    docs/forgetting.md): what must be gone from retrieval, and the value that is no longer true."""
+
+    kind: Literal["deletion", "correction"]
+    forgotten_units: tuple[str, ...] = ()  # a forget request removed them: never to be retrieved
+    superseded_units: tuple[str, ...] = ()  # they state the old value a correction replaced
+    current_units: tuple[str, ...] = ()  # they state the value that holds now
+    superseded_answer: str = ""  # the old value (the forgotten fact, or the corrected one)
+
+
+# A unit whose metadata carries this key is a forget request, not content: ``MemorySystem.insert``
+# calls ``forget`` with the unit ids it lists, in stream order, and stores nothing of it.
+FORGET_KEY = "forget"
+FORGET_METHOD_KEY = "forget_method"  # optional: "own" (default) or "rebuild" (MemorySystem.forget)
+
 OPTION_LETTERS = "ABCDEFGHIJ"  # multiple-choice options are lettered A..J
 
 
@@ -87,6 +104,7 @@ class Question:
     # A rubric of nuggets the answer is judged against one by one (BEAM's probing questions); empty
     # for datasets without one.
     rubric: tuple[str, ...] = ()
+    update: Update | None = None  # the fact asked about was deleted or corrected in the stream
 
     @property
     def evidence_position(self) -> int | None:

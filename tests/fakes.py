@@ -13,6 +13,7 @@ from memharness.memsys.testing.doubles import ScriptedChat
 __all__ = [
     "DegradingMemory",
     "FailingMemory",
+    "LeakyMemory",
     "ScriptedChat",
     "ScriptedChatWithLogprobs",
     "ScriptedJudge",
@@ -83,3 +84,10 @@ class ScriptedJudge:
 
         self.seen += requests
         return [SimpleNamespace(text=self.replies.pop(0), ok=self.ok) for _ in requests]
+
+
+class LeakyMemory(FullContext):
+    """A full-context memory whose forget does nothing: what a forgetting metric must catch."""
+
+    def drop_units(self, unit_ids) -> str:
+        return "ignored"

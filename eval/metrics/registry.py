@@ -332,6 +332,66 @@ METRICS: tuple[Metric, ...] = (
         scorer="official_judge",
     ),
 )
+# Forgetting and stale memory (issue 45, eval/metrics/forgetting.py): questions whose gold carries an
+# update (dataset.forget); lower is better for all but forget_abstain.
+METRICS += (
+    Metric(
+        "forget_leak",
+        False,
+        "retrieval",
+        "retrieval",
+        "a retrieved item's provenance (derived items included) holds a unit the stream deleted",
+        scorer="forgetting",
+    ),
+    Metric(
+        "forget_answer_leak",
+        False,
+        "accuracy",
+        "scores",
+        "the answer states the deleted fact (half its words or more)",
+        scorer="forgetting",
+    ),
+    Metric(
+        "forget_abstain",
+        True,
+        "accuracy",
+        "scores",
+        "the answer to a question about a deleted fact says it does not know",
+        scorer="forgetting",
+    ),
+    Metric(
+        "stale_retrieval",
+        False,
+        "retrieval",
+        "retrieval",
+        "superseded evidence retrieved with the current evidence absent or ranked below it",
+        scorer="forgetting",
+    ),
+    Metric(
+        "stale_answer",
+        False,
+        "accuracy",
+        "scores",
+        "the answer states the superseded value of a corrected fact, not the current one",
+        scorer="forgetting",
+    ),
+    Metric(
+        "forget_answer_leak_judge",
+        False,
+        "accuracy",
+        "scores",
+        "the judge finds the answer states the deleted fact (eval/judge/forgetting.py)",
+        scorer="forget_judge",
+    ),
+    Metric(
+        "stale_answer_judge",
+        False,
+        "accuracy",
+        "scores",
+        "the judge finds the answer states the superseded value of a corrected fact",
+        scorer="forget_judge",
+    ),
+)
 _BY_NAME = {m.name: m for m in METRICS if not m.prefix}
 _PREFIXES = [m for m in METRICS if m.prefix]
 NEEDS_MEMORY = ":needs_memory"  # suffix: the metric on the questions closed-book got wrong
@@ -348,6 +408,8 @@ SCORERS = (
     "official_judge",
     "judge_audit",
     "closed_book",
+    "forgetting",
+    "forget_judge",
 )  # the kinds of Score (eval/metrics/scorers.py, eval/judge/, eval/run/)
 
 

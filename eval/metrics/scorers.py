@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from memharness.eval.metrics import registry
 from memharness.eval.metrics.claims import counted_label, parse_verdict
+from memharness.eval.metrics.forgetting import Forgetting
 from memharness.eval.metrics.lexical import parse_choice
 from memharness.eval.record.scores import detail, put
 from memharness.memsys.types import Question
@@ -143,4 +144,4 @@ class Latency:
             put(r, "context_tokens", r["context_tokens"], self.name)
 
 
-ANSWER_SCORERS: tuple[Scorer, ...] = (Choice(), Claim(), Lexical(), Latency())
+ANSWER_SCORERS: tuple[Scorer, ...] = (Choice(), Claim(), Lexical(), Latency(), Forgetting())

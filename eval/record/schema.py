@@ -55,7 +55,8 @@ class Score(_Record):
     )
     kind: str = Field(
         description="the scorer that filled it: lexical | choice | claim | judge | official_judge "
-        "| judge_audit | evidence | closed_book | latency (the registry names each metric's scorer)"
+        "| judge_audit | evidence | closed_book | latency | forgetting | forget_judge (the registry "
+        "names each metric's scorer)"
     )
     details: JSON = Field(
         default_factory=dict,
@@ -66,7 +67,7 @@ class Score(_Record):
         "(parsed | unclear | judge_failed | answer_empty); judge_audit: status; closed_book: "
         "prediction, status, criterion, judge_status, error; evidence (on evidence_recall): "
         "gold_items (indices of the retrieved items covering gold evidence), gold_units (the gold "
-        "unit ids they cover)",
+        "unit ids they cover); forget_judge: status, error",
     )
 
 

@@ -26,6 +26,7 @@ from memharness.eval.record.read import ReportError, find_incomplete, load_runs
 from memharness.eval.report import (
     errata,
     headlines,
+    letting_go,
     plots,
     prompt_sensitivity,
     resolution,
@@ -63,7 +64,8 @@ def write_tables(
     order = {r["folder"]: r for r in runs}
     ordered = [order[f] for f in wide["folder"]]
     paired = paired_frame(ordered, baseline, resamples=resamples)
-    sections = build_sections(wide, metrics, best, paired, baseline, ordered)
+    sections = build_sections(wide, letting_go.without(metrics), best, paired, baseline, ordered)
+    sections += letting_go.sections(wide, best)  # issue 45: empty without dataset.forget runs
     paths = {
         "md": out / f"{name}.md",
         "tex": out / f"{name}.tex",

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from hydra.utils import get_class, instantiate
+from memharness.data_prep import forgetting
 from memharness.data_prep.base import Dataset, DatasetError, check_integrity, subset
 from memharness.eval.judge import audit as judge_audit
+from memharness.eval.judge import forgetting as forget_judge
 from memharness.eval.judge import loop as judge_loop
 from memharness.eval.judge import official as official_judge
 from memharness.eval.judge.judges import Judges, build_judges
@@ -53,6 +55,7 @@ def load_dataset(cfg: DictConfig) -> Dataset:
         if isinstance(cause, (DatasetError, ConfigError)):
             raise cause from None
         raise
+    dataset = forgetting.apply(dataset, cfg.dataset.get("forget"))  # docs/forgetting.md
     if "integrity" not in dataset.metadata:
         dataset.metadata["integrity"] = {
             k: len(v) for k, v in check_integrity(dataset).items() if v
@@ -273,6 +276,7 @@ def evaluate_episode(
     if cfg.eval.judge.enabled:
         judge_loop.SCORER.score(pending, ctx)
         official_judge.SCORER.score(pending, ctx)  # judge.official, if any
+        forget_judge.SCORER.score(pending, ctx)  # questions about deleted / corrected facts
     return pending, stats
 
 

@@ -49,7 +49,7 @@ from hydra.utils import get_class
 from memharness.memsys.base import MemorySystem
 from memharness.memsys.hierarchy.memory import HierarchicalMemory
 from memharness.memsys.services import files as fileio
-from memharness.memsys.types import Episode
+from memharness.memsys.types import FORGET_KEY, Episode
 from omegaconf import DictConfig, OmegaConf
 
 log = logging.getLogger("memharness")
@@ -177,6 +177,8 @@ class Snapshots:
             return "unsupported"  # a flat memory without state()/load_state()
         if episode.is_online:
             return "interleaved"
+        if any(FORGET_KEY in u.metadata for u in episode.units):
+            return "forgetting"  # a loaded memory is given every unit of the episode back
         return None
 
     def identity(self, episode: Episode) -> dict[str, Any]:

@@ -88,6 +88,20 @@ class PageWords(TypedDict):
     max: Positive
 
 
+class ForgetSuiteSettings(TypedDict, total=False):
+    """``dataset.forget``: the generated forgetting suite (data_prep/forgetting.py)."""
+
+    facts: Positive  # questions per episode made into a deletion or a correction
+    mode: Literal["deletion", "correction", "mixed"]  # mixed alternates, deletion first
+    position: Literal["after_evidence", "end"]  # where the request / correction goes
+    seed: Seed
+    method: Literal["own", "rebuild"]  # the memory's own forget, or the reference rebuild
+    request_text: Annotated[str, NonEmpty()]
+    correction_text: Annotated[str, Placeholders("question", "value")]
+    abstain_answer: Annotated[str, NonEmpty()]
+    replacements: list[Annotated[str, NonEmpty()]]
+
+
 class DatasetSettings(TypedDict):
     name: Annotated[str, NonEmpty()]
     loader: Target
@@ -103,6 +117,8 @@ class DatasetSettings(TypedDict):
     page_words: NotRequired[
         PageWords
     ]  # a long text's page bounds for paginating memories (ReadAgent)
+
+    forget: NotRequired[ForgetSuiteSettings | None]  # the forgetting suite (docs/forgetting.md)
 
 
 class PriceSettings(TypedDict, total=False):

@@ -22,6 +22,7 @@ import numpy as np
 from memharness.memsys.base import MemorySystem, fill_budget
 from memharness.memsys.hierarchy import traverse
 from memharness.memsys.hierarchy.diagnostics import hierarchy_stats
+from memharness.memsys.hierarchy.forget import Pruned, prune_units
 from memharness.memsys.hierarchy.store import HierarchyStore
 from memharness.memsys.services import files as fileio
 from memharness.memsys.settings import ChoicesFrom, Range
@@ -130,6 +131,16 @@ class HierarchicalMemory(MemorySystem):
             )
         )
         return kept
+
+    # ------------------------------------------------------------------ forgetting
+    def prune_store(self, unit_ids: set[str]) -> Pruned:
+        """The core's forgetting rule (``hierarchy/forget.py``) on this memory: the units leave
+        ``self.units``, the store is compacted; the caller rewrites ``affected`` with its own ρ."""
+        self.remove_units(unit_ids)
+        pruned = prune_units(self.store, unit_ids)
+        self.store = pruned.store
+        self.retrievals = restore_retrievals(self.store, self.retrievals)
+        return pruned
 
     # ------------------------------------------------------------------ diagnostics
     def stats(self) -> dict[str, Any]:

@@ -172,6 +172,7 @@ class MemoryStream(MemorySystem):
         self._last_access: list[int] = []  # insert position of the last access
         self._hours: list[float | None] = []  # each memory's data time (hours), None without one
         self._last_access_hours: list[float] = []  # data time of the last access (data clock)
+        self._latest_hours = float("-inf")  # the latest data time of a forgotten unit
         self.importance_unparsed = 0
         self.importance_failed = 0
 
@@ -223,7 +224,7 @@ class MemoryStream(MemorySystem):
         if self.recency_clock() == "data_hours":
             last, now = self._last_access_hours, self._now_hours()
         else:
-            last, now = self._last_access, len(self.units)
+            last, now = self._last_access, self.now
         recency = recency_scores(last, now, self.recency_decay, self.recency)
         w_rec, w_imp, w_rel = self.weights
         return (
@@ -239,8 +240,8 @@ class MemoryStream(MemorySystem):
         return "data_hours" if usable and self._hours else "insert_steps"
 
     def _now_hours(self) -> float:
-        """The stream's now: the latest data time inserted so far."""
-        return max(h for h in self._hours if h is not None)
+        """The stream's now: the latest data time inserted so far (forgotten units included)."""
+        return max([self._latest_hours, *(h for h in self._hours if h is not None)])
 
     def search(self, question: str, budget_tokens: int) -> list[RetrievedItem]:
         if not self._vectors:
@@ -263,10 +264,29 @@ class MemoryStream(MemorySystem):
             now_hours = self._now_hours() if self.recency_clock() == "data_hours" else None
             for i in order:
                 if self.units[i].id in kept_ids:
-                    self._last_access[i] = len(self.units)
+                    self._last_access[i] = self.now
                     if now_hours is not None:
                         self._last_access_hours[i] = now_hours
         return kept
+
+    @property
+    def now(self) -> int:
+        """The step the stream has reached: every unit inserted so far, forgotten ones included."""
+        return len(self.units) + self.forgotten_units
+
+    def drop_units(self, unit_ids: set[str]) -> str:
+        """Forget: each unit is one record, nothing is derived from it; drop its rows (no call)."""
+        keep = self.remove_units(unit_ids)
+        rows = [i for i, k in enumerate(keep) if k]
+        self._vectors = [self._vectors[i] for i in rows]
+        self._last_access = [self._last_access[i] for i in rows]
+        if self._importance:
+            self._importance = [self._importance[i] for i in rows]
+        if self._hours:  # the data clock's now stays the latest time seen, forgotten units included
+            self._latest_hours = max(self._latest_hours, self._now_hours())
+            self._hours = [self._hours[i] for i in rows]
+            self._last_access_hours = [self._last_access_hours[i] for i in rows]
+        return "drop"
 
     def state(self) -> dict[str, Any]:
         """The embedded table and the ratings (a snapshot of the built memory)."""

@@ -27,6 +27,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 from memharness.memsys.hierarchy import traverse
+from memharness.memsys.hierarchy.forget import recompute_heights
 from memharness.memsys.hierarchy.memory import HierarchicalMemory
 from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.settings import Placeholders, Range
@@ -282,6 +283,50 @@ class MemTree(HierarchicalMemory):
         vectors = self.embedder.embed([u.text for u in units]) if units else []
         for unit, vector in zip(units, vectors, strict=False):
             self.insert_unit(unit, vector)
+
+    # ------------------------------------------------------------------ forgetting
+    def drop_units(self, unit_ids: set[str]) -> str:
+        """Forget (docs/forgetting.md): the core removes the units' leaves and the nodes left empty;
+        every ancestor that held their content is rewritten from its remaining children."""
+        pruned = self.prune_store(unit_ids)
+        kept = [old for old, new in enumerate(pruned.index) if new >= 0]
+        self.depth = [self.depth[old] for old in kept]
+        recompute_heights(self.store)
+        self.n_units = [len(self.store.source_units(v)) for v in range(len(self.store))]
+        self.tree_max_depth = max(self.depth)
+        affected = sorted(pruned.affected, key=lambda v: (self.store.levels[v], v))
+        self.rewrite_from_children(affected)
+        return "prune_and_rewrite"
+
+    def rewrite_from_children(self, nodes: Sequence[int]) -> int:
+        """Rewrite each node's content from its children (children first), folding them in order with
+        the aggregation prompt: the first child's text, then one call per further child. A failed
+        call appends the child's text instead (no old content survives); returns the failures."""
+        store, failures, texts = self.store, 0, {}
+        for v in nodes:
+            kids = store.children[v]
+            current, n = store.texts[kids[0]], self.n_units[kids[0]]
+            for c in kids[1:]:
+                count = n if self.aggregate_count == "units" else kids.index(c)
+                prompt = self.aggregate_prompt.format(
+                    n_children=count, new_content=store.texts[c], current_content=current
+                )
+                request = ChatRequest.user(
+                    prompt, max_tokens=self.aggregate_max_tokens, temperature=0.0
+                )
+                done = self.llm.complete([request])[0]
+                ok = done.ok and done.text.strip()
+                current = done.text.strip() if ok else f"{current}\n{store.texts[c]}"
+                failures += 0 if ok else 1
+                n += self.n_units[c]
+            store.set_text(v, current)
+            texts[v] = current
+        if texts:
+            vectors = self.embedder.embed(list(texts.values()))
+            for v, vec in zip(texts, vectors, strict=True):
+                store.set_text(v, texts[v], vec)
+        self.degrade("forget_rewrite_failed", failures)
+        return failures
 
     # ------------------------------------------------------------------ retrieval (kept for callers of the old API)
     def collapsed_retrieve(self, vector: np.ndarray, k: int) -> traverse.Ranked:

@@ -262,6 +262,41 @@ class Raptor(HierarchicalMemory):
         self.degrade("summary_failed", len(failures))  # the parent holds an excerpt, not a summary
         return new
 
+    # ------------------------------------------------------------------ forgetting
+    def drop_units(self, unit_ids: set[str]) -> str:
+        """Forget (docs/forgetting.md): the core removes the units' leaves and the clusters left
+        empty; every cluster above them is summarised again from its remaining members, layer by
+        layer, one batch per layer (no re-clustering). A leaf chunk that mixes a forgotten unit with
+        kept ones would keep the forgotten text: then the tree is rebuilt instead."""
+        if self._pending:
+            return super().drop_units(unit_ids)
+        mixed = any(set(u) & unit_ids and set(u) - unit_ids for u in self.store.units)
+        if mixed:
+            return self.rebuild_fresh(unit_ids)
+        affected = self.prune_store(unit_ids).affected
+        for layer in sorted({self.store.levels[v] for v in affected}):
+            self.summarise_again([v for v in affected if self.store.levels[v] == layer])
+        return "prune_and_resummarise"
+
+    def summarise_again(self, nodes: list[int]) -> None:
+        """New summaries of ``nodes`` from their members (one batch); a failed one keeps an excerpt
+        of the members, as a build does (never the old summary)."""
+        store = self.store
+        contexts = [
+            "\n\n".join(" ".join(store.texts[c].splitlines()) for c in store.children[v])
+            for v in nodes
+        ]
+        done = self.llm.complete([self.summary_request(c) for c in contexts], desc="raptor forget")
+        texts = [d.text.strip() if d.ok and d.text.strip() else None for d in done]
+        failed = sum(t is None for t in texts)
+        texts = [
+            t if t is not None else self.tokenizer.truncate(c, self.summaries.max_tokens)
+            for t, c in zip(texts, contexts, strict=True)
+        ]
+        for v, text, vector in zip(nodes, texts, self.embedder.embed(texts), strict=True):
+            store.set_text(v, text, vector)
+        self.degrade("summary_failed", failed)
+
     def summary_request(self, context: str) -> ChatRequest:
         """The summary prompt for one cluster's joined member texts."""
         s = self.summaries

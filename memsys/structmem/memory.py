@@ -307,6 +307,16 @@ class StructuralMemory(HierarchicalMemory):
         )
         return kept
 
+    def drop_units(self, unit_ids: set[str]) -> str:
+        """Forget: every extracted unit (chunk, triple, fact, summary) of a forgotten dataset unit
+        goes with it, and so do its document texts and passages (Memory-Doc); no LLM call."""
+        self.prune_store(unit_ids)
+        self.retriever.store, self.retriever._bm25, self._seen = self.store, None, None
+        docs = self.docs
+        docs.doc_texts = {u: d for u, d in docs.doc_texts.items() if u not in unit_ids}
+        docs.passages = {c: p for c, p in docs.passages.items() if p[0] not in unit_ids}
+        return "drop"
+
     def _doc_node_id(self, v: int, mode: str) -> str:
         chunk = self.store.meta[v].get("chunk")
         return f"doc:{self.docs.key(mode, self.store.units[v][0], chunk)}"

@@ -192,3 +192,16 @@ def test_locomo_and_a_retrieval_access_move_on_the_data_clock():
     again = MemoryStream(tokenizer=get_tokenizer(), scoring="generative_agents")
     again.load_state(state)
     assert again._last_access_hours == memory._last_access_hours
+
+
+def test_forgetting_on_the_data_clock_keeps_the_rows_aligned_and_now_at_the_latest_time():
+    # forget C (the latest, 0 h old): A and B keep their own times and ages (456 h / 455 h from
+    # C's time, which stays the stream's now), so B (rated 10) is first, not a clock moved back
+    times = [when for _, when in DATED]
+    memory = _dated_stream(times)
+    now = memory._now_hours()
+    c_id = memory.units[2].id
+    memory.forget([c_id])
+    assert memory._now_hours() == now and len(memory._hours) == len(memory.units) == 2
+    assert len(memory._last_access_hours) == 2
+    assert [i.text for i in memory.retrieve("anything", 100)] == ["B-memory"]
