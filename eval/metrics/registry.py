@@ -17,8 +17,8 @@ from typing import Literal
 from memharness.eval.metrics import claims, lexical, locomo
 from memharness.memsys.types import Question
 
-Kind = Literal["accuracy", "overlap", "retrieval", "cost"]
-Section = Literal["scores", "memory", "retrieval", "judging"]
+Kind = Literal["accuracy", "overlap", "retrieval", "cost", "latency"]
+Section = Literal["scores", "memory", "retrieval", "judging", "latency", "ingestion"]
 
 
 @dataclass(frozen=True)
@@ -31,8 +31,10 @@ class Metric:
     section: Section  # the report table that shows it
     doc: str
     # mean: bootstrap mean and CI over the questions that have it; label_f1: F1 of ``label`` over
-    # the run's claim-verification answers (eval/metrics/claims.py), bootstrapped over the claims
-    aggregate: Literal["mean", "label_f1"] = "mean"
+    # the run's claim-verification answers (eval/metrics/claims.py), bootstrapped over the claims;
+    # percentiles: the mean and CI plus p50 and p95 over the questions; episode: one value per
+    # episode (memory_stats.json), mean and CI over the episodes (eval/metrics/ingestion.py)
+    aggregate: Literal["mean", "label_f1", "percentiles", "episode"] = "mean"
     score: Callable[[str, str], float] | None = (
         None  # (prediction, reference) -> value; max over refs
     )
@@ -249,6 +251,53 @@ METRICS: tuple[Metric, ...] = (
         scorer="official_judge",
     ),
 )
+# Per question, in seconds, p50 / p95 beside mean and CI (eval/run/timing.py, scorers.Latency)
+_LATENCY = (
+    (
+        "search_latency_s",
+        "seconds to retrieve a question's context: search_backend_s + search_compute_s",
+    ),
+    (
+        "search_backend_s",
+        "latency of the retrieval's backend calls (chat, embedding) when they were made, cached or not",
+    ),
+    (
+        "search_compute_s",
+        "the retrieval's own compute: its wall time not spent waiting on a backend (measured each run)",
+    ),
+    (
+        "answer_latency_s",
+        "latency of the answer call when it was made, cached or not (a memory that answers "
+        "itself: its backend calls plus its compute)",
+    ),
+    ("total_latency_s", "search_latency_s + answer_latency_s"),
+)
+# Per episode, mean and CI over the episodes (eval/metrics/ingestion.py)
+_INGESTION = (
+    ("ingest_calls", False, "LLM replies an episode's build used (cached or not)"),
+    ("ingest_tokens", False, "prompt + completion tokens of an episode's build"),
+    ("ingest_embed_texts", False, "texts an episode's build embedded"),
+    (
+        "ingest_s",
+        False,
+        "seconds to build an episode's memory: its backend calls' latency when made plus its own compute",
+    ),
+    ("ingest_s_per_unit", False, "ingest_s per inserted unit (dialogue turn, chunk)"),
+    ("ingest_usd", False, "estimated dollars of an episode's build at the configured prices"),
+    (
+        "memory_items",
+        None,
+        "items the built memory holds (its stored units unless the system counts its own items)",
+    ),
+    ("memory_tokens", None, "tokens of those items"),
+)
+METRICS += tuple(
+    Metric(name, False, "latency", "latency", doc, aggregate="percentiles", scorer="latency")
+    for name, doc in _LATENCY
+) + tuple(
+    Metric(name, better, "cost", "ingestion", doc, aggregate="episode", scorer="ingestion")
+    for name, better, doc in _INGESTION
+)
 _BY_NAME = {m.name: m for m in METRICS if not m.prefix}
 _PREFIXES = [m for m in METRICS if m.prefix]
 NEEDS_MEMORY = ":needs_memory"  # suffix: the metric on the questions closed-book got wrong
@@ -260,6 +309,7 @@ SCORERS = (
     "choice",
     "claim",
     "latency",
+    "ingestion",  # per episode, from memory_stats.json (eval/metrics/ingestion.py): no Score
     "evidence",
     "judge",
     "official_judge",

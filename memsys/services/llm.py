@@ -197,7 +197,9 @@ class LLM:
         )
 
     def _served(self, completion: Completion, latency_s: float | None, stage: str) -> Completion:
-        """A reply the method used without a backend call (the cache, or an identical call in flight)."""
+        """A reply the method used without a backend call (the cache, or an identical call in flight);
+        its ``latency_s`` is the one measured when it was made (NaN: stored before latencies were)."""
+        completion.latency_s = float("nan") if latency_s is None else float(latency_s)
         self.meter.add(stage, cache_hits=1)
         self.meter.record_reply(
             self.model_id,
