@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from memharness.eval.metrics import claims, lexical, locomo
 from memharness.memsys.types import Question
@@ -46,6 +46,9 @@ class Metric:
     score_question: Callable[[str, Question], float | None] | None = None
     label: str | None = None  # the label a label_f1 metric scores
     scorer: str = "lexical"  # the scorer that fills it (Score.kind; eval/metrics/scorers.py)
+    # read from the clock (a latency, a build's seconds): differs between runs of one config, so
+    # reproducibility checks (warm == cold, concurrent == sequential) leave it out
+    timed: bool = False
 
 
 METRICS: tuple[Metric, ...] = (
@@ -292,10 +295,28 @@ _INGESTION = (
     ("memory_tokens", None, "tokens of those items"),
 )
 METRICS += tuple(
-    Metric(name, False, "latency", "latency", doc, aggregate="percentiles", scorer="latency")
+    Metric(
+        name,
+        False,
+        "latency",
+        "latency",
+        doc,
+        aggregate="percentiles",
+        scorer="latency",
+        timed=True,
+    )
     for name, doc in _LATENCY
 ) + tuple(
-    Metric(name, better, "cost", "ingestion", doc, aggregate="episode", scorer="ingestion")
+    Metric(
+        name,
+        better,
+        "cost",
+        "ingestion",
+        doc,
+        aggregate="episode",
+        scorer="ingestion",
+        timed=name.startswith("ingest_s"),
+    )
     for name, better, doc in _INGESTION
 )
 _BY_NAME = {m.name: m for m in METRICS if not m.prefix}
@@ -325,6 +346,12 @@ def lookup(name: str) -> Metric | None:
     if base in _BY_NAME:
         return _BY_NAME[base]
     return next((m for m in _PREFIXES if base.startswith(m.name)), None)
+
+
+def untimed(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` (metric key -> anything) without the metrics read from the clock (``timed``):
+    what two runs of one config must agree on."""
+    return {k: v for k, v in values.items() if not getattr(lookup(k), "timed", False)}
 
 
 def direction(name: str) -> bool | None:
