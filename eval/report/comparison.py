@@ -234,6 +234,7 @@ def latency_section(wide: Any, metrics: Sequence[str]) -> fmt.Section | None:
         "search_compute_s (the system's own work, measured each run); answer = the answer call's "
         "latency when made; total = search + answer. context_tokens.mean: tokens of the "
         "retrieved context per question. A warm rerun shows the cold run's backend latencies.",
+        significant=True,
     )
 
 

@@ -60,3 +60,11 @@ def test_warm_rerun_reports_the_cold_runs_latencies_and_ingestion(make_cfg, tmp_
     assert "## Latency and context per question (intrinsic)" in md
     assert "search_latency_s.p50" in md and "answer_latency_s.p95" in md
     assert "## Ingestion cost per episode (intrinsic)" in md and "ingest_s_per_unit" in md
+
+
+def test_a_hierarchy_counts_its_nodes_as_the_memory_size(make_cfg, tmp_path):
+    run(make_cfg("memory=memtree", "dataset.limit=2"), tmp_path / "r")
+    stats = json.loads((tmp_path / "r" / "memory_stats.json").read_text())
+    for episode in stats.values():
+        # leaves plus the summaries above them: more items than inserted units
+        assert episode["size"]["items"] > episode["units"] and episode["size"]["tokens"] > 0
