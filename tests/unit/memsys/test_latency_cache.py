@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import sqlite3
 
+from memharness.eval.cli.cache_merge import merge
 from memharness.memsys.services.cache import CallCache
 from memharness.memsys.services.embed import Embedder
 from memharness.memsys.services.llm import LLM
@@ -55,3 +56,16 @@ def test_vectors_cached_without_a_time_are_counted_unknown(tmp_path):
     Embedder(HashingEmbedder(), meter=meter, cache=cache).embed(["x", "y", "z"])
     used = meter.intrinsic_json()["other"]
     assert used["embed_latency_unknown"] == 2 and used["embed_s"] > 0  # z was made now
+
+
+def test_cache_merge_keeps_the_vectors_making_times(tmp_path):
+    job = CallCache(tmp_path / "job" / "calls.sqlite")
+    Embedder(HashingEmbedder(latency_s=0.02), cache=job).embed(["p", "q"])
+    merge(tmp_path / "shared.sqlite", [tmp_path / "job"])
+    meter = Meter()
+    Embedder(HashingEmbedder(), meter=meter, cache=CallCache(tmp_path / "shared.sqlite")).embed(
+        ["p", "q"]
+    )
+    used = meter.intrinsic_json()["other"]
+    assert used["embed_latency_unknown"] == 0 and used["embed_s"] >= 0.02
+    assert meter.to_json()["total"]["embed_calls"] == 0
