@@ -38,6 +38,7 @@ from memharness.memsys.services.types import (
     Completion,
     Logprob,
     LogprobRequest,
+    weights_load_s,
 )
 from tqdm.auto import tqdm
 
@@ -240,6 +241,7 @@ class LLM:
 
     def _call_with_retries(self, request: ChatRequest, stage: str) -> Completion:
         """Send through the shared retry loop; a call that still fails comes back with ``error``."""
+        loaded = weights_load_s(self.backend)
         try:
             completion, attempts, elapsed = self._retrier.send(
                 lambda: self.backend.chat(request), stage, self._slots
@@ -249,7 +251,8 @@ class LLM:
                 text="", error=f"{type(err).__name__}: {err}", attempts=getattr(err, "attempts", 1)
             )
         completion.attempts = attempts
-        completion.latency_s = elapsed
+        # the reply's latency leaves out loading weights on first use (metrics.json model_load_s)
+        completion.latency_s = max(0.0, elapsed - (weights_load_s(self.backend) - loaded))
         # a key the server echoed never enters memory, the cache or a later prompt
         completion.text = redact_text(completion.text)
         self.meter.add(

@@ -154,3 +154,8 @@ class BudgetExceeded(BackendError):
 
 
 AUTH_STATUS = (401, 403)
+
+
+def weights_load_s(backend: object) -> float:
+    """Seconds an embedded backend has spent loading its weights so far (``load_s``; 0 for others)."""
+    return float(getattr(backend, "load_s", 0.0) or 0.0)

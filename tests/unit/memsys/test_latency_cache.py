@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
+import time
 
 from memharness.eval.cli.cache_merge import merge
 from memharness.memsys.services.cache import CallCache
@@ -69,3 +70,25 @@ def test_cache_merge_keeps_the_vectors_making_times(tmp_path):
     used = meter.intrinsic_json()["other"]
     assert used["embed_latency_unknown"] == 0 and used["embed_s"] >= 0.02
     assert meter.to_json()["total"]["embed_calls"] == 0
+
+
+class _LoadsOnFirstUse(HashingEmbedder):
+    """An embedded backend that loads its weights (0.2 s, ``load_s``) inside its first call."""
+
+    load_s = 0.0
+
+    def embed(self, texts):
+        if not self.load_s:
+            time.sleep(0.2)
+            self.load_s = 0.2
+        return super().embed(texts)
+
+
+def test_loading_weights_on_first_use_is_not_a_calls_latency(tmp_path):
+    meter = Meter()
+    embedder = Embedder(_LoadsOnFirstUse(latency_s=0.01), meter=meter, cache=None)
+    embedder.embed(["first"])
+    embedder.embed(["second"])
+    used = meter.intrinsic_json()["other"]
+    assert 0.02 <= used["embed_s"] < 0.15  # two calls of ~10 ms, not the 0.2 s load
+    assert meter.to_json()["other"]["backend_s"] >= 0.2  # what this run waited, load included
