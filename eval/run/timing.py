@@ -27,9 +27,10 @@ log = logging.getLogger("memharness")
 
 
 def _read(ledger: Ledger, stage: str) -> tuple[float, float]:
-    """(latency of the backend calls the method used, seconds this run waited on a backend)."""
+    """(latency of the backend calls the method used, seconds this run waited on a backend:
+    queued for a slot, in flight or backing off)."""
     used, spend = ledger.intrinsic[stage], ledger.stages[stage]
-    return used.call_s + used.embed_s, spend.backend_s
+    return used.call_s + used.embed_s, spend.wait_s
 
 
 @contextlib.contextmanager

@@ -158,7 +158,9 @@ class LLM:
                 mine: Future = Future()
                 self._pending[key] = mine
         if first is not None:  # the same request is in flight: its reply, once, as a cache hit
+            waiting = time.perf_counter()
             reply = first.result()
+            self.meter.add(stage, wait_s=time.perf_counter() - waiting)
             if reply.ok:
                 return self._served(
                     Completion(
@@ -305,12 +307,13 @@ class LLM:
             with self._slots, self.meter.in_flight():
                 total, tokens = self.backend.logprob(request)
         except BackendError as err:
-            self.meter.add(stage, failures=1, backend_s=time.perf_counter() - start)
+            waited = time.perf_counter() - start
+            self.meter.add(stage, failures=1, backend_s=waited, wait_s=waited)
             if err.status in AUTH_STATUS:
                 raise AuthenticationFailed(f"authentication failed: {err}") from None
             return Logprob(error=f"{type(err).__name__}: {err}")
         elapsed = time.perf_counter() - start
-        self.meter.add(stage, calls=1, backend_s=elapsed, prompt_tokens=tokens)
+        self.meter.add(stage, calls=1, backend_s=elapsed, wait_s=elapsed, prompt_tokens=tokens)
         self.meter.record_reply(self.model_id, tokens, 0, False, elapsed, stage)
         if key is not None:
             self.cache.put_chat(

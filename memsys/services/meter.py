@@ -65,6 +65,9 @@ class StageCounts:
     prompt_cuts: int = 0  # backend calls whose prompt the backend cut to fit its context
     prompt_tokens_cut: int = 0  # prompt tokens those cuts removed
     backend_s: float = 0.0  # time spent waiting on the backend (sum over calls)
+    # time callers spent inside backend requests: queued for a slot, in flight, backing off
+    # between retries (sum over requests); a stage's compute is its wall time less this
+    wait_s: float = 0.0
     wall_s: float = 0.0  # wall time with at least one thread inside the stage (``Meter.stage``)
     cost_usd: float = 0.0
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -9,7 +10,9 @@ from memharness.eval.metrics import aggregate, ingestion, registry
 from memharness.eval.metrics.scorers import TIMING_KEY, Latency, ScoreContext
 from memharness.eval.report.plots import pareto_front
 from memharness.eval.run import timing
+from memharness.memsys.services.embed import Embedder
 from memharness.memsys.services.meter import Ledger, Meter
+from memharness.memsys.testing.doubles import HashingEmbedder
 
 
 def _record(status: str = "scored", took: dict | None = None) -> dict:
@@ -103,3 +106,15 @@ def test_ingestion_per_episode_from_the_build_ledger_compute_and_memory_size():
 def test_pareto_front_keeps_the_points_no_other_beats():
     points = [(100.0, 0.5), (50.0, 0.6), (200.0, 0.9), (300.0, 0.8), (50.0, 0.4)]
     assert pareto_front(points) == [1, 2]
+
+
+def test_time_queued_for_a_backend_slot_is_waiting_not_compute():
+    meter, ledger, slot = Meter(), Ledger(), threading.BoundedSemaphore(1)
+    embedder = Embedder(HashingEmbedder(latency_s=0.01), meter=meter, slots=slot)
+    slot.acquire()  # another episode holds the one slot of an in-process model for 0.3 s
+    threading.Timer(0.3, slot.release).start()
+    with meter.scope(ledger), timing.stage_time(ledger, "retrieve") as took:
+        with meter.stage("retrieve"):
+            embedder.embed(["a question"])
+    assert took["compute_s"] < 0.1 and 0.005 <= took["backend_s"] < 0.1
+    assert ledger.stages["retrieve"].wait_s >= 0.3
