@@ -29,7 +29,7 @@ from memharness.memsys.services.cache import CallCache
 from memharness.memsys.services.deadline import Deadline
 from memharness.memsys.services.meter import Meter, current_stage
 from memharness.memsys.services.retry import Retrier, RetryPolicy
-from memharness.memsys.services.types import BackendError, weights_load_s
+from memharness.memsys.services.types import BackendError, loading_apart
 
 
 class EmbedBackend(Protocol):
@@ -126,12 +126,18 @@ class Embedder:
     def _embed_batch(self, texts: list[str], stage: str) -> tuple[np.ndarray, float]:
         """One backend request through the shared retry loop, counted per stage: (vectors, its
         latency without the weights' loading on first use, metrics.json model_load_s)."""
-        loaded = weights_load_s(self.backend)
+        loads: list[float] = []
         vectors, _, elapsed = self._retrier.send(
-            lambda: self._checked(self.backend.embed(texts), len(texts), stage), stage, self._slots
+            lambda: self._checked(
+                loading_apart(self.backend, lambda: self.backend.embed(texts), loads),
+                len(texts),
+                stage,
+            ),
+            stage,
+            self._slots,
         )
         self.meter.add(stage, embed_calls=1, embed_texts=len(texts), backend_s=elapsed)
-        return vectors, max(0.0, elapsed - (weights_load_s(self.backend) - loaded))
+        return vectors, max(0.0, elapsed - loads[-1])
 
     def _checked(self, reply: object, n: int, stage: str) -> np.ndarray:
         """The reply as an (n, dim) float32 array, or a retryable ``BackendError`` saying what is

@@ -38,7 +38,7 @@ from memharness.memsys.services.types import (
     Completion,
     Logprob,
     LogprobRequest,
-    weights_load_s,
+    loading_apart,
 )
 from tqdm.auto import tqdm
 
@@ -243,10 +243,12 @@ class LLM:
 
     def _call_with_retries(self, request: ChatRequest, stage: str) -> Completion:
         """Send through the shared retry loop; a call that still fails comes back with ``error``."""
-        loaded = weights_load_s(self.backend)
+        loads: list[float] = []
         try:
             completion, attempts, elapsed = self._retrier.send(
-                lambda: self.backend.chat(request), stage, self._slots
+                lambda: loading_apart(self.backend, lambda: self.backend.chat(request), loads),
+                stage,
+                self._slots,
             )
         except BackendError as err:
             return Completion(
@@ -254,7 +256,7 @@ class LLM:
             )
         completion.attempts = attempts
         # the reply's latency leaves out loading weights on first use (metrics.json model_load_s)
-        completion.latency_s = max(0.0, elapsed - (weights_load_s(self.backend) - loaded))
+        completion.latency_s = max(0.0, elapsed - loads[-1])
         # a key the server echoed never enters memory, the cache or a later prompt
         completion.text = redact_text(completion.text)
         self.meter.add(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
+import threading
 import time
 
 from memharness.eval.cli.cache_merge import merge
@@ -92,3 +93,15 @@ def test_loading_weights_on_first_use_is_not_a_calls_latency(tmp_path):
     used = meter.intrinsic_json()["other"]
     assert 0.02 <= used["embed_s"] < 0.15  # two calls of ~10 ms, not the 0.2 s load
     assert meter.to_json()["other"]["backend_s"] >= 0.2  # what this run waited, load included
+
+
+def test_a_call_queued_behind_the_loading_one_keeps_its_own_latency(tmp_path):
+    meter, backend = Meter(), _LoadsOnFirstUse(latency_s=0.01)
+    embedder = Embedder(backend, meter=meter, slots=threading.BoundedSemaphore(1))
+    first = threading.Thread(target=embedder.embed, args=(["loads the model"],))
+    first.start()
+    time.sleep(0.05)  # the first call holds the one slot, loading
+    with meter.stage("retrieve"):
+        embedder.embed(["queued behind it"])
+    first.join()
+    assert 0.005 <= meter.intrinsic_json()["retrieve"]["embed_s"] < 0.1
