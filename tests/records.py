@@ -3,6 +3,7 @@ fields a test cares about set, written through the same writers the runner uses.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -111,3 +112,14 @@ def as_format_2(folder: Path, dest: Path) -> Path:
         lines.append(json.dumps(s))
     (dest / "samples.jsonl").write_text("\n".join(lines) + "\n")
     return dest
+
+
+def untimed_samples(path: Path) -> list[dict[str, Any]]:
+    """A samples.jsonl's records with their clock-read scores (latencies) left out: what two runs
+    of one config must agree on byte for byte otherwise."""
+    out = []
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        record["scores"] = registry.untimed(record["scores"])
+        out.append(record)
+    return out

@@ -64,6 +64,11 @@ def merge(into: Path, paths: list[Path]) -> dict[str, int]:
                     counts[key] += (
                         conn.execute(f"SELECT COUNT(*) FROM main.{table}").fetchone()[0] - before
                     )
+                tables = conn.execute("SELECT name FROM src.sqlite_master WHERE type='table'")
+                if ("embed_latency",) in tables.fetchall():  # older caches have no such table
+                    conn.execute(
+                        "INSERT OR IGNORE INTO main.embed_latency SELECT * FROM src.embed_latency"
+                    )
                 conn.execute("COMMIT")
             finally:
                 conn.execute("DETACH DATABASE src")

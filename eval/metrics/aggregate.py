@@ -6,6 +6,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from memharness.eval.metrics import claims, registry
 from memharness.eval.metrics.lexical import summarize
 from memharness.eval.record import scores
@@ -72,6 +73,9 @@ def summarize_all(
         values = metric_values(samples, metric)
         if values:
             out[metric] = summarize(values, resamples, confidence, seed)
+            if entry is not None and entry.aggregate == "percentiles":
+                p50, p95 = np.percentile(values, [50, 95])
+                out[metric].update(p50=float(p50), p95=float(p95))
     return out
 
 

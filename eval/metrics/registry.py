@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from memharness.eval.metrics import claims, lexical, locomo, mab
 from memharness.memsys.types import Question
 
-Kind = Literal["accuracy", "overlap", "retrieval", "cost"]
-Section = Literal["scores", "memory", "retrieval", "judging"]
+Kind = Literal["accuracy", "overlap", "retrieval", "cost", "latency"]
+Section = Literal["scores", "memory", "retrieval", "judging", "latency", "ingestion"]
 
 
 @dataclass(frozen=True)
@@ -31,8 +31,10 @@ class Metric:
     section: Section  # the report table that shows it
     doc: str
     # mean: bootstrap mean and CI over the questions that have it; label_f1: F1 of ``label`` over
-    # the run's claim-verification answers (eval/metrics/claims.py), bootstrapped over the claims
-    aggregate: Literal["mean", "label_f1"] = "mean"
+    # the run's claim-verification answers (eval/metrics/claims.py), bootstrapped over the claims;
+    # percentiles: the mean and CI plus p50 and p95 over the questions; episode: one value per
+    # episode (memory_stats.json), mean and CI over the episodes (eval/metrics/ingestion.py)
+    aggregate: Literal["mean", "label_f1", "percentiles", "episode"] = "mean"
     score: Callable[[str, str], float] | None = (
         None  # (prediction, reference) -> value; max over refs
     )
@@ -44,6 +46,9 @@ class Metric:
     score_question: Callable[[str, Question], float | None] | None = None
     label: str | None = None  # the label a label_f1 metric scores
     scorer: str = "lexical"  # the scorer that fills it (Score.kind; eval/metrics/scorers.py)
+    # read from the clock (a latency, a build's seconds): differs between runs of one config, so
+    # reproducibility checks (warm == cold, concurrent == sequential) leave it out
+    timed: bool = False
 
 
 METRICS: tuple[Metric, ...] = (
@@ -392,6 +397,72 @@ METRICS += (
         scorer="forget_judge",
     ),
 )
+
+# Per question, in seconds, p50 / p95 beside mean and CI (eval/run/timing.py, scorers.Latency)
+_LATENCY = (
+    (
+        "search_latency_s",
+        "seconds to retrieve a question's context: search_backend_s + search_compute_s",
+    ),
+    (
+        "search_backend_s",
+        "latency of the retrieval's backend calls (chat, embedding) when they were made, cached or not",
+    ),
+    (
+        "search_compute_s",
+        "the retrieval's own compute: its wall time not spent waiting on a backend (measured each run)",
+    ),
+    (
+        "answer_latency_s",
+        "latency of the answer call when it was made, cached or not (a memory that answers "
+        "itself: its backend calls plus its compute)",
+    ),
+    ("total_latency_s", "search_latency_s + answer_latency_s"),
+)
+# Per episode, mean and CI over the episodes (eval/metrics/ingestion.py)
+_INGESTION = (
+    ("ingest_calls", False, "LLM replies an episode's build used (cached or not)"),
+    ("ingest_tokens", False, "prompt + completion tokens of an episode's build"),
+    ("ingest_embed_texts", False, "texts an episode's build embedded"),
+    (
+        "ingest_s",
+        False,
+        "seconds to build an episode's memory: its backend calls' latency when made plus its own compute",
+    ),
+    ("ingest_s_per_unit", False, "ingest_s per inserted unit (dialogue turn, chunk)"),
+    ("ingest_usd", False, "estimated dollars of an episode's build at the configured prices"),
+    (
+        "memory_items",
+        None,
+        "items the built memory holds (its stored units unless the system counts its own items)",
+    ),
+    ("memory_tokens", None, "tokens of those items"),
+)
+METRICS += tuple(
+    Metric(
+        name,
+        False,
+        "latency",
+        "latency",
+        doc,
+        aggregate="percentiles",
+        scorer="latency",
+        timed=True,
+    )
+    for name, doc in _LATENCY
+) + tuple(
+    Metric(
+        name,
+        better,
+        "cost",
+        "ingestion",
+        doc,
+        aggregate="episode",
+        scorer="ingestion",
+        timed=name.startswith("ingest_s"),
+    )
+    for name, better, doc in _INGESTION
+)
 _BY_NAME = {m.name: m for m in METRICS if not m.prefix}
 _PREFIXES = [m for m in METRICS if m.prefix]
 NEEDS_MEMORY = ":needs_memory"  # suffix: the metric on the questions closed-book got wrong
@@ -403,6 +474,7 @@ SCORERS = (
     "choice",
     "claim",
     "latency",
+    "ingestion",  # per episode, from memory_stats.json (eval/metrics/ingestion.py): no Score
     "evidence",
     "judge",
     "official_judge",
@@ -420,6 +492,12 @@ def lookup(name: str) -> Metric | None:
     if base in _BY_NAME:
         return _BY_NAME[base]
     return next((m for m in _PREFIXES if base.startswith(m.name)), None)
+
+
+def untimed(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` (metric key -> anything) without the metrics read from the clock (``timed``):
+    what two runs of one config must agree on."""
+    return {k: v for k, v in values.items() if not getattr(lookup(k), "timed", False)}
 
 
 def direction(name: str) -> bool | None:

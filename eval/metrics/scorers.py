@@ -134,14 +134,32 @@ class Lexical:
                 put(r, metric, value, self.name)
 
 
+TIMING_KEY = "_timing"  # transient sample key the runner fills (eval/run/timing.py); popped here
+
+
 class Latency:
-    """What the run measured per question of its cost: the retrieved context's tokens."""
+    """What the run measured per question of its cost: the retrieved context's tokens and the time
+    of its retrieval and answer (each the backend calls' latency when made plus the system's own
+    compute, so a warm rerun shows the cold run's backend latencies; eval/run/timing.py)."""
 
     name = "latency"
 
     def score(self, pending: Pending, ctx: ScoreContext) -> None:
-        for _, r in _scored(pending):
+        for _, _, r in pending:
+            took = r.pop(TIMING_KEY, None) or {}
+            if r["status"] != "scored":
+                continue
             put(r, "context_tokens", r["context_tokens"], self.name)
+            search, answer = took.get("retrieve"), took.get("answer")
+            if search is not None:
+                put(r, "search_latency_s", sum(search.values()), self.name, **search)
+                put(r, "search_backend_s", search["backend_s"], self.name)
+                put(r, "search_compute_s", search["compute_s"], self.name)
+            if answer is not None:
+                put(r, "answer_latency_s", sum(answer.values()), self.name, **answer)
+            if search is not None and answer is not None:
+                total = sum(search.values()) + sum(answer.values())
+                put(r, "total_latency_s", total, self.name)
 
 
 ANSWER_SCORERS: tuple[Scorer, ...] = (Choice(), Claim(), Lexical(), Latency(), Forgetting())

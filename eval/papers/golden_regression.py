@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from hydra import compose, initialize_config_dir
+from memharness.eval.metrics import registry
 from memharness.eval.papers.names import conf_dir
 from memharness.eval.papers.report import build_report
 from memharness.eval.record.read import read_metrics
@@ -126,6 +127,13 @@ def served_from_cache(metrics: dict[str, Any]) -> list[str]:
     )
 
 
+def _timed(metric: str) -> bool:
+    """Latency and ingestion metrics: measured seconds and ledger sums, not scores the papers
+    report (the ledger's counts are pinned under ``intrinsic``)."""
+    entry = registry.lookup(metric)
+    return entry is not None and entry.section in ("latency", "ingestion")
+
+
 def observe(runs: Path, work: Path) -> dict[str, Any]:
     """The numbers the golden file pins: each run's scores and every cell of the selected tables."""
     observed: dict[str, Any] = {"runs": {}, "cells": {}}
@@ -137,7 +145,7 @@ def observe(runs: Path, work: Path) -> dict[str, Any]:
             "metrics": {
                 k: {f: _round(v.get(f)) for f in ("mean", "ci_low", "ci_high", "n")}
                 for k, v in sorted(metrics["metrics"].items())
-                if isinstance(v, dict)
+                if isinstance(v, dict) and not _timed(k)
             },
             "intrinsic": {
                 k: intrinsic[k]

@@ -142,7 +142,8 @@ class Metrics(_Record):
         "flagged as verdict-like)"
     )
     metrics: dict[str, JSON] = Field(
-        description="per metric: mean, ci_low, ci_high, n (registry in eval/metrics)"
+        description="per metric: mean, ci_low, ci_high, n (registry in eval/metrics); latency "
+        "metrics add p50 and p95; ingestion metrics are per episode (n = episodes)"
     )
     breakdowns: JSON = Field(description="metrics by question category and position bucket")
     metrics_apart: dict[str, JSON] | None = Field(

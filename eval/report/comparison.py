@@ -6,8 +6,9 @@
 
 Writes <name>.md / .tex (scores, memory-attributable accuracy, evidence recall, intrinsic cost, judge
 reliability, paired comparison against the baseline), <name>.csv (one row per run), <name>_long.csv
-(one row per run x metric: mean, CI, n), <name>_paired.csv, and the figures <name>.png/.pdf and
-<name>_cost.png/.pdf; it prints every path.
+(one row per run x metric: mean, CI, n), <name>_paired.csv, and the figures <name>.png/.pdf,
+<name>_cost.png/.pdf and <name>_pareto.png/.pdf (accuracy against context tokens and search
+latency p50); it prints every path.
 
 Run folders still marked ``INCOMPLETE.json`` (a run that stopped early or is still going) are not
 tabulated; they are listed with their reason on stdout and under the markdown table.
@@ -172,6 +173,18 @@ def build_sections(
             "method_llm_s sums the latency of each call when it was made. What this run actually "
             "sent to a backend is metrics.json `calls`.",
         ),
+        latency_section(wide, metrics),
+        fmt.metric_section(
+            "Ingestion cost per episode (intrinsic)",
+            wide,
+            [m for m in registry.names(section="ingestion") if m in metrics],
+            best,
+            "Per episode (conversation, document), mean and bootstrap 95% CI over the episodes: "
+            "the build's LLM replies (ingest_calls), their tokens, the texts it embedded, its "
+            "seconds (backend latency when each call was made + the build's own compute), seconds "
+            "per inserted unit, dollars at the configured prices; memory_items / memory_tokens: "
+            "the size of the built memory.",
+        ),
         fmt.metric_section(
             "Judge reliability",
             wide,
@@ -205,6 +218,39 @@ def build_sections(
     return [s for s in sections if s is not None]
 
 
+def headline_metric(wide: Any) -> str | None:
+    """The accuracy a figure or the latency table shows beside cost: judge, else mc_accuracy, else f1."""
+    return next(
+        (
+            m
+            for m in ("judge", "mc_accuracy", "f1")
+            if f"{m}.mean" in wide and wide[f"{m}.mean"].notna().any()
+        ),
+        None,
+    )
+
+
+def latency_section(wide: Any, metrics: Sequence[str]) -> fmt.Section | None:
+    """Accuracy beside context tokens and the p50 / p95 of every stage's latency."""
+    headline = headline_metric(wide)
+    columns = ([f"{headline}.mean"] if headline else []) + ["context_tokens.mean"]
+    latency = [m for m in registry.names(section="latency") if m in metrics]
+    columns += [f"{m}.{p}" for m in latency for p in ("p50", "p95")]
+    if not latency:
+        return None
+    return fmt.column_section(
+        "Latency and context per question (intrinsic)",
+        wide,
+        columns,
+        "Seconds, p50 / p95 over the scored questions. search = the retrieval: search_backend_s "
+        "(its chat and embedding calls' latency when each was made, cached or not) + "
+        "search_compute_s (the system's own work, measured each run); answer = the answer call's "
+        "latency when made; total = search + answer. context_tokens.mean: tokens of the "
+        "retrieved context per question. A warm rerun shows the cold run's backend latencies.",
+        significant=True,
+    )
+
+
 def write_plot(
     runs: list[dict[str, Any]],
     out: Path,
@@ -218,15 +264,14 @@ def write_plot(
     paths = plots.score_bars(wide, metrics, out, name)
     if not paths:
         raise ReportError(f"none of the metrics {list(metrics)} is in the runs")
-    headline = next(
-        (
-            m
-            for m in ("judge", "mc_accuracy", "f1")
-            if f"{m}.mean" in wide and wide[f"{m}.mean"].notna().any()
-        ),
-        None,
+    headline = headline_metric(wide)
+    if headline is None:
+        return paths
+    return (
+        paths
+        + plots.cost_scatter(wide, headline, out, f"{name}_cost")
+        + plots.pareto(wide, headline, out, f"{name}_pareto")
     )
-    return paths + (plots.cost_scatter(wide, headline, out, f"{name}_cost") if headline else [])
 
 
 def build_report(
@@ -253,7 +298,8 @@ def build_report(
             incomplete=find_incomplete(paths),
         )
         for path in write_plot(runs, out, name):
-            written[("cost_" if path.stem.endswith("_cost") else "") + path.suffix[1:]] = path
+            kind = next((k for k in ("cost", "pareto") if path.stem.endswith(f"_{k}")), "")
+            written[(kind and kind + "_") + path.suffix[1:]] = path
     except OSError as err:
         raise ReportError(
             f"cannot write {err.filename or out} ({err.strerror or err}); choose a writable --out"

@@ -225,3 +225,78 @@ def cost_scatter(wide: pd.DataFrame, metric: str, out: Path, name: str) -> list[
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     axes[0][0].set_ylabel(f"{metric} (95% CI)")
     return _save(fig, out, name)
+
+
+PARETO_AXES = (
+    ("context_tokens.mean", "context tokens per question", 1.0),
+    ("search_latency_s.p50", "search latency p50 (s)", 1e-4),
+)  # (wide column, axis label, floor: a log axis cannot show 0)
+
+
+def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
+    """Indices of the points no other point beats (x no higher and y no lower, one strictly),
+    ordered by x: lower cost with higher accuracy is better."""
+    front = [
+        i
+        for i, (x, y) in enumerate(points)
+        if not any(
+            (ox <= x and oy >= y) and (ox < x or oy > y)
+            for j, (ox, oy) in enumerate(points)
+            if j != i
+        )
+    ]
+    return sorted(front, key=lambda i: points[i])
+
+
+def pareto(wide: pd.DataFrame, metric: str, out: Path, name: str) -> list[Path]:
+    """Accuracy (with CI) against context tokens per question and against search latency p50, one
+    row of panels per question set (``set``), one point per system; the front is joined by a line."""
+    axes_cols = [a for a in PARETO_AXES if a[0] in wide]
+    if f"{metric}.mean" not in wide or not axes_cols:
+        return []
+    data = wide[wide[f"{metric}.mean"].notna()]
+    sets = sorted(data["set"].unique())
+    if not sets:
+        return []
+    plt = _plt()
+    from matplotlib.ticker import NullFormatter
+
+    fig, axes = plt.subplots(
+        len(sets),
+        len(axes_cols),
+        figsize=(4.4 * len(axes_cols) + 2.5, 3.4 * len(sets)),
+        squeeze=False,
+        layout="constrained",
+    )
+    markers = "osD^vP*Xh<>"
+    for row, group in zip(axes, sets, strict=False):
+        frame = data[data["set"] == group]
+        for ax, (col, label, floor) in zip(row, axes_cols, strict=False):
+            rows = frame[frame[col].notna()]
+            xs = rows[col].astype(float).clip(lower=floor).tolist()
+            ys = rows[f"{metric}.mean"].astype(float).tolist()
+            for i, (x, y, (_, r)) in enumerate(zip(xs, ys, rows.iterrows(), strict=True)):
+                ax.errorbar(
+                    [x],
+                    [y],
+                    yerr=[[y - float(r[f"{metric}.ci_low"])], [float(r[f"{metric}.ci_high"]) - y]],
+                    fmt=markers[i % len(markers)],
+                    markersize=7,
+                    capsize=4,
+                    elinewidth=1.2,
+                    label=row_label({"memory": r["memory"], "setting": r["setting"]}),
+                )
+            front = pareto_front(list(zip(xs, ys, strict=True)))
+            if len(front) > 1:
+                ax.plot([xs[i] for i in front], [ys[i] for i in front], "k--", lw=0.8)
+            if xs and max(xs) / min(xs) >= 10:
+                ax.set_xscale("log")
+                ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.set_ylim(-0.05, 1.05)
+            ax.set_xlabel(label)
+            dataset = ", ".join(sorted(frame["dataset"].unique()))
+            ax.set_title(f"{dataset} (set {group}, n={int(frame['n'].max())})", fontsize=10)
+            ax.grid(alpha=0.3)
+        row[0].set_ylabel(f"{metric} (95% CI)")
+        row[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    return _save(fig, out, name)

@@ -129,9 +129,15 @@ def metric_section(
 
 
 def column_section(
-    title: str, wide: pd.DataFrame, columns: Sequence[str], note: str, rates: bool = False
+    title: str,
+    wide: pd.DataFrame,
+    columns: Sequence[str],
+    note: str,
+    rates: bool = False,
+    significant: bool = False,
 ) -> Section | None:
-    """Rows x plain numeric columns: counts and amounts (cost), or rates shown with 3 decimals."""
+    """Rows x plain numeric columns: counts and amounts (cost), rates shown with 3 decimals, or
+    (``significant``) 3 significant digits (latencies from microseconds to minutes)."""
     columns = [c for c in columns if c in wide]  # a column exists when some run measured it
     if not any(wide[c].notna().any() for c in columns):
         return None
@@ -139,7 +145,9 @@ def column_section(
 
     def cell(value: Any) -> str:
         v = _float(value)
-        return "-" if v is None else (f"{v:.3f}" if rates else number(v))
+        if v is None:
+            return "-"
+        return f"{v:.3f}" if rates else f"{v:.3g}" if significant and abs(v) < 1000 else number(v)
 
     rows = [
         [str(c) for c in _ident_cells(row, ident)] + [cell(row[c]) for c in columns]

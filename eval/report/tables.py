@@ -275,6 +275,9 @@ def wide_frame(runs: list[dict[str, Any]], metrics: Sequence[str]) -> pd.DataFra
             s = r["metrics"].get(m) or {}
             for part in ("mean", "ci_low", "ci_high", "n"):
                 row[f"{m}.{part}"] = s.get(part)
+            for part in ("p50", "p95"):  # latency metrics (registry aggregate "percentiles")
+                if part in s:
+                    row[f"{m}.{part}"] = s[part]
         row.update(cost_columns(r))
         row.update(judge_columns(r))
         row["folder"] = r["folder"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -22,11 +21,19 @@ from memharness.eval.judge import forgetting as forget_judge
 from memharness.eval.judge import loop as judge_loop
 from memharness.eval.judge import official as official_judge
 from memharness.eval.judge.judges import Judges, build_judges
-from memharness.eval.metrics import aggregate
+from memharness.eval.metrics import aggregate, ingestion
 from memharness.eval.metrics.scorers import ScoreContext
 from memharness.eval.record import folder as run_io
 from memharness.eval.record import outputs
-from memharness.eval.run import closed_book, episodes, estimate, evidence, failures, scoring
+from memharness.eval.run import (
+    closed_book,
+    episodes,
+    estimate,
+    evidence,
+    failures,
+    scoring,
+    timing,
+)
 from memharness.eval.run.snapshots import Snapshots
 from memharness.eval.run.validate import validate_config
 from memharness.memsys.base import RUN_FOLDER, MemorySystem
@@ -176,25 +183,28 @@ def _run_built(
     meter, budget = services.meter, int(cfg.dataset.budget_tokens)
     to_save = snapshots is not None and loaded is None and snapshots.reusable(episode) is None
     pending, build_error, batches = [], None, list(source["insert_batches"]) if source else []
+    # the build's own compute seconds (a loaded memory: those of the build that saved it)
+    build_s = {"compute_s": float((source or {}).get("build_compute_s") or 0.0)}
     size = insert_batch_size(cfg)
     for kind, payload in episode.events():
         if kind == "insert":
             for batch in split_batches(payload, size) if source is None else ():
                 if build_error is None:
-                    build_error = _guarded(
+                    build_error = timing.guarded(
                         partial(insert_batch, memory, batch, size is not None, meter, batches),
                         meter,
                         "build",
                         episode.id,
+                        build_s,
                     )
             continue
         record = sample_record(episode, payload)
         items: list[RetrievedItem] = []
         if build_error is None:
-            build_error = _guarded(memory.ensure_built, meter, "build", episode.id)
+            build_error = timing.guarded(memory.ensure_built, meter, "build", episode.id, build_s)
         if to_save:  # every insert is in: the memory as built, before any question can change it
             source, to_save = (
-                snapshots.save(episode, memory, batches, _build_cost(), build_error),
+                snapshots.save(episode, memory, batches, timing.build_cost(build_s), build_error),
                 False,
             )
         if (
@@ -202,12 +212,13 @@ def _run_built(
         ):  # the memory could not be built: every later question fails, counted
             record.update(status="build_failed", error=build_error)
         else:
-            with meter.stage("retrieve"):
+            with meter.stage("retrieve"), timing.stage_time(current_scope(), "retrieve") as took:
                 try:
                     items = memory.retrieve_question(payload, budget)
                 except Exception as err:  # recorded and counted, never dropped
                     failures.log_step_failure(log, f"retrieval failed for {payload.id}", err)
                     record.update(status="retrieve_failed", error=f"{type(err).__name__}: {err}")
+            timing.keep(record, "retrieve", took)
             # answered from a degraded memory: flagged
             record["memory"].update(failures.degradation_fields(memory))
         record["retrieved"] = [i.to_json() for i in items]
@@ -220,6 +231,8 @@ def _run_built(
     stats = {
         **memory.stats(),
         "insert_batches": batches,
+        "build_compute_s": build_s["compute_s"],  # build wall time not spent on a backend
+        "size": timing.memory_size(memory, services.tokenizer),
         **({"build_error": build_error} if build_error else {}),
         "snapshot": _snapshot_record(source, snapshots, episode),
     }
@@ -231,12 +244,6 @@ def _run_built(
     return pending, stats
 
 
-def _build_cost() -> dict[str, Any]:
-    """The intrinsic build cost of the episode so far (stored with its snapshot)."""
-    scope = current_scope()
-    return asdict(scope.intrinsic["build"]) if scope is not None else {}
-
-
 def _snapshot_record(
     source: dict | None, snapshots: Snapshots | None, episode: Episode
 ) -> dict[str, Any]:
@@ -245,17 +252,6 @@ def _snapshot_record(
         return {k: v for k, v in source.items() if k != "insert_batches"}
     why = snapshots.reusable(episode) if snapshots is not None else "disabled"
     return {"action": "built", "saved": False, "why": why or "no question"}
-
-
-def _guarded(step: Any, meter: Any, stage: str, episode_id: str) -> str | None:
-    """Run one build step under its stage; return the error text instead of raising."""
-    with meter.stage(stage):
-        try:
-            step()
-        except Exception as err:
-            failures.log_step_failure(log, f"building memory failed for episode {episode_id}", err)
-            return f"{type(err).__name__}: {err}"
-    return None
 
 
 def evaluate_episode(
@@ -280,7 +276,9 @@ def evaluate_episode(
     return pending, stats
 
 
-def summarize_run(samples: list[dict], cfg: DictConfig) -> dict[str, Any]:
+def summarize_run(
+    samples: list[dict], cfg: DictConfig, memory_stats: dict | None = None
+) -> dict[str, Any]:
     metrics = list(cfg.eval.metrics) + ["mc_accuracy", "f1_p", "f1_n", "context_tokens"]
     # evidence, judge_lenient, judge2...; closed book's own score is summarised by closed_book
     scored = {m for s in samples for m, sc in s["scores"].items() if sc["kind"] != closed_book.KIND}
@@ -297,7 +295,7 @@ def summarize_run(samples: list[dict], cfg: DictConfig) -> dict[str, Any]:
 
     return {
         "counts": aggregate.failure_counts(samples),
-        "metrics": means(main),
+        "metrics": {**means(main), **ingestion.summarize_episodes(memory_stats or {}, *args)},
         "breakdowns": aggregate.breakdowns(
             samples, metrics, list(cfg.eval.position_buckets), *args
         ),
@@ -404,7 +402,7 @@ def run(
         memory_stats,
         services,
         time.time() - started,
-        summarize=partial(summarize_run, cfg=cfg),
+        summarize=partial(summarize_run, cfg=cfg, memory_stats=memory_stats),
         oracle=is_oracle(cfg),
         overrides=overrides or [],
         sections=sections,

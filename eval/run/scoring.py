@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 from memharness.eval.metrics.scorers import ANSWER_SCORERS, ScoreContext
-from memharness.eval.run import failures
+from memharness.eval.run import failures, timing
 from memharness.eval.run.answer import (
     answer_request,
     final_answer,
@@ -16,6 +16,7 @@ from memharness.eval.run.answer import (
 )
 from memharness.memsys.base import MemorySystem
 from memharness.memsys.services.factory import Services
+from memharness.memsys.services.meter import current_scope
 from memharness.memsys.types import Question, RetrievedItem
 from omegaconf import DictConfig
 
@@ -33,7 +34,7 @@ def answer_by_memory(
     """A memory that answers itself does so while it exists (the runner discards it after the
     episode), under the "answer" stage; the prediction is scored like every other answer."""
     record["memory"]["answered_by"] = "memory"
-    with meter.stage("answer"):
+    with meter.stage("answer"), timing.stage_time(current_scope(), "answer") as took:
         try:
             comp = memory.answer(
                 question, items, is_multiple_choice(question, cfg.eval.answer.mode)
@@ -47,6 +48,7 @@ def answer_by_memory(
                 error=f"{type(err).__name__}: {err}",
             )
             return
+    timing.keep(record, "answer", took)
     record_answer(question, record, comp.extra.get("prompt", ""), comp, cfg)
     # what the memory flags about this answer (e.g. partial, agent_steps)
     record["memory"].update(comp.extra.get("sample_fields", {}))
@@ -60,6 +62,8 @@ def answer_all(
     with services.meter.stage("answer"):
         completions = services.llm.complete(requests, desc="answer")
     for (q, _, record), req, comp in zip(todo, requests, completions, strict=False):
+        if comp.ok:
+            timing.keep_answer_call(record, comp.latency_s)
         record_answer(q, record, req.messages[-1][1], comp, cfg)
 
 

@@ -241,6 +241,7 @@ class Snapshots:
             "key": key,
             "built_by": meta.get("built_by"),
             "insert_batches": meta.get("insert_batches", []),
+            "build_compute_s": meta.get("build_intrinsic", {}).get("compute_s"),
         }
 
     def _restore(self, folder: Path, episode: Episode) -> MemorySystem:

@@ -143,6 +143,12 @@ class HierarchicalMemory(MemorySystem):
         return pruned
 
     # ------------------------------------------------------------------ diagnostics
+    def size(self) -> dict[str, int]:
+        """What the built memory holds: its nodes with text (leaves and summaries) and their
+        tokens (the runner's ingestion cost per episode, ``memory_items`` / ``memory_tokens``)."""
+        texts = [t for t in self.store.texts if t]
+        return {"items": len(texts), "tokens": sum(self.tokenizer.count(t) for t in texts)}
+
     def stats(self) -> dict[str, Any]:
         """Shared hierarchy diagnostics plus the traversal settings; subclasses add their own counters."""
         return {

@@ -31,6 +31,7 @@ from memharness.memsys.services.types import CacheUnavailable, ConfigError
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS chat (key TEXT PRIMARY KEY, model TEXT, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS embed (key TEXT PRIMARY KEY, model TEXT, dim INTEGER, value BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS embed_latency (key TEXT PRIMARY KEY, latency_s REAL NOT NULL);
 """
 
 
@@ -163,12 +164,41 @@ class CallCache:
             raise self._unavailable("read", err) from None
         return found
 
-    def put_embeddings(self, model: str, items: dict[str, np.ndarray]) -> None:
+    def put_embeddings(
+        self, model: str, items: dict[str, np.ndarray], latencies: dict[str, float] | None = None
+    ) -> None:
+        """Store vectors by key and, with ``latencies``, the seconds each took to make."""
         rows = [
             (k, model, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes())
             for k, v in items.items()
         ]
         self._write("INSERT OR REPLACE INTO embed VALUES (?,?,?,?)", rows, many=True)
+        if latencies:
+            times = [(k, float(t)) for k, t in latencies.items()]
+            self._write("INSERT OR REPLACE INTO embed_latency VALUES (?,?)", times, many=True)
+
+    def get_embed_latencies(self, keys: list[str]) -> dict[str, float]:
+        """The recorded making time of each vector among ``keys`` (older entries have none)."""
+        found: dict[str, float] = {}
+        try:
+            for conn in (self._conn(), self._shared()):
+                todo = [k for k in keys if k not in found]
+                if conn is None or not todo:
+                    continue
+                for start in range(0, len(todo), 500):
+                    batch = todo[start : start + 500]
+                    marks = ",".join("?" * len(batch))
+                    try:
+                        rows = conn.execute(
+                            f"SELECT key, latency_s FROM embed_latency WHERE key IN ({marks})",
+                            batch,
+                        ).fetchall()
+                    except sqlite3.OperationalError:  # a shared cache written before the table
+                        break
+                    found.update(rows)
+        except sqlite3.Error as err:
+            raise self._unavailable("read", err) from None
+        return found
 
     def __len__(self) -> int:
         conn = self._conn()

@@ -29,7 +29,7 @@ from memharness.memsys.services.cache import CallCache
 from memharness.memsys.services.deadline import Deadline
 from memharness.memsys.services.meter import Meter, current_stage
 from memharness.memsys.services.retry import Retrier, RetryPolicy
-from memharness.memsys.services.types import BackendError
+from memharness.memsys.services.types import BackendError, loading_apart
 
 
 class EmbedBackend(Protocol):
@@ -96,34 +96,48 @@ class Embedder:
         texts = list(texts)
         if not texts:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
-        self.meter.record_embed(len(texts), stage)  # intrinsic: asked for, whether cached or not
         keys = [_key(self.model_id, t) for t in texts]
         found = self.cache.get_embeddings(list(set(keys))) if self.cache is not None else {}
         found = self._valid_cached(found, stage)
+        made = self.cache.get_embed_latencies(list(found)) if self.cache is not None else {}
         missing = list(dict.fromkeys(k for k in keys if k not in found))
         self.meter.add(stage, embed_cache_hits=len(keys) - sum(1 for k in keys if k not in found))
         if missing:
             text_of = dict(zip(keys, texts, strict=False))
             new: dict[str, np.ndarray] = {}
+            times: dict[str, float] = {}
             for start in range(0, len(missing), self.batch_size):
                 batch = missing[start : start + self.batch_size]
-                vectors = self._embed_batch([text_of[k] for k in batch], stage)
+                vectors, elapsed = self._embed_batch([text_of[k] for k in batch], stage)
                 new.update(zip(batch, _normalise(vectors), strict=False))
+                times.update((k, elapsed / len(batch)) for k in batch)
             if self.cache is not None:
-                self.cache.put_embeddings(self.model_id, new)
+                self.cache.put_embeddings(self.model_id, new, times)
             found.update(new)
+            made.update(times)
+        # intrinsic: asked for, whether cached or not, with the time each vector took when made
+        known = [made[k] for k in keys if k in made]
+        self.meter.record_embed(len(texts), stage, sum(known), len(keys) - len(known))
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
 
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
 
-    def _embed_batch(self, texts: list[str], stage: str) -> np.ndarray:
-        """One backend request through the shared retry loop; counted per stage."""
+    def _embed_batch(self, texts: list[str], stage: str) -> tuple[np.ndarray, float]:
+        """One backend request through the shared retry loop, counted per stage: (vectors, its
+        latency without the weights' loading on first use, metrics.json model_load_s)."""
+        loads: list[float] = []
         vectors, _, elapsed = self._retrier.send(
-            lambda: self._checked(self.backend.embed(texts), len(texts), stage), stage, self._slots
+            lambda: self._checked(
+                loading_apart(self.backend, lambda: self.backend.embed(texts), loads),
+                len(texts),
+                stage,
+            ),
+            stage,
+            self._slots,
         )
         self.meter.add(stage, embed_calls=1, embed_texts=len(texts), backend_s=elapsed)
-        return vectors
+        return vectors, max(0.0, elapsed - loads[-1])
 
     def _checked(self, reply: object, n: int, stage: str) -> np.ndarray:
         """The reply as an (n, dim) float32 array, or a retryable ``BackendError`` saying what is

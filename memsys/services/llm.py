@@ -38,6 +38,7 @@ from memharness.memsys.services.types import (
     Completion,
     Logprob,
     LogprobRequest,
+    loading_apart,
 )
 from tqdm.auto import tqdm
 
@@ -157,7 +158,9 @@ class LLM:
                 mine: Future = Future()
                 self._pending[key] = mine
         if first is not None:  # the same request is in flight: its reply, once, as a cache hit
+            waiting = time.perf_counter()
             reply = first.result()
+            self.meter.add(stage, wait_s=time.perf_counter() - waiting)
             if reply.ok:
                 return self._served(
                     Completion(
@@ -197,7 +200,9 @@ class LLM:
         )
 
     def _served(self, completion: Completion, latency_s: float | None, stage: str) -> Completion:
-        """A reply the method used without a backend call (the cache, or an identical call in flight)."""
+        """A reply the method used without a backend call (the cache, or an identical call in flight);
+        its ``latency_s`` is the one measured when it was made (NaN: stored before latencies were)."""
+        completion.latency_s = float("nan") if latency_s is None else float(latency_s)
         self.meter.add(stage, cache_hits=1)
         self.meter.record_reply(
             self.model_id,
@@ -238,16 +243,20 @@ class LLM:
 
     def _call_with_retries(self, request: ChatRequest, stage: str) -> Completion:
         """Send through the shared retry loop; a call that still fails comes back with ``error``."""
+        loads: list[float] = []
         try:
             completion, attempts, elapsed = self._retrier.send(
-                lambda: self.backend.chat(request), stage, self._slots
+                lambda: loading_apart(self.backend, lambda: self.backend.chat(request), loads),
+                stage,
+                self._slots,
             )
         except BackendError as err:
             return Completion(
                 text="", error=f"{type(err).__name__}: {err}", attempts=getattr(err, "attempts", 1)
             )
         completion.attempts = attempts
-        completion.latency_s = elapsed
+        # the reply's latency leaves out loading weights on first use (metrics.json model_load_s)
+        completion.latency_s = max(0.0, elapsed - loads[-1])
         # a key the server echoed never enters memory, the cache or a later prompt
         completion.text = redact_text(completion.text)
         self.meter.add(
@@ -300,12 +309,13 @@ class LLM:
             with self._slots, self.meter.in_flight():
                 total, tokens = self.backend.logprob(request)
         except BackendError as err:
-            self.meter.add(stage, failures=1, backend_s=time.perf_counter() - start)
+            waited = time.perf_counter() - start
+            self.meter.add(stage, failures=1, backend_s=waited, wait_s=waited)
             if err.status in AUTH_STATUS:
                 raise AuthenticationFailed(f"authentication failed: {err}") from None
             return Logprob(error=f"{type(err).__name__}: {err}")
         elapsed = time.perf_counter() - start
-        self.meter.add(stage, calls=1, backend_s=elapsed, prompt_tokens=tokens)
+        self.meter.add(stage, calls=1, backend_s=elapsed, wait_s=elapsed, prompt_tokens=tokens)
         self.meter.record_reply(self.model_id, tokens, 0, False, elapsed, stage)
         if key is not None:
             self.cache.put_chat(

@@ -65,6 +65,9 @@ class StageCounts:
     prompt_cuts: int = 0  # backend calls whose prompt the backend cut to fit its context
     prompt_tokens_cut: int = 0  # prompt tokens those cuts removed
     backend_s: float = 0.0  # time spent waiting on the backend (sum over calls)
+    # time callers spent inside backend requests: queued for a slot, in flight, backing off
+    # between retries (sum over requests); a stage's compute is its wall time less this
+    wait_s: float = 0.0
     wall_s: float = 0.0  # wall time with at least one thread inside the stage (``Meter.stage``)
     cost_usd: float = 0.0
 
@@ -83,6 +86,10 @@ class IntrinsicCounts:
     latency_unknown: int = 0  # cached replies stored before latencies were recorded
     embed_requests: int = 0  # embed() calls with at least one text
     embed_texts: int = 0  # texts embedded (repeats included: the method asked for them)
+    # embedding latency when each vector was made (a batch's time shared equally by its texts;
+    # cached vectors carry theirs), so a warm rerun reports the cold run's embedding time
+    embed_s: float = 0.0
+    embed_latency_unknown: int = 0  # cached vectors stored before their latency was recorded
     prompt_cuts: int = 0  # replies used whose prompt the backend cut to fit its context
     prompt_tokens_cut: int = 0  # prompt tokens those cuts removed
 
@@ -256,13 +263,18 @@ class Meter:
                     setattr(c, k, getattr(c, k) + v)
                 c.snapshot_served += int(counts.get("calls", 0))
 
-    def record_embed(self, texts: int, stage: str | None = None) -> None:
-        """Intrinsic ledger: one embed() request of ``texts`` texts, cached or not."""
+    def record_embed(
+        self, texts: int, stage: str | None = None, latency_s: float = 0.0, unknown: int = 0
+    ) -> None:
+        """Intrinsic ledger: one embed() request of ``texts`` texts, cached or not; ``latency_s``
+        the time its vectors took when made, ``unknown`` how many vectors have no recorded time."""
         stage = stage or current_stage()
         with self._lock:
             for c in self._intrinsic_targets(stage):
                 c.embed_requests += 1
                 c.embed_texts += texts
+                c.embed_s += latency_s
+                c.embed_latency_unknown += unknown
 
     def totals(self) -> StageCounts:
         total = StageCounts()

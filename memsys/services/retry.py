@@ -67,7 +67,16 @@ class Retrier:
         """Run ``call`` inside ``slot`` (a concurrency limit) until it succeeds; returns the result,
         the number of attempts and the seconds in flight of the last one. A call that still fails
         raises its last ``BackendError`` with ``attempts`` set, after counting the failure."""
-        attempt = 0
+        attempt, entered = 0, time.perf_counter()
+        try:
+            return self._attempts(call, stage, slot, attempt)
+        finally:  # queued for a slot, in flight, backing off: the caller waited on a backend
+            self.meter.add(stage, wait_s=time.perf_counter() - entered)
+
+    def _attempts(
+        self, call: Callable[[], T], stage: str, slot: Any, attempt: int
+    ) -> tuple[T, int, float]:
+        """``send``'s loop: each attempt in a slot, a retryable failure retried after its wait."""
         while True:
             start = time.perf_counter()
             try:

@@ -154,3 +154,18 @@ class BudgetExceeded(BackendError):
 
 
 AUTH_STATUS = (401, 403)
+
+
+def weights_load_s(backend: object) -> float:
+    """Seconds an embedded backend has spent loading its weights so far (``load_s``; 0 for others)."""
+    return float(getattr(backend, "load_s", 0.0) or 0.0)
+
+
+def loading_apart(backend: object, call: Any, loads: list[float]) -> Any:
+    """``call()``, appending to ``loads`` the seconds the backend spent loading its weights during
+    it (a call's latency leaves them out: they are metrics.json ``model_load_s``)."""
+    before = weights_load_s(backend)
+    try:
+        return call()
+    finally:
+        loads.append(weights_load_s(backend) - before)

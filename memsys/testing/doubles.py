@@ -160,7 +160,8 @@ class ScriptedLLM:
 
 class _EmbedderBase:
     """Shared bookkeeping: ``calls`` counts embed calls; the first ``fail_first`` raise ``failure``;
-    a call with a text containing ``fail_on`` raises a non-retryable ``BackendError``."""
+    a call with a text containing ``fail_on`` raises a non-retryable ``BackendError``; each call
+    sleeps ``latency_s``."""
 
     def __init__(
         self,
@@ -169,14 +170,18 @@ class _EmbedderBase:
         fail_first: int = 0,
         failure: BackendError | None = None,
         fail_on: str | None = None,
+        latency_s: float = 0.0,
     ) -> None:
         self.dim, self.model_id, self.fail_first = dim, model_id, fail_first
         self.failure = failure or BackendError("scripted embedding failure", retryable=True)
         self.fail_on = fail_on
+        self.latency_s = latency_s  # sleep per call (a backend that takes time)
         self.calls = 0
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         self.calls += 1
+        if self.latency_s:
+            time.sleep(self.latency_s)
         if self.calls <= self.fail_first:
             raise self.failure
         if self.fail_on and any(self.fail_on in text for text in texts):
@@ -199,8 +204,9 @@ class HashingEmbedder(_EmbedderBase):
         fail_first: Annotated[int, Range(0)] = 0,
         failure: BackendError | None = None,
         fail_on: str | None = None,
+        latency_s: Annotated[float, Range(0.0)] = 0.0,
     ) -> None:
-        super().__init__(dim, model_id, fail_first, failure, fail_on)
+        super().__init__(dim, model_id, fail_first, failure, fail_on, latency_s)
 
     def vector(self, text: str) -> np.ndarray:
         v = np.zeros(self.dim, dtype=np.float32)

@@ -42,6 +42,15 @@ def test_product_run_records_the_product_and_closes_every_worker(make_cfg, tmp_p
     assert all(s["product_stats"]["memories"] == s["units"] for s in stats.values())
     assert closed == [0, 0, 0]  # each worker answered close and exited
     assert metrics["calls"]["build"]["calls"] + metrics["calls"]["build"]["cache_hits"] == 3
+    # timed like any memory: the worker's calls through the endpoint are the build's backend
+    # seconds; its search (no model call in the fake) is all the product's own compute
+    ingest = {k: v["mean"] for k, v in metrics["metrics"].items() if k.startswith("ingest_")}
+    assert (
+        ingest["ingest_calls"] == 1 and ingest["ingest_embed_texts"] > 0 and ingest["ingest_s"] > 0
+    )
+    searched = metrics["metrics"]["search_latency_s"]
+    assert metrics["metrics"]["search_backend_s"]["p95"] == 0 and searched["p50"] > 0
+    assert searched["n"] == metrics["counts"]["scored"]
 
 
 def test_failed_searches_are_counted_and_the_run_goes_on(make_cfg, tmp_path, closed):

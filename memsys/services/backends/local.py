@@ -124,9 +124,9 @@ class LlamaCppBackend:
     def _load(self, **kwargs):
         import time
 
+        start = time.perf_counter()  # importing the library is part of loading (model_load_s)
         from llama_cpp import Llama
 
-        start = time.perf_counter()
         try:
             llm = Llama(
                 model_path=self._path,
@@ -260,9 +260,9 @@ class SentenceTransformerBackend:
             if self._model is None:
                 import time
 
+                start = time.perf_counter()  # importing torch is part of loading (model_load_s)
                 from sentence_transformers import SentenceTransformer
 
-                start = time.perf_counter()
                 try:
                     self._model = SentenceTransformer(self._path, device=self._device)
                 except OSError as err:
