@@ -213,32 +213,9 @@ def load(
     if scale not in SCALES:
         raise DatasetError(f"dataset.loader.scale={scale!r}: should be one of {', '.join(SCALES)}")
     hub_id, split = SCALES[scale]
-    filename = f"{split}.jsonl"
-    cache = hub.cache_dir(data_dir, "beam")
-    local, rev = hub.local_path(path), "local"
-    if local is not None and local.is_dir():
-        found = sorted(p for p in local.glob(f"{split}*") if p.suffix in (".jsonl", ".parquet"))
-        if not found:
-            raise DatasetError(
-                f"dataset.loader.path={str(local)!r}: no {split}* file in this folder"
-            )
-        local = found[0]
-    if local is None and (cache / filename).is_file():
-        local, rev = cache / filename, hub.cached_revision(cache) or "cache"
-    if local is None:
-        reason = hub.hub_offline_reason()
-        if reason:
-            raise hub.unavailable(
-                "beam",
-                hub_id,
-                cache,
-                reason,
-                f"Missing {cache / filename}: export split {split!r} of "
-                f"https://huggingface.co/datasets/{hub_id} as JSON lines (or pass its parquet file).",
-            )
-        rows, _, sha = hub.hub_rows(hub_id, None, split, cache, revision)
-        hub.write_jsonl(cache / filename, rows)
-        local, rev = cache / filename, f"{hub_id}@{sha}"
+    local, rev = hub.split_file(
+        "beam", hub_id, split, path, data_dir, revision, (".jsonl", ".parquet")
+    )
     wanted = {str(c) for c in conversations} if conversations else None
     episodes, seen = [], []
     for where, row in iter_rows(local):

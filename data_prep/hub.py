@@ -154,6 +154,42 @@ def hub_rows(
     return [dict(r) for r in ds], files, sha
 
 
+def split_file(
+    name: str,
+    hub_id: str,
+    split: str,
+    path: LocalPath,
+    data_dir: str | None,
+    revision: str | None,
+    suffixes: tuple[str, ...] | None = None,
+) -> tuple[Path, str]:
+    """(the file, its revision) of one Hub split kept as ``<split>.jsonl``: ``path`` (the file, or a
+    folder holding ``<split>*`` with one of ``suffixes`` when given), else the data-dir cache, else
+    the Hub (one line naming the missing file when the Hub cannot be reached)."""
+    filename, cache = f"{split}.jsonl", cache_dir(data_dir, name)
+    local, rev = local_path(path), "local"
+    if local is not None and local.is_dir():
+        found = sorted(p for p in local.glob(f"{split}*") if p.suffix in (suffixes or p.suffix))
+        if not found:
+            raise DatasetError(
+                f"dataset.loader.path={str(local)!r}: no {split}* file in this folder"
+            )
+        local = found[0]
+    if local is None and (cache / filename).is_file():
+        local, rev = cache / filename, cached_revision(cache) or "cache"
+    if local is None:
+        if reason := hub_offline_reason():
+            how = (
+                f"Missing {cache / filename}: export split {split!r} of "
+                f"https://huggingface.co/datasets/{hub_id} as JSON lines (or pass its parquet file)."
+            )
+            raise unavailable(name, hub_id, cache, reason, how)
+        rows, _, sha = hub_rows(hub_id, None, split, cache, revision)
+        write_jsonl(cache / filename, rows)
+        local, rev = cache / filename, f"{hub_id}@{sha}"
+    return local, rev
+
+
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     """Keep a Hub download as jsonl under the data directory so later runs work offline."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -196,32 +196,7 @@ def load(
             f"dataset.competency={competency!r}: should be one of {', '.join(COMPETENCIES)}"
         )
     split = COMPETENCIES[competency]
-    filename = f"{split}.jsonl"
-    cache = hub.cache_dir(data_dir, "mab")
-    local, rev = hub.local_path(path), "local"
-    if local is not None and local.is_dir():
-        found = sorted(local.glob(f"{split}*"))
-        if not found:
-            raise DatasetError(
-                f"dataset.loader.path={str(local)!r}: no {split}* file in this folder"
-            )
-        local = found[0]
-    if local is None and (cache / filename).is_file():
-        local, rev = cache / filename, hub.cached_revision(cache) or "cache"
-    if local is None:
-        reason = hub.hub_offline_reason()
-        if reason:
-            raise hub.unavailable(
-                "mab",
-                HUB_ID,
-                cache,
-                reason,
-                f"Missing {cache / filename}: export split {split!r} of "
-                f"https://huggingface.co/datasets/{HUB_ID} as JSON lines (or pass its parquet file).",
-            )
-        rows, _, sha = hub.hub_rows(HUB_ID, None, split, cache, revision)
-        hub.write_jsonl(cache / filename, rows)
-        local, rev = cache / filename, f"{HUB_ID}@{sha}"
+    local, rev = hub.split_file("mab", HUB_ID, split, path, data_dir, revision)
     ds = build_dataset(read_rows(local), str(local), competency, source, chunk_size)
     ds.files, ds.revision = hub.file_hashes([local]), rev
     ds.metadata.update(

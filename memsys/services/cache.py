@@ -146,22 +146,29 @@ class CallCache:
         text = redact_text(json.dumps(value))  # the cache is a file the harness writes, too
         self._write("INSERT OR REPLACE INTO chat VALUES (?,?,?)", (key, model, text))
 
-    def get_embeddings(self, keys: list[str]) -> dict[str, np.ndarray]:
-        found: dict[str, np.ndarray] = {}
+    def _select_in(self, sql: str, keys: list[str], found: dict[str, Any], row: Any) -> None:
+        """``found[key] = row(*columns)`` for every key of ``keys`` this cache or the shared one
+        holds (``sql`` selects the key first, ``{marks}`` the batch's placeholders); a shared cache
+        written before a table existed simply has none of it."""
         try:
             for conn in (self._conn(), self._shared()):
                 todo = [k for k in keys if k not in found]
-                if conn is None or not todo:
-                    continue
-                for start in range(0, len(todo), 500):
+                for start in range(0, len(todo) if conn is not None else 0, 500):
                     batch = todo[start : start + 500]
-                    marks = ",".join("?" * len(batch))
-                    for key, dim, blob in conn.execute(
-                        f"SELECT key, dim, value FROM embed WHERE key IN ({marks})", batch
-                    ):
-                        found[key] = np.frombuffer(blob, dtype=np.float32, count=dim)
+                    try:
+                        rows = conn.execute(sql.format(marks=",".join("?" * len(batch))), batch)
+                    except sqlite3.OperationalError:
+                        if conn is self._conn():
+                            raise
+                        break
+                    found.update((key, row(*rest)) for key, *rest in rows)
         except sqlite3.Error as err:
             raise self._unavailable("read", err) from None
+
+    def get_embeddings(self, keys: list[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        sql = "SELECT key, dim, value FROM embed WHERE key IN ({marks})"
+        self._select_in(sql, keys, found, lambda dim, blob: np.frombuffer(blob, np.float32, dim))
         return found
 
     def put_embeddings(
@@ -180,24 +187,8 @@ class CallCache:
     def get_embed_latencies(self, keys: list[str]) -> dict[str, float]:
         """The recorded making time of each vector among ``keys`` (older entries have none)."""
         found: dict[str, float] = {}
-        try:
-            for conn in (self._conn(), self._shared()):
-                todo = [k for k in keys if k not in found]
-                if conn is None or not todo:
-                    continue
-                for start in range(0, len(todo), 500):
-                    batch = todo[start : start + 500]
-                    marks = ",".join("?" * len(batch))
-                    try:
-                        rows = conn.execute(
-                            f"SELECT key, latency_s FROM embed_latency WHERE key IN ({marks})",
-                            batch,
-                        ).fetchall()
-                    except sqlite3.OperationalError:  # a shared cache written before the table
-                        break
-                    found.update(rows)
-        except sqlite3.Error as err:
-            raise self._unavailable("read", err) from None
+        sql = "SELECT key, latency_s FROM embed_latency WHERE key IN ({marks})"
+        self._select_in(sql, keys, found, float)
         return found
 
     def __len__(self) -> int:
