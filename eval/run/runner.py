@@ -28,9 +28,9 @@ from memharness.eval.record import outputs
 from memharness.eval.run import (
     closed_book,
     episodes,
-    estimate,
     evidence,
     failures,
+    rebuild_warning,
     scoring,
     timing,
 )
@@ -338,7 +338,7 @@ def run(
         raise ConfigError(line)  # before any model is loaded
     if pick is not None:
         dataset = pick(dataset)
-    if warning := estimate.ingest_warning(cfg, dataset):  # BEAM 10M on a rebuilding memory
+    if warning := rebuild_warning.ingest_warning(cfg, dataset):  # BEAM 10M on a rebuilding memory
         log.warning(warning)
     services = build_services(cfg, make_backend=make_backend, run_dir=out_dir)
     progress = Progress(

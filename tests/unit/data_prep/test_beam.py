@@ -88,7 +88,7 @@ def test_offline_without_a_copy_names_the_missing_file(tmp_path, monkeypatch):
 
 
 def test_a_rebuilding_memory_on_a_long_conversation_is_warned_about_in_one_line():
-    from memharness.eval.run.estimate import ingest_warning
+    from memharness.eval.run.rebuild_warning import ingest_warning
     from omegaconf import OmegaConf
 
     ds = beam.load("10m", path=str(FIX))
