@@ -30,6 +30,19 @@ def _canary_rates(run: dict[str, Any]) -> tuple[float, float] | None:
     return accepts["rate"], 1 - other["rate"]
 
 
+def judge_flag(run: dict[str, Any]) -> str | None:
+    """Why a judged run's verdicts are not trusted (its canaries missing or below ``CHECK_MIN``),
+    None when they are or the run has no judge column."""
+    if not run.get("metrics", {}).get("judge"):
+        return None
+    rates = _canary_rates(run)
+    if rates is None:
+        return "judge audit not measured"
+    if min(rates) < CHECK_MIN:
+        return f"judge canaries {rates[0]:.2f} / {rates[1]:.2f} below {CHECK_MIN}"
+    return None
+
+
 def weak_judges(runs: Sequence[dict[str, Any]], setting_of: Any) -> list[str]:
     """Runs whose canaries are missing or below ``CHECK_MIN`` on either side."""
     weak = []

@@ -86,6 +86,7 @@ function renderBoard(){
         el('td', typeof v === 'number' ? (Number.isInteger(v) ? String(v) : num(v)) : (v || '-'), typeof v === 'number' ? 'num' : '', tr);
       });
       if (r.oracle) el('span', 'oracle', 'flag', tr.cells[0]);
+      if (r.judge_flag) { const f = el('span', '⚑ judge', 'flag', tr.cells[0]); f.title = r.judge_flag; }
     });
   });
 }

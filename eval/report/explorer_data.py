@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memharness.eval.judge.separation import judge_flag
 from memharness.eval.metrics import registry
 from memharness.eval.record import scores
 from memharness.eval.record.read import iter_samples, load_runs
@@ -198,6 +199,7 @@ def run_summary(run: dict[str, Any], key: str, qset: str) -> dict[str, Any]:
             "s_per_question": wall / n if wall is not None else None,
         },
         "judges": judge_columns(run),
+        "judge_flag": judge_flag(run),  # the tables' rule (eval/judge/separation.py)
         "stages": stage_averages(run),
     }
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from browser import browser_page
 from memharness.eval.bench.explorer import write_runs
+from memharness.eval.judge.separation import judge_flag
 from memharness.eval.metrics.stats import paired_test
 from memharness.eval.record import scores
 from memharness.eval.report.browser import main as browse_main
@@ -72,6 +73,12 @@ def test_filter_the_matrix_then_open_a_question_side_by_side_with_its_evidence(s
         page.goto(page_path.as_uri())
         board = page.inner_text("#v-board")
         assert board.count("full_context") == 2 and "memtree" in board
+        for name in "abc":  # the tables' judge rule, shown as a flag with its reason on hover
+            flag = judge_flag(json.loads((runs / name / "metrics.json").read_text()))
+            row = page.locator(f"#v-board tr[data-key='{_keys(page)[name]}']")
+            shown = row.locator("span.flag", has_text="judge")
+            assert shown.count() == (flag is not None)
+            assert flag is None or shown.get_attribute("title") == flag
         page.click("nav button[data-view='matrix']")
         assert len(_rows(page)) == 4
         page.check("#f-disagree")

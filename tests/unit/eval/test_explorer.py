@@ -144,3 +144,22 @@ def test_a_leaderboard_row_reads_the_run_record():
     assert row["metrics"] == {"judge": run["metrics"]["judge"]}
     assert row["cost"]["s_per_question"] == 2.5 and row["cost"]["tokens_per_question"] == 20
     assert row["stages"] == {"answer": [20.0, 0.5]}
+    assert row["judge_flag"] == "judge audit not measured"  # a judged run without canaries
+
+
+@pytest.mark.parametrize(
+    "accepts,false_other,flag",
+    [
+        (1.0, 0.0, None),
+        (0.95, 0.05, None),
+        (0.8, 0.0, "judge canaries 0.80 / 1.00 below 0.9"),
+        (1.0, 0.5, "judge canaries 1.00 / 0.50 below 0.9"),
+    ],
+)
+def test_the_leaderboard_flags_a_judge_as_the_tables_do(accepts, false_other, flag):
+    from memharness.eval.judge.separation import judge_flag
+
+    canaries = {"accepts_reference": {"rate": accepts}, "false_accept_other": {"rate": false_other}}
+    run = {"metrics": {"judge": {"mean": 0.5}}, "judge_reliability": {"canaries": canaries}}
+    assert judge_flag(run) == flag
+    assert judge_flag({"metrics": {"f1": {"mean": 0.5}}}) is None  # no judge column, no flag
