@@ -251,7 +251,7 @@ def test_graphrag_default_rebuild_leaks_no_entity_relation_or_report_of_the_unit
     memory.ensure_built()
     gone = units[0].id
     assert any(gone in memory.store.source_units(v) for v in range(len(memory.store)))
-    record = memory.forget([gone])
+    record = memory.forget([gone], method="rebuild")  # own forget: test_forget_graphrag.py
     assert record["method"] == "rebuild" and len(memory.units) == len(units) - 1
     store = memory.store
     assert all(gone not in store.source_units(v) for v in range(len(store)))
