@@ -230,7 +230,7 @@ def test_cam_default_rebuild_leaks_no_community_summary_of_the_forgotten_unit():
     units = cam_units(words)
     memory.insert(units)
     assert any("a2" in t.split() or "a2)" in t for t in memory.store.texts if t != "a2")
-    record = memory.forget([units[1].id])
+    record = memory.forget([units[1].id], method="rebuild")  # own: test_forget_cam.py
     assert record["method"] == "rebuild" and memory.rebuilds[-1]["forget"] is True
     assert not any(re.search(r"\ba2\b", t) for t in memory.store.texts)
     assert all(units[1].id not in memory.store.source_units(v) for v in range(len(memory.store)))
