@@ -32,7 +32,7 @@ def echoing(step, request):
     raise AssertionError(step)
 
 
-def built_memory():
+def built_memory(**settings):
     memory = GraphRAG(
         llm=LLM(StepChat(echoing), progress=False),
         embedder=HashingEmbedder(dim=128),
@@ -41,6 +41,7 @@ def built_memory():
         top_k=500,
         summaries={"threshold_tokens": 0},  # every entity seen in two chunks is summarised
         communities={"max_cluster_size": 3, "use_lcc": False},
+        **settings,
     )
     units = [unit(t, i, source=f"d{i // 3}") for i, t in enumerate(TEXTS)]
     memory.insert(units)
@@ -104,3 +105,15 @@ def test_graphrag_forgetting_a_unit_that_named_nothing_asks_for_nothing():
     record = memory.forget([units[6].id])  # "nothing capitalised here at all."
     assert record["method"] == "rebuild_changed_only" and record["calls"] == 0
     assert memory.build_record["reuse"]["communities_changed"] == 0
+
+
+def test_graphrag_windows_over_a_document_are_extracted_again_only_in_that_document():
+    memory, units = built_memory(chunks={"size": 12, "overlap": 0})  # token windows per document
+    docs = {tu.id: tu.source_id for tu in memory.text_units.values()}
+    assert any(len(tu.units) > 1 for tu in memory.text_units.values())  # windows mix units
+    memory.forget([units[0].id])  # d0's windows all start over; d1's and d2's are the same
+    chat, reuse = memory.llm.backend, memory.build_record["reuse"]["graphrag extract"]
+    d0 = [tu for tu in memory.text_units.values() if tu.source_id == "d0"]
+    assert reuse == {"reused": sum(d != "d0" for d in docs.values()), "asked": len(d0)}
+    assert not any(leaks(memory, units[0].id).values())
+    assert all(units[1].id in tu.units or units[2].id in tu.units for tu in d0) and chat.steps
