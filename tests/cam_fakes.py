@@ -68,6 +68,11 @@ class FakeLLM:
                 out.append(Completion(text=self.select(question, texts)))
         return out
 
+    @property
+    def calls(self) -> int:
+        """Requests answered so far (what a forget's cost reads from a double without a meter)."""
+        return sum(len(b) for b in self.batches)
+
     def summary_requests(self) -> list[list[str]]:
         """The passages of every summary request so far, in order."""
         return [

@@ -228,3 +228,21 @@ class SelfAnsweringMemory(FullContext):
         comp = self.llm.complete([ChatRequest.user(prompt, max_tokens=8)])[0]
         comp.extra = {**comp.extra, "prompt": prompt}
         return comp
+
+
+class StepChat:
+    """A chat backend answering each GraphRAG step with ``respond(step, request)`` (a str), for tests
+    that go through the real LLM facade and its meter; ``steps`` lists the steps asked, in order."""
+
+    max_concurrency = None
+
+    def __init__(self, respond: Callable[[str, ChatRequest], str], model_id: str = "step") -> None:
+        self.respond, self.model_id = respond, model_id
+        self.steps: list[str] = []
+        self._lock = threading.Lock()
+
+    def chat(self, request: ChatRequest) -> Completion:
+        step = step_of(request)
+        with self._lock:
+            self.steps.append(step)
+        return Completion(text=self.respond(step, request), prompt_tokens=10, completion_tokens=5)

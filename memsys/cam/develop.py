@@ -169,13 +169,40 @@ class Development:
             "affected_chunks": len(affected),
             "levels": [],
         }
-        delta: Delta | None = Delta(affected=affected)
+        self.update_levels(Delta(affected=affected), record)
+        return record
+
+    def remove(self, chunk_ids: Sequence[str]) -> dict[str, Any]:
+        """Forget level-0 chunks: drop them and their edges. Their former neighbours are exactly the
+        chunks whose ego-networks changed (every dropped edge touches a dropped chunk), so they are
+        the affected set and the update runs as for an insert: communities that lost a member are
+        matched by label and re-summarised, emptied ones removed, level by level. Kept chunks do
+        not re-rank their top-k (as when chunks arrive, eq. 2 links each chunk once)."""
+        base, gone = self.levels[0], set(chunk_ids)
+        removed = [v for v in base.order if v in gone]
+        neighbours: set[str] = set()
+        for v in removed:
+            for u in base.adj.pop(v):
+                if u not in gone:
+                    base.adj[u].pop(v, None)
+                    neighbours.add(u)
+            del self.nodes[v]
+        base.remove(removed)
+        record: dict[str, Any] = {
+            "chunks_removed": len(removed),
+            "affected_chunks": len(neighbours),
+            "levels": [],
+        }
+        self.update_levels(Delta(removed=removed, affected=neighbours), record)
+        return record
+
+    def update_levels(self, delta: Delta | None, record: dict[str, Any]) -> None:
+        """Run ``update_level`` from level 0 up while something changes; records each level."""
         level = 0
-        while s.hierarchy and delta:
+        while self.settings.hierarchy and delta:
             level_record, delta = self.update_level(level, delta)
             record["levels"].append(level_record)
             level += 1
-        return record
 
     # ------------------------------------------------------------------ one level
     def update_level(self, level: int, delta: Delta) -> tuple[dict[str, Any], Delta | None]:

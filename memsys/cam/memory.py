@@ -100,6 +100,7 @@ class CAM(HierarchicalMemory):
         self.clustering, self.summaries = group(Clustering, clustering), group(Summaries, summaries)
         self.selection, self.evidence = group(Selection, selection), group(Evidence, evidence)
         self.batches: list[dict[str, Any]] = []
+        self.forget_updates: list[dict[str, Any]] = []  # Development.remove's records (forget)
         self.explorations: list[dict[str, Any]] = []
         self.summary_calls = self.summary_failures = 0
         self._retrieval_ids: list[str] = []  # the ids the node indices in self.retrievals refer to
@@ -172,6 +173,28 @@ class CAM(HierarchicalMemory):
             seconds=time.perf_counter() - start,
         )
         self.batches.append(record)
+
+    def drop_units(self, unit_ids: set[str]) -> str:
+        """Own forget: drop the chunks of ``unit_ids`` from the foundational network and update the
+        levels above as for an insert (``Development.remove``): only communities that lost a member
+        are re-summarised. The default rebuild when a chunk also holds kept units (``chunks.mode:
+        pack``: its text would keep the forgotten one), nothing would remain, or nothing is built."""
+        dev = self.development
+        gone = [v for v in dev.levels[0].order if set(dev.nodes[v].units) & unit_ids]
+        mixed = any(set(dev.nodes[v].units) - unit_ids for v in gone)
+        if self._pending or mixed or all(u.id in unit_ids for u in self.units):
+            return super().drop_units(unit_ids)
+        start, calls = time.perf_counter(), self.summary_calls
+        self.remove_units(unit_ids)
+        record = dev.remove(gone)
+        self._materialise()
+        record.update(
+            units=len(unit_ids),
+            llm_calls=self.summary_calls - calls,
+            seconds=time.perf_counter() - start,
+        )
+        self.forget_updates.append(record)
+        return "prune_and_resummarise"
 
     def _annotate(self, nodes: Sequence[Node]) -> None:
         """Hook for variants that label new chunks before they join the network (CAM w/ FM)."""
@@ -329,6 +352,7 @@ class CAM(HierarchicalMemory):
             **super().stats(),
             "construction": construction,
             "batches": list(self.batches),
+            **({"forget_updates": list(self.forget_updates)} if self.forget_updates else {}),
             "prune_and_grow": exploration_summary(self.explorations),
         }
 

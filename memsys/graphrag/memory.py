@@ -28,6 +28,7 @@ from memharness.memsys.extraction.prompts import default_prompts
 from memharness.memsys.graphrag.build import build_graph, build_settings_of
 from memharness.memsys.graphrag.index import GraphIndex
 from memharness.memsys.graphrag.records import build_provenance, bump
+from memharness.memsys.graphrag.reuse import ReplyLedger
 from memharness.memsys.graphrag.search_global import (
     GlobalSearch,
     GlobalSearchSettings,
@@ -108,6 +109,7 @@ class GraphRAG(HierarchicalMemory):
         self.prompts = replace(given, **{key: defaults[key] for key in missing})
         self.text_units: dict[str, TextUnit] = {}
         self.build_record: dict[str, Any] = {}
+        self._replies: dict[str, Completion] = {}  # the last build's LLM outputs (reuse.py)
         self.search_failures = FailureLog(self.max_failures_kept)
         self.search_record: dict[str, Any] = {"queries": 0, "local": {}, "global": {}}
         self.index: GraphIndex | None = None
@@ -131,15 +133,49 @@ class GraphRAG(HierarchicalMemory):
     # ------------------------------------------------------------------ build
     def build(self, units: Sequence[Unit]) -> None:
         """Rebuild everything from ``units``: extraction, merge, communities, reports (build.py)."""
+        self._build(units, None)
+
+    def _build(self, units: Sequence[Unit], previous: dict[str, Completion] | None) -> None:
+        """The build; with ``previous`` (the last build's outputs) a repeated request is served
+        from them instead of the LLM (forget, reuse.py)."""
         # a rebuild starts over: earlier retrievals point at the previous store, earlier failures are gone
         self.store, self.retrievals, self.index, self._global = HierarchyStore(), [], None, None
         self.degradation.clear()
+        ledger = None if self.llm is None else ReplyLedger(self.llm, previous)
         built = build_graph(
-            self.store, units, self.llm, self.embedder, self.tokenizer, build_settings_of(self)
+            self.store,
+            units,
+            ledger or self.llm,
+            self.embedder,
+            self.tokenizer,
+            build_settings_of(self),
         )
         self.text_units, self.build_record = built.text_units, built.record
+        self._replies = {} if ledger is None else ledger.outputs
+        if ledger is not None and previous is not None:
+            self.build_record["reuse"] = ledger.counts
         self.index = GraphIndex(self.store, self.text_units)
         self._record_degradation(built.log)
+
+    def drop_units(self, unit_ids: set[str]) -> str:
+        """Own forget (reuse.py): the build again over the remaining units, the LLM asked only for
+        the extractions, description summaries and reports whose inputs changed. The default when
+        nothing is built yet, nothing would remain, or the outputs are not at hand (a loaded
+        snapshot)."""
+        remaining = [u for u in self.units if u.id not in unit_ids]
+        if self._pending or not remaining or not self._replies:
+            return super().drop_units(unit_ids)
+        before = self.communities_by_members()
+        self.remove_units(unit_ids)
+        self._build(self.units, self._replies)
+        after = self.communities_by_members()
+        self.build_record["reuse"]["communities_changed"] = len(after - before)
+        return "rebuild_changed_only"
+
+    def communities_by_members(self) -> set[tuple[int, frozenset[str]]]:
+        """Each community as (level, its member entities' names): what Leiden's partition was."""
+        index = self._graph_index()
+        return {(c.level, frozenset(index.name(m) for m in c.members)) for c in index.communities}
 
     def _record_degradation(self, log: FailureLog) -> None:
         """Outputs the structure was built without (the runner flags questions answered from it)."""

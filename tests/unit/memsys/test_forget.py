@@ -230,7 +230,7 @@ def test_cam_default_rebuild_leaks_no_community_summary_of_the_forgotten_unit():
     units = cam_units(words)
     memory.insert(units)
     assert any("a2" in t.split() or "a2)" in t for t in memory.store.texts if t != "a2")
-    record = memory.forget([units[1].id])
+    record = memory.forget([units[1].id], method="rebuild")  # own: test_forget_cam.py
     assert record["method"] == "rebuild" and memory.rebuilds[-1]["forget"] is True
     assert not any(re.search(r"\ba2\b", t) for t in memory.store.texts)
     assert all(units[1].id not in memory.store.source_units(v) for v in range(len(memory.store)))
@@ -251,7 +251,7 @@ def test_graphrag_default_rebuild_leaks_no_entity_relation_or_report_of_the_unit
     memory.ensure_built()
     gone = units[0].id
     assert any(gone in memory.store.source_units(v) for v in range(len(memory.store)))
-    record = memory.forget([gone])
+    record = memory.forget([gone], method="rebuild")  # own forget: test_forget_graphrag.py
     assert record["method"] == "rebuild" and len(memory.units) == len(units) - 1
     store = memory.store
     assert all(gone not in store.source_units(v) for v in range(len(store)))
