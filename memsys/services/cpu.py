@@ -43,9 +43,12 @@ class CpuPool:
         self._executor: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self.steps = 0  # steps run, in a worker or in the calling thread
 
     def run(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` in a worker process (in this thread when the pool has one worker)."""
+        with self._lock:
+            self.steps += 1
         if self.workers == 1:
             return fn(*args)
         with self._lock:
