@@ -37,6 +37,7 @@ from memharness.eval.run import (
 from memharness.eval.run.snapshots import Snapshots
 from memharness.eval.run.validate import validate_config
 from memharness.memsys.base import RUN_FOLDER, MemorySystem
+from memharness.memsys.services.cpu import cpu_pool
 from memharness.memsys.services.factory import Services, build_services
 from memharness.memsys.services.meter import current_scope
 from memharness.memsys.services.pool import switch_interval
@@ -349,7 +350,11 @@ def run(
     ).start()
     judges = None
     folder = RUN_FOLDER.set(Path(out_dir))  # memories' working files (product stores) go under it
-    with switch_interval(cfg.get("run", {}).get("switch_interval_s")):
+    run_control = cfg.get("run", {})
+    with (
+        switch_interval(run_control.get("switch_interval_s")),
+        cpu_pool(run_control.get("cpu_workers")),
+    ):
         try:
             # no judging, no judge backend to load (the closed-book pass then scores by exact match)
             judges = (

@@ -57,6 +57,7 @@ class RunControlSettings(TypedDict):
     switch_interval_s: NotRequired[
         Annotated[float, Range(0, lo_open=True)] | None
     ]  # GIL switch interval
+    cpu_workers: NotRequired[Positive | None]  # CPU-bound steps' process pool (null = every core)
 
 
 class SnapshotSettings(TypedDict):

@@ -291,3 +291,17 @@ def raptor_clusters(
             seen.add(key)
             out.append(part)
     return out
+
+
+def cluster_layer(
+    vectors: np.ndarray,
+    tokens: Sequence[int],
+    settings: ClusterSettings,
+    seed: int,
+    path: str,
+    reduce: Reducer = umap_reduce,
+) -> tuple[list[list[int]], ClusterLog]:
+    """``raptor_clusters`` of one layer with a fresh log, returned with it: the unit of work sent
+    to the run's CPU pool (plain arrays and settings in, lists and a dataclass out)."""
+    log = ClusterLog()
+    return raptor_clusters(vectors, tokens, settings, seed, log, path=path, reduce=reduce), log

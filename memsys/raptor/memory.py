@@ -51,12 +51,12 @@ from memharness.memsys.hierarchy.memory import HierarchicalMemory
 from memharness.memsys.hierarchy.store import HierarchyStore
 from memharness.memsys.raptor.chunker import empty_units, make_chunks
 from memharness.memsys.raptor.clustering import (
-    ClusterLog,
     ClusterSettings,
-    raptor_clusters,
+    cluster_layer,
     umap_reduce,
 )
 from memharness.memsys.raptor.settings import Chunks, Clustering, Summaries
+from memharness.memsys.services.cpu import run_cpu
 from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.settings import Range, group
 from memharness.memsys.types import Unit, content_id
@@ -184,16 +184,15 @@ class Raptor(HierarchicalMemory):
     def _build_layer(self, layer: int, nodes: list[int], record: dict[str, Any]) -> list[int]:
         """Cluster ``nodes``, summarise every cluster in one concurrent batch; return the new nodes."""
         store, start = self.store, time.perf_counter()
-        log = ClusterLog()
         tokens = [store.tokens(v, self.tokenizer) for v in nodes]
-        clusters = raptor_clusters(
-            store.embeddings[nodes],
-            tokens,
-            self.settings,
-            self.seed,
-            log,
-            path=f"L{layer}",
-            reduce=type(self).reduce,
+        args = (store.embeddings[nodes], tokens, self.settings, self.seed, f"L{layer}")
+        reduce = type(self).reduce
+        # UMAP + mixtures hold the interpreter: in the run's process pool (run.cpu_workers); a
+        # swapped-in reducer (tests) may not be picklable, so it stays in this thread
+        clusters, log = (
+            run_cpu(cluster_layer, *args)
+            if reduce is umap_reduce
+            else cluster_layer(*args, reduce=reduce)
         )
         clustering_s = time.perf_counter() - start
         members = [[nodes[i] for i in c] for c in clusters]

@@ -345,12 +345,10 @@ def test_a_point_between_two_clusters_gets_two_parents_and_each_layer_is_one_bat
 def test_layers_are_built_until_the_stop_rule_or_num_layers(monkeypatch):
     import memharness.memsys.raptor.memory as raptor_module
 
-    def pairs(
-        vectors, tokens, settings, seed, log, path, reduce
-    ):  # clusters of two consecutive nodes
-        return [[i, i + 1] for i in range(0, len(vectors), 2)]
+    def pairs(vectors, tokens, settings, seed, path, reduce):  # clusters of two consecutive nodes
+        return [[i, i + 1] for i in range(0, len(vectors), 2)], ClusterLog()
 
-    monkeypatch.setattr(raptor_module, "raptor_clusters", pairs)
+    monkeypatch.setattr(raptor_module, "cluster_layer", pairs)
     table = two_blobs()
     texts = [f"a{i}" for i in range(24)]
     full = make_raptor(table)
