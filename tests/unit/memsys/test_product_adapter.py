@@ -166,3 +166,16 @@ def test_mem0_prompts_refuse_a_window_that_would_cut_them():
     assert context_problems(_run_values(16384)) == []  # llm=local_16k
     assert context_problems(_run_values(4096, prompt_tokens=None)) == []  # check waived
     assert context_problems(_run_values(4096, "amem")) == []  # A-Mem declares no long prompt
+
+
+def test_a_worker_without_forget_is_rebuilt_and_leaks_nothing(services):
+    mem = memory(services, top_k=5)
+    mem.insert(UNITS)
+    assert "forget" not in mem.hello["ops"]  # the fake worker serves no forget
+    assert ("u1",) in [i.source_unit_ids for i in mem.retrieve("Ann dog tomatoes", 100)]
+    record = mem.forget(["u1"])
+    assert record["method"] == "rebuild" and record["units"] == 1
+    left = [i.source_unit_ids for i in mem.retrieve("Ann dog tomatoes", 100)]
+    assert ("u0",) in left and all("u1" not in s for s in left)
+    assert mem.stats()["product_stats"] == {"memories": 2}
+    mem.close()
