@@ -83,3 +83,56 @@ def test_mem0_forget_deletes_the_memories_of_the_unit_and_re_adds_its_neighbours
         assert all("u0" not in s and "u2" not in s for s in sources(mem))
     finally:
         mem.close()
+
+
+LIGHTRAG_SCRIPT = [  # LightRAG 1.5.7's prompts, as tests/conf/llm/fake_lightrag.yaml answers them
+    (
+        "signed up for a marathon",
+        "entity<|#|>Marathon Runner<|#|>Person<|#|>Signed up for a marathon in Lisbon.\n"
+        "entity<|#|>Lisbon<|#|>Location<|#|>City of the marathon.\n"
+        "relation<|#|>Marathon Runner<|#|>Lisbon<|#|>marathon<|#|>Runs a marathon in Lisbon.\n"
+        "<|COMPLETE|>",
+    ),
+    ("missed or incorrectly formatted", "<|COMPLETE|>"),
+    ("User Query:", '{"high_level_keywords": ["marathon"], "low_level_keywords": ["Lisbon"]}'),
+]
+
+
+@needs_product("lightrag")
+def test_lightrag_forget_deletes_the_session_document_and_re_inserts_its_other_units():
+    meter = Meter()
+    chat = ScriptedChat(LIGHTRAG_SCRIPT, default="<|COMPLETE|>")
+    llm = LLM(chat, meter=meter, progress=False)
+    units = [  # two sessions: LightRAG documents (u0, u1) and (u2, u3)
+        Unit(
+            id=u.id,
+            text=u.text,
+            source_id="s1",
+            position=u.position,
+            timestamp=u.timestamp,
+            metadata={"speaker": "Ann", "session": 1 + u.position // 2},
+        )
+        for u in UNITS
+    ]
+    mem = ProductMemory(
+        llm, Embedder(HashingEmbedder(dim=64), meter=meter), WordTokenizer(), product="lightrag"
+    )
+    try:
+        mem.insert(units)
+        before = {i.node_id: i.source_unit_ids for i in mem.retrieve("marathon Lisbon", 10**4)}
+        assert before["entity:Lisbon"] == ("u0", "u1")  # derived from the session with u0
+        record = mem.forget(["u0"])
+        assert record["method"] == "product_delete"
+        query = "marathon Lisbon, we adopted a dog, his name is Rex"
+        after = {i.node_id: i.source_unit_ids for i in mem.retrieve(query, 10**4)}
+        assert after and all("u0" not in s for s in after.values())
+        assert "entity:Lisbon" not in after and ("u1",) in after.values()  # u1 inserted again
+        assert record["calls"] == 2  # u1's new document: one extraction, one gleaning call
+        stats = mem.stats()
+        assert stats["adapter"]["forget_deleted"] == 1
+        assert stats["adapter"]["forget_units_reinserted"] == 1
+        product = stats["product_stats"]
+        assert (product["documents"], product["units"], product["entities"]) == (2, 3, 0)
+    finally:
+        mem.close()
+        llm.close()
