@@ -136,3 +136,41 @@ def test_lightrag_forget_deletes_the_session_document_and_re_inserts_its_other_u
     finally:
         mem.close()
         llm.close()
+
+
+AMEM_SCRIPT = [  # a-mem 0.2.6's two prompts: the note's analysis; its evolution links it to u0
+    (
+        "Generate a structured analysis",
+        '{"keywords": ["Ann"], "context": "A chat with Ann.", "tags": ["chat"]}',
+    ),
+    (
+        "memory evolution agent",
+        '{"should_evolve": true, "actions": ["strengthen"], "suggested_connections": ["u0"], '
+        '"tags_to_update": ["chat"], "new_context_neighborhood": [], "new_tags_neighborhood": []}',
+    ),
+]
+
+
+@needs_product("amem")
+def test_amem_forget_deletes_the_note_of_the_unit_though_other_notes_link_to_it():
+    meter = Meter()
+    llm = LLM(ScriptedChat(AMEM_SCRIPT, default="{}"), meter=meter, progress=False)
+    mem = ProductMemory(
+        llm, Embedder(HashingEmbedder(dim=64), meter=meter), WordTokenizer(), product="amem"
+    )
+    try:
+        mem.insert(UNITS)  # u1..u3 evolve with a link to u0 (left dangling by the delete)
+        found = [i.source_unit_ids for i in mem.retrieve("My sister practises the violin", 10**4)]
+        assert ("u0",) in found and ("u3",) in found
+        record = mem.forget(["u0"])
+        assert record["method"] == "product_delete" and record["calls"] == 0
+        after = [i.source_unit_ids for i in mem.retrieve("My sister practises the violin", 10**4)]
+        assert ("u3",) in after and all("u0" not in s for s in after)
+        sought = [i.source_unit_ids for i in mem.retrieve("I signed up for a marathon", 10**4)]
+        assert sought and all("u0" not in s for s in sought)
+        stats = mem.stats()
+        assert stats["adapter"]["forget_deleted"] == 1
+        assert stats["product_stats"]["notes"] == 3
+    finally:
+        mem.close()
+        llm.close()
