@@ -151,6 +151,8 @@ AMEM_SCRIPT = [  # a-mem 0.2.6's two prompts: the note's analysis; its evolution
 ]
 
 
+@pytest.mark.slow
+@pytest.mark.doubles
 @needs_product("amem")
 def test_amem_forget_deletes_the_note_of_the_unit_though_other_notes_link_to_it():
     meter = Meter()
