@@ -254,7 +254,7 @@ class ProductMemory(MemorySystem):
             self.remove_units(unit_ids)
             return "before_build"
         if "forget" not in (self.hello.get("ops") or ()):
-            return self.rebuild_fresh(unit_ids)
+            return self._rebuild_keeping_counts(unit_ids)
         self.counters["forget_requests"] += 1
         remaining = [unit_record(u) for u in self.units if u.id not in unit_ids]
         try:
@@ -266,7 +266,7 @@ class ProductMemory(MemorySystem):
                 raise
             self.counters["forget_errors"] += 1
             self._note(str(err))
-            return self.rebuild_fresh(unit_ids)
+            return self._rebuild_keeping_counts(unit_ids)
         self.remove_units(unit_ids)
         self.counters["forget_deleted"] += int(reply.get("deleted", 0))
         self.counters["forget_units_reinserted"] += int(reply.get("units_reinserted", 0))
@@ -274,6 +274,15 @@ class ProductMemory(MemorySystem):
             self.counters[f"forget_{kind}"] += int(count)
             self.degrade(kind, int(count))
         return "product_delete"
+
+    def _rebuild_keeping_counts(self, unit_ids: set[str]) -> str:
+        """The base rebuild (a new worker), keeping this episode's adapter counters and error
+        lines: the fresh instance starts from zero, and a refused forget must stay counted."""
+        counters, errors = Counter(self.counters), list(self.errors)
+        done = self.rebuild_fresh(unit_ids)
+        self.counters.update(counters)
+        self.errors = (errors + self.errors)[:20]
+        return done
 
     def stats(self) -> dict[str, Any]:
         """The base stats, the product's own (memory count, ...) and the adapter's counters."""
