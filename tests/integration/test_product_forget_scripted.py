@@ -13,7 +13,8 @@ from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.meter import Meter
 from memharness.memsys.testing.doubles import HashingEmbedder, ScriptedChat, WordTokenizer
 from memharness.memsys.types import Unit
-from processes import needs_product
+from paths import TESTS
+from processes import needs_product, run_py
 
 FACTS = {  # a word of a unit -> the memory the scripted extraction derives from it
     "marathon": "Ann runs a marathon in Lisbon next October",
@@ -62,24 +63,28 @@ def sources(mem: ProductMemory) -> list[tuple[str, ...]]:
 
 
 @needs_product("mem0")
-def test_mem0_forget_deletes_the_memories_of_the_unit_and_re_adds_its_neighbours(services):
+@pytest.mark.parametrize("views", [1, 2])  # options.perspectives: every add made once or twice
+def test_mem0_forget_deletes_the_memories_of_the_unit_and_re_adds_its_neighbours(services, views):
     llm, embedder = services
-    mem = ProductMemory(llm, embedder, WordTokenizer(), product="mem0", top_k=10)
+    mem = ProductMemory(
+        llm, embedder, WordTokenizer(), product="mem0", top_k=10, options={"perspectives": views}
+    )
     try:
         mem.insert(UNITS)  # two adds of two messages: (u0, u1) and (u2, u3), two memories each
         before = sources(mem)
-        assert before.count(("u0", "u1")) == 2 and before.count(("u2", "u3")) == 2
+        assert before.count(("u0", "u1")) == 2 * views and before.count(("u2", "u3")) == 2 * views
         assert "forget" in mem.hello["ops"]
         record = mem.forget(["u0"])
         after = sources(mem)
         assert record["method"] == "product_delete" and record["units"] == 1
         assert all("u0" not in s for s in after)  # the marathon memory is gone
-        assert after.count(("u1",)) == 1 and after.count(("u2", "u3")) == 2  # u1 added again
-        assert record["calls"] == 1  # the one re-add of u1; the deletes call no model
+        assert after.count(("u1",)) == views and after.count(("u2", "u3")) == 2 * views
+        assert record["calls"] == views  # the re-add of u1 per perspective; deletes call no model
         adapter = mem.stats()["adapter"]
-        assert adapter["forget_deleted"] == 2 and adapter["forget_units_reinserted"] == 1
+        assert adapter["forget_deleted"] == 2 * views
+        assert adapter["forget_units_reinserted"] == 1
         rebuild = mem.forget(["u2"], method="rebuild")  # the reference: every unit added again
-        assert rebuild["method"] == "rebuild" and rebuild["calls"] == 1  # (u1, u3): one add
+        assert rebuild["method"] == "rebuild" and rebuild["calls"] == views  # (u1, u3): one add
         assert all("u0" not in s and "u2" not in s for s in sources(mem))
     finally:
         mem.close()
@@ -176,3 +181,32 @@ def test_amem_forget_deletes_the_note_of_the_unit_though_other_notes_link_to_it(
     finally:
         mem.close()
         llm.close()
+
+
+@needs_product("mem0")
+def test_a_forget_request_in_the_stream_reaches_mem0_in_a_run(tmp_path):
+    """run.py with the generated forgetting suite: the request is served by mem0's own delete."""
+    proc = run_py(
+        tmp_path,
+        "memory=mem0",
+        "dataset=sample",
+        "dataset.loader.parts=[dialogues]",
+        "dataset.limit=1",
+        f"hydra.searchpath=[file://{TESTS / 'conf'}]",
+        "llm=fake_mem0",  # one memory, from the marathon round: the fact the suite deletes
+        "embedder=hashing",
+        "eval.judge.enabled=false",
+        "+dataset.forget.facts=2",
+        "+dataset.forget.mode=mixed",
+        "+dataset.forget.position=after_evidence",
+        "+dataset.forget.seed=0",
+        "+dataset.forget.method=own",
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    stats = next(iter(json.loads((tmp_path / "run" / "memory_stats.json").read_text()).values()))
+    assert [f["method"] for f in stats["forgets"]] == ["product_delete"]
+    assert (
+        stats["product_stats"]["memories_deleted"] == 1 and stats["adapter"]["forget_deleted"] == 1
+    )
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["metrics"]["forget_leak"]["mean"] == 0.0
