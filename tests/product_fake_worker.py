@@ -6,7 +6,9 @@ misbehaviour: ``{"mode": "ingest_error" | "partial" | "search_error" | "crash_on
 "busy" | "stray" | "bad_items" | "spawn"}`` (``busy``: 4 chat calls per ingest; ``hang``: search never
 answers; ``stray``: search first prints a reply-shaped line without the request's id, as a library
 might; ``bad_items``: hits with ``source_ids`` as a string, unknown ids, a non-string text;
-``spawn``: ingest starts a grandchild that sleeps, its pid in the store's ``child.pid``).
+``spawn``: ingest starts a grandchild that sleeps, its pid in the store's ``child.pid``). It serves
+``forget`` only in the modes ``forget`` (drops the units), ``forget_error`` (raises) and
+``forget_leaky`` (says it deleted them and keeps them: a product whose delete leaks).
 """
 
 import hashlib
@@ -104,11 +106,21 @@ def search(request):
     }
 
 
+def forget(request):
+    if MODE == "forget_error":
+        raise RuntimeError("the product cannot delete now")
+    gone = set(request["unit_ids"])
+    if MODE != "forget_leaky":
+        memory[:] = [u for u in memory if u["id"] not in gone]
+    return {"deleted": len(gone), "units_reinserted": 0}
+
+
 def stats(request):
     return {"stats": {"memories": len(memory)}}
 
 
 if __name__ == "__main__":
-    protocol.serve(
-        {"hello": hello, "reset": reset, "ingest": ingest, "search": search, "stats": stats}
-    )
+    handlers = {"hello": hello, "reset": reset, "ingest": ingest, "search": search, "stats": stats}
+    if MODE.startswith("forget"):
+        handlers["forget"] = forget
+    protocol.serve(handlers)

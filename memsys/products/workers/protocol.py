@@ -4,12 +4,17 @@ A worker is a script run by the product's virtualenv Python. It reads one JSON o
 stdin and writes exactly one JSON object per line on stdout (logs go to stderr). Requests:
 
 - ``{"op": "hello"}`` -> ``{"ok": true, "product": str, "version": str, "packages": {name: version},
-  "clock": "data" | "wall"}`` (``wall``: the product reads the wall clock into its prompts)
+  "clock": "data" | "wall", "ops": [operation, ...]}`` (``wall``: the product reads the wall clock
+  into its prompts; ``ops`` is added by ``serve``: the operations this worker answers)
 - ``{"op": "reset"}`` -> ``{"ok": true}``: forget everything (a new episode)
 - ``{"op": "ingest", "units": [{"id", "text", "speaker", "timestamp", "session"}]}``
   -> ``{"ok": true, "added": int, "failures": {kind: count}}``
 - ``{"op": "search", "query": str, "k": int}``
   -> ``{"ok": true, "items": [{"text": str, "score": float, "source_ids": [unit id, ...]}]}``
+- ``{"op": "forget", "unit_ids": [unit id, ...], "units": [remaining units, as in ingest]}``
+  -> ``{"ok": true, "deleted": int, "units_reinserted": int, "failures": {kind: count}}``: the
+  product's own delete of everything derived from those units; ``units`` (the units still held)
+  lets a worker add again the other units of what it had to delete (optional operation)
 - ``{"op": "stats"}`` -> ``{"ok": true, "stats": {name: number}}``
 - ``{"op": "close"}`` -> ``{"ok": true}``, then the worker exits.
 
@@ -42,12 +47,13 @@ from collections.abc import Callable
 from typing import Any
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
-OPS = ("hello", "reset", "ingest", "search", "stats", "close")
+OPS = ("hello", "reset", "ingest", "search", "forget", "stats", "close")
 
 
 def handlers_of(worker: Any) -> dict[str, Handler]:
-    """The worker's methods named after the operations (``close`` is served by ``serve`` itself)."""
-    return {op: getattr(worker, op) for op in OPS if op != "close"}
+    """The worker's methods named after the operations (``close`` is served by ``serve`` itself;
+    ``forget`` only where the worker has one: the adapter then rebuilds instead)."""
+    return {op: getattr(worker, op) for op in OPS if op != "close" and hasattr(worker, op)}
 
 
 def serve(handlers: dict[str, Handler], stdin: Any = None, stdout: Any = None) -> None:
@@ -114,4 +120,6 @@ def answer(handlers: dict[str, Handler], request: Any) -> dict[str, Any]:
         traceback.print_exc(file=sys.stderr)
         message = " ".join(f"{type(exc).__name__}: {exc}".split())
         return {"ok": False, "error": message[:500]}
+    if op == "hello":  # the operations served, so the harness knows whether ``forget`` is there
+        reply = {**reply, "ops": sorted({*handlers, "close"})}
     return {"ok": True, **reply}

@@ -166,3 +166,37 @@ def test_mem0_prompts_refuse_a_window_that_would_cut_them():
     assert context_problems(_run_values(16384)) == []  # llm=local_16k
     assert context_problems(_run_values(4096, prompt_tokens=None)) == []  # check waived
     assert context_problems(_run_values(4096, "amem")) == []  # A-Mem declares no long prompt
+
+
+def test_a_worker_without_forget_is_rebuilt_and_leaks_nothing(services):
+    mem = memory(services, top_k=5)
+    mem.insert(UNITS)
+    assert "forget" not in mem.hello["ops"]  # the fake worker serves no forget
+    assert ("u1",) in [i.source_unit_ids for i in mem.retrieve("Ann dog tomatoes", 100)]
+    record = mem.forget(["u1"])
+    assert record["method"] == "rebuild" and record["units"] == 1
+    left = [i.source_unit_ids for i in mem.retrieve("Ann dog tomatoes", 100)]
+    assert ("u0",) in left and all("u1" not in s for s in left)
+    assert mem.stats()["product_stats"] == {"memories": 2}
+    mem.close()
+
+
+@pytest.mark.parametrize(
+    "mode,method,left,counters",
+    [  # the worker's own forget; a refused one (counted, then rebuilt); one that leaks
+        ("forget", "product_delete", [("u0",)], {"forget_deleted": 1}),
+        ("forget_error", "rebuild", [("u0",)], {"forget_errors": 1, "worker_errors": 1}),
+        ("forget_leaky", "product_delete", [("u0",), ("u1",)], {"forget_deleted": 1}),
+    ],
+)
+def test_forget_goes_to_the_worker_and_a_leak_stays_visible(services, mode, method, left, counters):
+    mem = memory(services, mode, top_k=5)
+    mem.insert(UNITS)
+    record = mem.forget(["u1"])
+    assert record["method"] == method and [u.id for u in mem.units] == ["u0", "u2"]
+    # a hit still naming the forgotten unit is kept (scored as a leak), not dropped as unknown
+    assert [i.source_unit_ids for i in mem.retrieve("dog tomatoes", 100)] == left
+    adapter = mem.stats()["adapter"]
+    assert {k: adapter.get(k) for k in counters} == counters
+    assert "source_ids_unknown" not in adapter or adapter["source_ids_unknown"] == 0
+    mem.close()

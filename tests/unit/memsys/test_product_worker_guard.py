@@ -235,4 +235,4 @@ def test_replies_carry_the_request_id():
     from memharness.memsys.products.workers.protocol import handle_line
 
     reply = handle_line({"hello": lambda r: {"product": "p"}}, json.dumps({"op": "hello", "id": 7}))
-    assert reply == {"ok": True, "product": "p", "id": 7}
+    assert reply == {"ok": True, "product": "p", "ops": ["close", "hello"], "id": 7}
