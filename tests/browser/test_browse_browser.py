@@ -199,9 +199,10 @@ def test_a_long_matrix_draws_its_rows_as_the_reader_scrolls_and_the_board_sorts(
     with browser_page() as page:
         page.goto(page_path.as_uri())
         names = lambda: page.eval_on_selector_all(  # noqa: E731
-            "#v-board tbody tr", "rs => rs.map(r => r.cells[0].innerText)"
+            "#v-board tbody tr", "rs => rs.map(r => r.cells[0].firstChild.textContent)"
         )
-        assert names() == ["flat_0", "tree_1"]
+        assert names() == ["flat_0", "tree_1"]  # the name, then its flags (no judge audit here)
+        assert page.locator("#v-board span.flag", has_text="judge").count() == 2
         judge = page.locator("#v-board th").nth(8)  # the judge metric's column
         assert judge.inner_text() == "judge"
         means = lambda: page.eval_on_selector_all(  # noqa: E731
