@@ -127,12 +127,17 @@ def _keyed(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return runs
 
 
+def distinct_labels(members: list[dict[str, Any]]) -> list[str]:
+    """Each run's label; runs sharing one (repeats of one setting) are told apart by folder name."""
+    plain = [label(r) for r in members]
+    return [
+        f"{name} @{Path(r['folder']).name}" if plain.count(name) > 1 else name
+        for name, r in zip(plain, members, strict=True)
+    ]
+
+
 def _one_set(members: list[dict[str, Any]], judges: Sequence[str], models: JudgeModels) -> dict:
-    systems = [label(r) for r in members]
-    if len(set(systems)) != len(systems):
-        raise ReportError(
-            f"two runs of {members[0]['dataset']} share the label {systems}: pass one sweep at a time"
-        )
+    systems = distinct_labels(members)
     results: dict[str, dict[str, Any]] = {}
     for judge in judges:
         name, _, model = judge.partition("@")

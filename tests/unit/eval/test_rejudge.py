@@ -159,3 +159,11 @@ def test_majority_and_agreement():
     assert got["unanimous"] == pytest.approx(1 / 3) and got["undecided"] == 1
     with pytest.raises(StatsError):
         agreement([])
+
+
+def test_repeated_runs_of_one_setting_are_told_apart_by_folder():
+    from memharness.eval.cli.rejudge import distinct_labels
+
+    run = lambda memory, folder: {"memory": memory, "folder": folder, "setting": ""}  # noqa: E731
+    labels = distinct_labels([run("memtree", "/r/1"), run("memtree", "/r/2"), run("rag", "/r/3")])
+    assert labels == ["memtree @1", "memtree @2", "rag"]
