@@ -24,7 +24,7 @@ LABELS: tuple[Label, ...] = (
     "latency",
 )
 # scored from the answer like any lexical metric, but the benchmark's own metric (LoCoMo's code)
-OFFICIAL_LEXICAL = ("locomo_f1", "locomo_adversarial")
+OFFICIAL_LEXICAL = ("locomo_f1", "locomo_adversarial", "mab_accuracy")
 # scorers whose verdict is a benchmark's own rule: its judge protocol, the gold option, the gold label
 OFFICIAL_SCORERS = ("official_judge", "choice", "claim")
 
@@ -35,15 +35,15 @@ def kind_label(name: str) -> Label | None:
     entry = registry.lookup(name)
     if entry is None:
         return "latency" if "latency" in name or name.endswith("_s") else None
-    if entry.scorer in ("judge", "judge_audit", "closed_book"):
+    if entry.scorer in ("judge", "judge_audit", "closed_book", "forget_judge"):
         return "QA judge"
     if entry.scorer in OFFICIAL_SCORERS or entry.name in OFFICIAL_LEXICAL:
         return "official QA metric"
-    if entry.kind == "overlap":
-        return "lexical overlap"
+    if entry.kind == "overlap" or (entry.kind, entry.scorer) == ("accuracy", "forgetting"):
+        return "lexical overlap"  # the forgetting scorer reads the answer's words
     if entry.kind == "retrieval":
         return "retrieval-only"
-    return "latency" if "latency" in entry.name else "cost"
+    return "latency" if entry.kind == "latency" or "latency" in entry.name else "cost"
 
 
 def header(name: str) -> str:

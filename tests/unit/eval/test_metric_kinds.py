@@ -52,3 +52,18 @@ def test_headers_name_the_kind_and_the_official_headlines_show_both(tmp_path):
         "| sys_a | sample | A | longmemeval (official_judge) | 0.625 | 0.500 | 4 | - | knowledge-update |"
         in md
     )
+
+
+def test_every_answer_metric_has_an_answer_kind_never_cost():
+    """An entry of kind accuracy reads an answer: never labelled a cost (the forgetting and MAB
+    metrics were, before), and a latency entry is a latency."""
+    from memharness.eval.metrics import kinds, registry
+
+    for m in registry.METRICS:
+        label = kinds.kind_label(m.name)
+        if m.kind == "accuracy":
+            assert label in ("QA judge", "official QA metric", "lexical overlap"), m.name
+        if m.kind == "latency":
+            assert label == "latency", m.name
+    assert kinds.kind_label("forget_answer_leak_judge") == "QA judge"
+    assert kinds.kind_label("mab_accuracy") == "official QA metric"
