@@ -5,51 +5,22 @@ section shows it and, for a metric scored from an answer and its references, how
 The runner, ``metrics.json`` validation, every table, the paired tests, the plots and the
 browser read this table; adding a metric is one entry here naming its scorer (and, when it is
 scored from the answer, its ``score`` function, which the lexical scorer applies), never a change
-of the run record's schema.
+of the run record's schema. The entries of benchmarks' own metrics and of the forgetting protocol
+are in ``benchmark_metrics.py``, those read from the clock and the ledger in ``measured_metrics.py``;
+this module lists them all in one ``METRICS`` (the type: ``metric.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from memharness.eval.metrics import claims, lexical, locomo, mab
+from memharness.eval.metrics import claims, lexical, locomo
+from memharness.eval.metrics.benchmark_metrics import FORGETTING, MAB_BEAM
+from memharness.eval.metrics.measured_metrics import MEASURED
+from memharness.eval.metrics.metric import Kind, Metric, Section
 from memharness.memsys.types import Question
 
-Kind = Literal["accuracy", "overlap", "retrieval", "cost", "latency"]
-Section = Literal["scores", "memory", "retrieval", "judging", "latency", "ingestion"]
-
-
-@dataclass(frozen=True)
-class Metric:
-    """One metric: ``name`` (a prefix when ``prefix``), its direction and where it shows."""
-
-    name: str
-    higher_is_better: bool | None  # None: reported, never ranked
-    kind: Kind
-    section: Section  # the report table that shows it
-    doc: str
-    # mean: bootstrap mean and CI over the questions that have it; label_f1: F1 of ``label`` over
-    # the run's claim-verification answers (eval/metrics/claims.py), bootstrapped over the claims;
-    # percentiles: the mean and CI plus p50 and p95 over the questions; episode: one value per
-    # episode (memory_stats.json), mean and CI over the episodes (eval/metrics/ingestion.py)
-    aggregate: Literal["mean", "label_f1", "percentiles", "episode"] = "mean"
-    score: Callable[[str, str], float] | None = (
-        None  # (prediction, reference) -> value; max over refs
-    )
-    selectable: bool = False  # may be listed in eval.metrics (the headline metrics of a run)
-    headline: bool = False  # shown by default in the browser, paired tests and score plots
-    prefix: bool = False  # name is a prefix: evidence_recall_at_<k>
-    # (prediction, question) -> value, or None when the metric does not apply to the question (a
-    # benchmark's official score that depends on the question's category)
-    score_question: Callable[[str, Question], float | None] | None = None
-    label: str | None = None  # the label a label_f1 metric scores
-    scorer: str = "lexical"  # the scorer that fills it (Score.kind; eval/metrics/scorers.py)
-    # read from the clock (a latency, a build's seconds): differs between runs of one config, so
-    # reproducibility checks (warm == cold, concurrent == sequential) leave it out
-    timed: bool = False
-
+__all__ = ["Kind", "Metric", "Section"]
 
 METRICS: tuple[Metric, ...] = (
     Metric(
@@ -136,87 +107,7 @@ METRICS: tuple[Metric, ...] = (
         score_question=locomo.locomo_adversarial,
         selectable=True,
     ),
-    # MemoryAgentBench (dataset=mab): the official per-sub-dataset rules (eval/metrics/mab.py)
-    Metric(
-        "mab_accuracy",
-        True,
-        "accuracy",
-        "scores",
-        "MemoryAgentBench's headline per sub-dataset: substring EM (AR, CR), EM (ICL, DetectiveQA)",
-        score_question=mab.mab_accuracy,
-        selectable=True,
-    ),
-    Metric(
-        "mab_substring_exact_match",
-        True,
-        "overlap",
-        "scores",
-        "MemoryAgentBench's substring exact match (normalised gold inside the normalised answer)",
-        score_question=mab.mab_substring_exact_match,
-        selectable=True,
-    ),
-    Metric(
-        "mab_exact_match",
-        True,
-        "overlap",
-        "scores",
-        "MemoryAgentBench's exact match",
-        score_question=mab.mab_exact_match,
-        selectable=True,
-    ),
-    Metric(
-        "mab_f1",
-        True,
-        "overlap",
-        "scores",
-        "MemoryAgentBench's token F1",
-        score_question=mab.mab_f1,
-        selectable=True,
-    ),
-    Metric(
-        "mab_rouge_l_f1",
-        True,
-        "overlap",
-        "scores",
-        "MemoryAgentBench's ROUGE-L F1",
-        score_question=mab.mab_rouge_l_f1,
-    ),
-    Metric(
-        "mab_rouge_lsum_f1",
-        True,
-        "overlap",
-        "scores",
-        "MemoryAgentBench's ROUGE-Lsum F1",
-        score_question=mab.mab_rouge_lsum_f1,
-    ),
-    Metric(
-        "mab_recall",
-        True,
-        "overlap",
-        "scores",
-        "MemoryAgentBench's element recall: EventQA 1 if every gold element is in the answer, "
-        "RULER-NIAH the share of gold elements in it",
-        score_question=mab.mab_recall,
-    ),
-    # BEAM (dataset=beam): the rubric-nugget judge and event ordering (eval/judge/nuggets.py)
-    Metric(
-        "beam_nugget",
-        True,
-        "accuracy",
-        "scores",
-        "BEAM's rubric judge: the mean of the rubric items' verdicts (1 / 0.5 / 0), one request each",
-        selectable=True,
-        scorer="official_judge",
-    ),
-    Metric(
-        "beam_event_order",
-        True,
-        "accuracy",
-        "scores",
-        "BEAM's event ordering: normalised Kendall tau-b x F1 of the answer's lines aligned to the rubric",
-        selectable=True,
-        scorer="official_judge",
-    ),
+    *MAB_BEAM,
     Metric(
         "claim_accuracy",
         True,
@@ -337,132 +228,7 @@ METRICS: tuple[Metric, ...] = (
         scorer="official_judge",
     ),
 )
-# Forgetting and stale memory (issue 45, eval/metrics/forgetting.py): questions whose gold carries an
-# update (dataset.forget); lower is better for all but forget_abstain.
-METRICS += (
-    Metric(
-        "forget_leak",
-        False,
-        "retrieval",
-        "retrieval",
-        "a retrieved item's provenance (derived items included) holds a unit the stream deleted",
-        scorer="forgetting",
-    ),
-    Metric(
-        "forget_answer_leak",
-        False,
-        "accuracy",
-        "scores",
-        "the answer states the deleted fact (half its words or more)",
-        scorer="forgetting",
-    ),
-    Metric(
-        "forget_abstain",
-        True,
-        "accuracy",
-        "scores",
-        "the answer to a question about a deleted fact says it does not know",
-        scorer="forgetting",
-    ),
-    Metric(
-        "stale_retrieval",
-        False,
-        "retrieval",
-        "retrieval",
-        "superseded evidence retrieved with the current evidence absent or ranked below it",
-        scorer="forgetting",
-    ),
-    Metric(
-        "stale_answer",
-        False,
-        "accuracy",
-        "scores",
-        "the answer states the superseded value of a corrected fact, not the current one",
-        scorer="forgetting",
-    ),
-    Metric(
-        "forget_answer_leak_judge",
-        False,
-        "accuracy",
-        "scores",
-        "the judge finds the answer states the deleted fact (eval/judge/forgetting.py)",
-        scorer="forget_judge",
-    ),
-    Metric(
-        "stale_answer_judge",
-        False,
-        "accuracy",
-        "scores",
-        "the judge finds the answer states the superseded value of a corrected fact",
-        scorer="forget_judge",
-    ),
-)
-
-# Per question, in seconds, p50 / p95 beside mean and CI (eval/run/timing.py, scorers.Latency)
-_LATENCY = (
-    (
-        "search_latency_s",
-        "seconds to retrieve a question's context: search_backend_s + search_compute_s",
-    ),
-    (
-        "search_backend_s",
-        "latency of the retrieval's backend calls (chat, embedding) when they were made, cached or not",
-    ),
-    (
-        "search_compute_s",
-        "the retrieval's own compute: its wall time not spent waiting on a backend (measured each run)",
-    ),
-    (
-        "answer_latency_s",
-        "latency of the answer call when it was made, cached or not (a memory that answers "
-        "itself: its backend calls plus its compute)",
-    ),
-    ("total_latency_s", "search_latency_s + answer_latency_s"),
-)
-# Per episode, mean and CI over the episodes (eval/metrics/ingestion.py)
-_INGESTION = (
-    ("ingest_calls", False, "LLM replies an episode's build used (cached or not)"),
-    ("ingest_tokens", False, "prompt + completion tokens of an episode's build"),
-    ("ingest_embed_texts", False, "texts an episode's build embedded"),
-    (
-        "ingest_s",
-        False,
-        "seconds to build an episode's memory: its backend calls' latency when made plus its own compute",
-    ),
-    ("ingest_s_per_unit", False, "ingest_s per inserted unit (dialogue turn, chunk)"),
-    ("ingest_usd", False, "estimated dollars of an episode's build at the configured prices"),
-    (
-        "memory_items",
-        None,
-        "items the built memory holds (its stored units unless the system counts its own items)",
-    ),
-    ("memory_tokens", None, "tokens of those items"),
-)
-METRICS += tuple(
-    Metric(
-        name,
-        False,
-        "latency",
-        "latency",
-        doc,
-        aggregate="percentiles",
-        scorer="latency",
-        timed=True,
-    )
-    for name, doc in _LATENCY
-) + tuple(
-    Metric(
-        name,
-        better,
-        "cost",
-        "ingestion",
-        doc,
-        aggregate="episode",
-        scorer="ingestion",
-        timed=name.startswith("ingest_s"),
-    )
-    for name, better, doc in _INGESTION
-)
+METRICS += FORGETTING + MEASURED
 _BY_NAME = {m.name: m for m in METRICS if not m.prefix}
 _PREFIXES = [m for m in METRICS if m.prefix]
 NEEDS_MEMORY = ":needs_memory"  # suffix: the metric on the questions closed-book got wrong
