@@ -217,12 +217,14 @@ def knowledge_update(question: Question, units: Sequence[Unit]) -> Question:
     """A LongMemEval knowledge-update question with its gold as an ``Update``: its evidence spans in
     stream (date) order, the last one holding the current value and the earlier ones superseded. The
     old value is not in the gold, so ``stale_answer`` is not scored (only ``stale_retrieval``)."""
+    if question.categories.get("type") != KNOWLEDGE_UPDATE or question.update:
+        return question  # checked first: apply() passes every question of every dataset here
     spans = [
         [u.id for u in units[e.position : e.end]]
         for e in sorted(question.evidence, key=lambda e: e.position or 0)
         if e.position is not None and e.end is not None
     ]
-    if question.categories.get("type") != KNOWLEDGE_UPDATE or len(spans) < 2 or question.update:
+    if len(spans) < 2:
         return question
     superseded = tuple(u for span in spans[:-1] for u in span)
     return replace(

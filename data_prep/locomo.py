@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -264,15 +265,8 @@ def apply_errata(dataset: Dataset, path: Path) -> dict[str, Any]:
             raise DatasetError(
                 f"{loc}: the gold is {list(q.answers)}, not {fix['was']!r}: errata for another file version?"
             )
-        ep.questions[j] = Question(
-            q.id,
-            q.text,
-            (answer,),
-            q.position,
-            q.options,
-            q.gold_option,
-            {**q.categories, "gold": "corrected"},
-            q.evidence,
+        ep.questions[j] = replace(
+            q, answers=(answer,), categories={**q.categories, "gold": "corrected"}
         )
         applied.append(
             {
@@ -299,10 +293,7 @@ def apply_errata(dataset: Dataset, path: Path) -> dict[str, Any]:
 
 
 def _with_gold(q: Question, flag: str) -> Question:
-    categories = {**q.categories, "gold": flag}
-    return Question(
-        q.id, q.text, q.answers, q.position, q.options, q.gold_option, categories, q.evidence
-    )
+    return replace(q, categories={**q.categories, "gold": flag})  # every other field kept
 
 
 def flag_wrong_golds(

@@ -29,6 +29,7 @@ from memharness.eval.record.schema import ReportError
 from memharness.eval.report import judge_sensitivity, tables
 from memharness.eval.report.paired import label
 from memharness.memsys.services.cache import CallCache
+from memharness.memsys.services.factory import _plain
 from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.meter import Meter
 from memharness.memsys.services.retry import RetryPolicy
@@ -49,10 +50,6 @@ def judge_section(model: str | None, run_cfg: DictConfig) -> DictConfig:
         except Exception as err:  # Hydra's MissingConfigException and kin: one line
             raise variants.VariantError(f"judge model {model!r}: {err}") from None
     return cfg.judge if model != "same" else run_cfg.llm
-
-
-def _plain(node: Any) -> dict:
-    return OmegaConf.to_container(node, resolve=True) if node is not None else {}
 
 
 class JudgeModels:

@@ -37,6 +37,7 @@ def rows_of(samples: Sequence[dict[str, Any]], category_key: str = "category") -
     out = []
     for part, members in parts.items():
         wrong = [s for s in members if (s.get("categories") or {}).get("gold") == WRONG]
+        wrong_ids = {id(s) for s in wrong}  # the same records: membership by identity, not by value
         row = {
             "part": part,
             "n": len(members),
@@ -45,7 +46,7 @@ def rows_of(samples: Sequence[dict[str, Any]], category_key: str = "category") -
         }
         for m in METRICS:
             every = [scores.value(s, m) for s in members]
-            kept = [scores.value(s, m) for s in members if s not in wrong]
+            kept = [scores.value(s, m) for s in members if id(s) not in wrong_ids]
             row[m] = _mean([v for v in every if v is not None])
             row[f"{m}_without"] = _mean([v for v in kept if v is not None])
         out.append(row)
