@@ -23,12 +23,14 @@ class MetricError(Exception):
     """A metric could not be computed; raised, never printed and skipped."""
 
 
+_PUNCTUATION = frozenset(string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
 def normalize_answer(text: str) -> str:
     """SQuAD normalisation: lower case, drop punctuation, articles and extra whitespace."""
-    text = text.lower()
-    text = "".join(ch for ch in text if ch not in set(string.punctuation))
-    text = re.sub(r"\b(a|an|the)\b", " ", text)
-    return " ".join(text.split())
+    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
+    return " ".join(_ARTICLES.sub(" ", text).split())
 
 
 def exact_match(prediction: str, reference: str) -> float:

@@ -24,24 +24,17 @@ Questions of other datasets carry no ``mab_source`` category and get no value.
 from __future__ import annotations
 
 import re
-import string
 from collections import Counter
 from functools import lru_cache
 
 from memharness.eval.metrics.lexical import MetricError
+from memharness.eval.metrics.lexical import normalize_answer as normalize  # SQuAD's, as upstream
 from memharness.memsys.types import Question
 
 SOURCE_KEY = "mab_source"  # set by data_prep/mab.py
-_PUNCT = frozenset(string.punctuation)
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
 _SPECIAL = {"yes", "no", "noanswer"}
 _ANSWER_LINE = re.compile(r"(?:Answer:)(.*)(?:\n|$)", re.IGNORECASE)
 _FIRST_LINE = re.compile(r"(?:^)(.*)(?:\n|$)")
-
-
-def normalize(text: str) -> str:
-    text = "".join(ch for ch in text.lower() if ch not in _PUNCT)
-    return " ".join(_ARTICLES.sub(" ", text).split())
 
 
 def f1(prediction: str, gold: str) -> float:
