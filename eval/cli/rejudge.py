@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hydra.utils import instantiate
 from memharness.eval.judge import variants
 from memharness.eval.judge.rejudge import judges_majority, rejudge_run
 from memharness.eval.record import outcome
@@ -29,10 +28,11 @@ from memharness.eval.record.schema import ReportError
 from memharness.eval.report import judge_sensitivity, tables
 from memharness.eval.report.paired import label
 from memharness.memsys.services.cache import CallCache
-from memharness.memsys.services.factory import _plain
+from memharness.memsys.services.factory import _instantiate_backend, _plain
 from memharness.memsys.services.llm import LLM
 from memharness.memsys.services.meter import Meter
 from memharness.memsys.services.retry import RetryPolicy
+from memharness.memsys.services.types import ConfigError
 from omegaconf import DictConfig, OmegaConf
 
 
@@ -65,10 +65,10 @@ class JudgeModels:
         if key not in self._llms:
             self.meter.prices.update(_plain(section.get("prices")))
             self._llms[key] = LLM(
-                instantiate(section.backend),
+                _instantiate_backend(section, "judge"),  # errors name judge.backend.*, as in a run
                 meter=self.meter,
                 cache=self.cache,
-                max_in_flight=int(section.get("max_in_flight", 1) or 1),
+                max_in_flight=int(section.get("max_in_flight", 8) or 8),  # judges._build's default
                 retry=RetryPolicy(**_plain(section.get("retry"))),
                 progress=False,
             )
@@ -191,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     judges = [j.strip() for j in args.judges.split(",") if j.strip()]
     try:
         doc = rejudge(paths, judges, overrides, args.cache)
-    except (variants.VariantError, ReportError) as err:
+    except (variants.VariantError, ReportError, ConfigError) as err:
         sys.stderr.write(f"memharness rejudge: {err}\n")
         return outcome.EXIT_USER_ERROR
     written = write(doc, args.out, args.name)

@@ -137,6 +137,29 @@ def test_an_unknown_judge_prompt_is_one_line(sweep, capsys):
     assert "unknown judge prompt 'harsh'" in err and "locomo" in err and err.count("\n") == 1
 
 
+def test_a_judge_backend_that_cannot_be_built_is_one_line_naming_it(tmp_path, capsys):
+    folder = write_run(tmp_path, "sys_a", ["good"])
+    cfg = yaml.safe_load((folder / "config.yaml").read_text())
+    cfg["llm"]["backend"]["no_such_option"] = 1  # ScriptedChat takes no such argument
+    (folder / "config.yaml").write_text(yaml.safe_dump(cfg))
+    assert cli.main([str(folder), "--judges", "harness"]) == 2
+    err = capsys.readouterr().err
+    assert "could not build judge.backend" in err and err.count("\n") == 1
+
+
+def test_judge_models_default_to_the_runs_in_flight_budget():
+    section = OmegaConf.create({"backend": run_config_backend()})
+    models = cli.JudgeModels(cache=None)
+    try:
+        assert models.get(section).max_in_flight == 8  # as judges._build: not one call at a time
+    finally:
+        models.close()
+
+
+def run_config_backend() -> dict:
+    return {"_target_": "memharness.memsys.testing.doubles.ScriptedChat", "script": SCRIPT}
+
+
 def test_label_verdicts_never_guess():
     spec = variants.load("locomo")
     assert variants.read_verdict("CORRECT.", spec) == 1
