@@ -135,7 +135,7 @@ def question_of(
     return Question(
         id=qid,
         text=hub.need(qa, "question", str, where),
-        answers=(options[letters.index(truth)],),
+        answers=(),  # scored by the gold letter; the option's text is the reference (auto mode)
         position=len(units),
         options=options,
         gold_option=letters.index(truth),
