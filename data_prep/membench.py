@@ -27,17 +27,23 @@ stores it (the ``(place: ...; time: ...)`` suffix on each message, a turn as ``'
 at the QA's ``time``, with its four choices and the gold letter; its evidence is one unit per
 target step, so evidence recall is MemBench's retrieval recall. A target step outside the messages
 (upstream data has one) is left out of the evidence and counted in the dataset's metadata.
+With ``capacity_bucket`` set, the question is asked as upstream's capacity protocol (``step_cap``)
+asks it: after every message from the last target step on, each asking labelled ``membench_tokens``
+with the ``cl100k_base`` tokens of the messages seen so far (a turn's user and agent strings counted
+apart, as upstream does), in buckets of that many tokens; accuracy per bucket is the capacity curve.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from memharness.data_prep import hub
 from memharness.data_prep.base import Dataset, DatasetError
+from memharness.memsys.services.tokens import get_tokenizer
 from memharness.memsys.types import Episode, Evidence, Question, Unit, content_id
 
 SOURCE = "https://github.com/import-myself/Membench"
@@ -73,28 +79,42 @@ def _field(msg: dict[str, Any], keys: tuple[str, ...], where: str) -> str:
     raise DatasetError(f"{where}: no text field (one of {', '.join(keys)})")
 
 
-def message_text(msg: Any, where: str, suffix: str, turn: str) -> tuple[str, str | None]:
-    """(unit text, ISO time or None) of one message in any of the upstream forms."""
+@dataclass(frozen=True)
+class Formats:
+    """How messages become units, and the capacity protocol's setting."""
+
+    suffix: str = " (place: {place}; time: {time})"  # appended to each message, as upstream does
+    turn: str = (
+        "'user': {user}; 'agent': {agent}"  # a participation turn, as MembenchAgent stores it
+    )
+    capacity_bucket: int | None = (
+        None  # tokens per capacity bucket; None: the question once, at the end
+    )
+
+
+def message_text(msg: Any, where: str, fmt: Formats) -> tuple[str, str | None, tuple[str, ...]]:
+    """(unit text, ISO time or None, the strings upstream's ``step_cap`` counts tokens of) of one
+    message in any of the upstream forms."""
     if isinstance(msg, str):  # formatted observation: its time is in its suffix, if any
         found = _SUFFIX.search(msg)
-        return msg, parse_time(found[1].strip(), where) if found else None
+        return msg, parse_time(found[1].strip(), where) if found else None, (msg,)
     if not isinstance(msg, dict):
         raise DatasetError(f"{where}: a message should be a string or an object")
     if "place" not in msg and "time" not in msg:  # a formatted turn {user, agent}
         user = _field(msg, ("user", "user_message"), where)
         agent = _field(msg, ("agent", "assistant", "assistant_message"), where)
         found = _SUFFIX.search(user)
-        return turn.format(user=user, agent=agent), (
-            parse_time(found[1].strip(), where) if found else None
-        )
+        when = parse_time(found[1].strip(), where) if found else None
+        return fmt.turn.format(user=user, agent=agent), when, (user, agent)
     place = hub.need(msg, "place", str, where)
     when = parse_time(hub.need(msg, "time", str, where), f"{where}.time")
-    tail = suffix.format(place=place, time=msg["time"])
+    tail = fmt.suffix.format(place=place, time=msg["time"])
     if "message" in msg:
-        return hub.need(msg, "message", str, where) + tail, when
+        text = hub.need(msg, "message", str, where) + tail
+        return text, when, (text,)
     user = _field(msg, ("user_message", "user"), where) + tail
     agent = _field(msg, ("assistant_message", "assistant"), where) + tail
-    return turn.format(user=user, agent=agent), when
+    return fmt.turn.format(user=user, agent=agent), when, (user, agent)
 
 
 def flatten(messages: list[Any], where: str) -> list[tuple[str, Any, str]]:
@@ -147,16 +167,33 @@ def question_of(
     )
 
 
+def capacity_questions(
+    question: Question, last_target: int, tokens: list[int], bucket: int
+) -> list[Question]:
+    """Upstream's ``step_cap``: the question asked after every message from the last target step
+    on, each labelled with the ``cl100k_base`` tokens of the messages before it (in buckets)."""
+    out = []
+    for pos in range(last_target + 1, len(tokens) + 1):
+        seen = sum(tokens[:pos])
+        lo = seen // bucket * bucket
+        label = f"{lo:07d}-{lo + bucket - 1:07d}"
+        cats = {**question.categories, "membench_tokens": label}
+        out.append(replace(question, id=f"{question.id}-after{pos}", position=pos, categories=cats))
+    return out
+
+
 def trajectory_episode(
-    traj: dict[str, Any], where: str, labels: dict[str, str], suffix: str, turn: str
+    traj: dict[str, Any], where: str, labels: dict[str, str], fmt: Formats
 ) -> tuple[Episode, int]:
     """One trajectory as an episode, and how many of its target steps fall outside its messages."""
     tid = hub.need(traj, "tid", (int, str), where)
     qa = hub.need(traj, "QA", dict, where)
     ep_id = "membench-{perspective}-{level}-{qa_type}-{scenario}-".format(**labels) + str(tid)
     units: list[Unit] = []
+    counted: list[tuple[str, ...]] = []
     for source, msg, loc in flatten(hub.need(traj, "message_list", list, where), where):
-        text, when = message_text(msg, loc, suffix, turn)
+        text, when, parts = message_text(msg, loc, fmt)
+        counted.append(parts)
         when = when or (units[-1].timestamp if units else None)  # an undated noise message
         pos = len(units)
         units.append(Unit(content_id(ep_id, pos, text, prefix="u-"), text, source, pos, when))
@@ -166,8 +203,14 @@ def trajectory_episode(
     indices = [target_index(s, f"{where}.QA.target_step_id") for s in steps]
     inside = sorted({i for i in indices if 0 <= i < len(units)})
     q = question_of(qa, f"{where}.QA", f"{ep_id}-q{qa.get('qid', 0)}", units, inside, labels)
+    questions = [q]
+    if fmt.capacity_bucket and inside:
+        last = next(i for i in reversed(indices) if 0 <= i < len(units))  # target_step_id[-1]
+        tok = get_tokenizer("cl100k_base")  # upstream's step_cap encoding
+        tokens = [sum(tok.count(p) for p in parts) for parts in counted]
+        questions = capacity_questions(q, last, tokens, fmt.capacity_bucket)
     meta = {"tid": tid, **labels, "messages": len(units)}
-    return Episode(ep_id, units, [q], metadata=meta), len(set(indices)) - len(inside)
+    return Episode(ep_id, units, questions, metadata=meta), len(set(indices)) - len(inside)
 
 
 def find_files(root: Path, agent: str, level: str) -> list[tuple[Path, str | None]]:
@@ -216,6 +259,7 @@ def load(
     data_dir: str | None = None,
     suffix_format: str = " (place: {place}; time: {time})",
     turn_format: str = "'user': {user}; 'agent': {agent}",
+    capacity_bucket: int | None = None,
     integrity: hub.Integrity = "warn",
 ) -> Dataset:
     """Load one MemBench perspective x level from ``path`` (a merged file, or a folder holding one
@@ -225,6 +269,15 @@ def load(
             f"dataset.loader.perspective={perspective!r} / level={level!r}: should be "
             f"{' | '.join(PERSPECTIVES)} / {' | '.join(LEVELS)}"
         )
+    if capacity_bucket is not None and (
+        isinstance(capacity_bucket, bool)
+        or not isinstance(capacity_bucket, int)
+        or capacity_bucket < 1
+    ):
+        raise DatasetError(
+            f"dataset.loader.capacity_bucket={capacity_bucket!r}: a positive token count or null"
+        )
+    fmt = Formats(suffix_format, turn_format, capacity_bucket)
     agent, lvl = PERSPECTIVES[perspective], LEVELS[level]
     root = hub.local_path(path) or hub.cache_dir(data_dir, "membench")
     files = find_files(root, agent, lvl) if root.exists() else []
@@ -246,9 +299,7 @@ def load(
                 labels = {"perspective": perspective, "level": level, "qa_type": t}
                 for i, traj in enumerate(trajs):
                     where = f"{file}:{t}.{scenario}[{i}]"
-                    ep, out = trajectory_episode(
-                        traj, where, {**labels, "scenario": scenario}, suffix_format, turn_format
-                    )
+                    ep, out = trajectory_episode(traj, where, {**labels, "scenario": scenario}, fmt)
                     episodes.append(ep)
                     outside += out
     if wanted is not None and wanted - set(seen):
@@ -263,6 +314,7 @@ def load(
         level=level,
         qa_types=sorted(set(seen) if wanted is None else wanted),
         trajectories=len(episodes),
+        capacity_bucket=capacity_bucket,
         targets_out_of_range=outside,
     )
     return hub.finish(ds, integrity)

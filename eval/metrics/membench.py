@@ -13,6 +13,10 @@ numbers.
   the loader makes every target step one gold evidence unit, so ``evidence_recall_at_10`` (the
   top 10, RetrievalMemory's cap) and ``evidence_recall`` (everything retrieved: FullMemory,
   RecentMemory) are that number for any memory (eval/run/evidence.py).
+- Capacity: with ``dataset.loader.capacity_bucket`` the loader asks each question as ``step_cap``
+  does, labelled with the tokens seen; ``membench_accuracy`` per ``membench_tokens`` bucket (the
+  run's category breakdowns) is the curve. Temporal efficiency: the measured ``ingest_s`` and
+  ``search_latency_s`` (upstream's write and read times).
 
 Questions of other datasets carry no ``membench_level`` category and get no value.
 """

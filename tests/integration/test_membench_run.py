@@ -43,3 +43,23 @@ def test_membench_run_scores_the_reply_as_upstream_reads_it(make_cfg, tmp_path):
     assert official_headline(metrics) == (
         "MemBench accuracy (membench_accuracy) 0.500 over 4 questions"
     )
+
+
+def test_the_capacity_protocol_gives_accuracy_per_bucket_of_tokens_seen(make_cfg, tmp_path):
+    script = json.dumps([["Mara Quill do for a living", "B"], ["", "A"]])
+    cfg = make_cfg(
+        "memory=full_context",
+        "dataset=membench",
+        f"dataset.loader.path={FIXTURES / 'membench'}",
+        "dataset.loader.qa_types=[simple]",
+        "dataset.loader.capacity_bucket=100",
+        f"llm.backend.script={script}",
+    )
+    metrics = run(cfg, tmp_path / "run")
+    # asked after (tokens seen): Mara 35, 72, 107, 138 (always "B", right); the comparison 69, 100
+    # (target [0, 1]; "A", wrong); the clean-up 35, 68 ("A", right)
+    assert metrics["counts"]["questions"] == 4 + 2 + 2
+    curve = metrics["breakdowns"]["membench_tokens"]
+    assert {k: v["n"] for k, v in curve.items()} == {"0000000-0000099": 5, "0000100-0000199": 3}
+    assert curve["0000000-0000099"]["membench_accuracy"]["mean"] == 0.8
+    assert curve["0000100-0000199"]["membench_accuracy"]["mean"] == 2 / 3

@@ -189,3 +189,51 @@ def test_the_loaded_content_is_the_same_from_either_folder_form(tmp_path):
     a = membench.load("third", "high", path=str(FIX))
     b = membench.load("third", "high", path=str(tmp_path))
     assert a.checksum() == b.checksum()
+
+
+def test_capacity_asks_after_every_message_from_the_last_target_with_the_tokens_seen():
+    from memharness.memsys.services.tokens import get_tokenizer
+
+    tok = get_tokenizer("cl100k_base")
+    (ep, *_) = membench.load("third", "low", path=str(FIX), capacity_bucket=1).episodes
+    # target [0] of four messages of 35, 37, 35 and 31 tokens: asked after messages 1, 2, 3 and 4
+    assert [tok.count(u.text) for u in ep.units] == [35, 37, 35, 31]
+    assert [q.position for q in ep.questions] == [1, 2, 3, 4]
+    assert [q.categories["membench_tokens"] for q in ep.questions] == [
+        "0000035-0000035",
+        "0000072-0000072",
+        "0000107-0000107",
+        "0000138-0000138",
+    ]
+    assert ep.questions[-1].id == "membench-third-low-simple-roles-0-q0-after4"
+    assert all(q.gold_option == 1 and len(q.evidence) == 1 for q in ep.questions)
+    bucketed = membench.load("third", "low", path=str(FIX), capacity_bucket=100).episodes[0]
+    assert [q.categories["membench_tokens"] for q in bucketed.questions] == [
+        "0000000-0000099",
+        "0000000-0000099",
+        "0000100-0000199",
+        "0000100-0000199",
+    ]
+
+
+def test_capacity_counts_a_turns_user_and_agent_strings_apart_as_upstream_does():
+    from memharness.memsys.services.tokens import get_tokenizer
+
+    tok = get_tokenizer("cl100k_base")
+    ds = membench.load("first", "low", path=str(FIX), capacity_bucket=1)
+    lena = next(e for e in ds.episodes if e.id == "membench-first-low-simple-roles-0")
+    # target [1, 0]: asked after turns 2 and 3; the count is of the suffixed user and agent strings
+    user, agent = lena.units[0].text[len("'user': ") :].split("; 'agent': ")
+    first = tok.count(user) + tok.count(agent)
+    assert first != tok.count(lena.units[0].text)  # not the stored unit's text
+    seen = [int(q.categories["membench_tokens"].split("-")[0]) for q in lena.questions]
+    assert [q.position for q in lena.questions] == [2, 3] and seen[0] > first
+    assert seen[1] - seen[0] == sum(
+        tok.count(s) for s in lena.units[2].text[len("'user': ") :].split("; 'agent': ")
+    )
+
+
+@pytest.mark.parametrize("bad", [0, -5, "many", True])
+def test_a_capacity_bucket_that_is_not_a_positive_count_is_refused(bad):
+    with pytest.raises(DatasetError, match="capacity_bucket"):
+        membench.load("third", "low", path=str(FIX), capacity_bucket=bad)
