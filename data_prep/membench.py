@@ -101,6 +101,8 @@ def message_text(msg: Any, where: str, fmt: Formats) -> tuple[str, str | None, t
     if not isinstance(msg, dict):
         raise DatasetError(f"{where}: a message should be a string or an object")
     if "place" not in msg and "time" not in msg:  # a formatted turn {user, agent}
+        if "message" in msg:
+            raise DatasetError(f"{where}: an observation message needs its 'place' and 'time'")
         user = _field(msg, ("user", "user_message"), where)
         agent = _field(msg, ("agent", "assistant", "assistant_message"), where)
         found = _SUFFIX.search(user)

@@ -237,3 +237,14 @@ def test_capacity_counts_a_turns_user_and_agent_strings_apart_as_upstream_does()
 def test_a_capacity_bucket_that_is_not_a_positive_count_is_refused(bad):
     with pytest.raises(DatasetError, match="capacity_bucket"):
         membench.load("third", "low", path=str(FIX), capacity_bucket=bad)
+
+
+def test_an_observation_without_its_place_and_time_is_refused_by_name(tmp_path):
+    data = json.loads((FIX / "data" / "ThirdAgentDataLowLevel.json").read_text())
+    message = data["simple"]["roles"][1]["message_list"][1]
+    del message["place"], message["time"]
+    (tmp_path / "ThirdAgentDataLowLevel.json").write_text(json.dumps(data))
+    with pytest.raises(
+        DatasetError, match=r"roles\[1\]\.message_list\[1\]: an observation .* 'time'"
+    ):
+        membench.load("third", "low", path=str(tmp_path))
