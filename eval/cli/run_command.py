@@ -166,7 +166,8 @@ def _report(cfg: DictConfig, metrics: dict[str, Any], out_dir: Path) -> float | 
 
 
 def official_headline(metrics: dict[str, Any]) -> str | None:
-    """The benchmark's own aggregate, as its paper reports it (MemoryAgentBench, BEAM); None else."""
+    """The benchmark's own aggregate, as its paper reports it (MemoryAgentBench, BEAM, MemBench);
+    None else."""
     beam = (metrics.get("official_judge") or {}).get("beam") or {}
     if beam.get("overall") is not None:
         return (
@@ -178,6 +179,9 @@ def official_headline(metrics: dict[str, Any]) -> str | None:
         return (
             f"MemoryAgentBench accuracy (mab_accuracy) {mab['mean']:.3f} over {mab['n']} questions"
         )
+    mem = metrics["metrics"].get("membench_accuracy")
+    if mem and mem.get("mean") is not None:
+        return f"MemBench accuracy (membench_accuracy) {mem['mean']:.3f} over {mem['n']} questions"
     return None
 
 

@@ -1,9 +1,9 @@
-"""The registry's entries for benchmarks' own metrics (MemoryAgentBench, BEAM) and for the
+"""The registry's entries for benchmarks' own metrics (MemoryAgentBench, BEAM, MemBench) and for the
 forgetting protocol (eval/metrics/registry.py lists them with the rest, in this order)."""
 
 from __future__ import annotations
 
-from memharness.eval.metrics import mab
+from memharness.eval.metrics import mab, membench
 from memharness.eval.metrics.metric import Metric
 
 MAB_BEAM: tuple[Metric, ...] = (
@@ -87,6 +87,29 @@ MAB_BEAM: tuple[Metric, ...] = (
         "BEAM's event ordering: normalised Kendall tau-b x F1 of the answer's lines aligned to the rubric",
         selectable=True,
         scorer="official_judge",
+    ),
+)
+
+# MemBench (dataset=membench): the upstream letter rule (eval/metrics/membench.py); its retrieval recall is
+# evidence_recall_at_10 over the target steps, its efficiency the measured ingest_s and search_latency_s
+MEMBENCH: tuple[Metric, ...] = (
+    Metric(
+        "membench_accuracy",
+        True,
+        "accuracy",
+        "scores",
+        "MemBench's accuracy: the reply, spaces and newlines removed, is the gold letter (or "
+        '{"choice": letter}); anything else scores 0',
+        score_question=membench.membench_accuracy,
+        selectable=True,
+    ),
+    Metric(
+        "membench_unparsed",
+        False,
+        "accuracy",
+        "scores",
+        "MemBench replies that name no option as upstream reads them (scored 0 by membench_accuracy)",
+        score_question=membench.membench_unparsed,
     ),
 )
 

@@ -24,7 +24,13 @@ LABELS: tuple[Label, ...] = (
     "latency",
 )
 # scored from the answer like any lexical metric, but the benchmark's own metric (LoCoMo's code)
-OFFICIAL_LEXICAL = ("locomo_f1", "locomo_adversarial", "mab_accuracy")
+OFFICIAL_LEXICAL = (
+    "locomo_f1",
+    "locomo_adversarial",
+    "mab_accuracy",
+    "membench_accuracy",
+    "membench_unparsed",
+)
 # scorers whose verdict is a benchmark's own rule: its judge protocol, the gold option, the gold label
 OFFICIAL_SCORERS = ("official_judge", "choice", "claim")
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from memharness.eval.metrics import claims, lexical, locomo
-from memharness.eval.metrics.benchmark_metrics import FORGETTING, MAB_BEAM
+from memharness.eval.metrics.benchmark_metrics import FORGETTING, MAB_BEAM, MEMBENCH
 from memharness.eval.metrics.measured_metrics import MEASURED
 from memharness.eval.metrics.metric import Kind, Metric, Section
 from memharness.memsys.types import Question
@@ -108,6 +108,7 @@ METRICS: tuple[Metric, ...] = (
         selectable=True,
     ),
     *MAB_BEAM,
+    *MEMBENCH,
     Metric(
         "claim_accuracy",
         True,
@@ -294,10 +295,14 @@ def in_section(name: str, section: Section) -> bool:
 
 
 def answer_scores(
-    prediction: str, references: list[str], question: Question | None = None
+    prediction: str,
+    references: list[str],
+    question: Question | None = None,
+    reply: str | None = None,
 ) -> dict[str, float]:
     """Every metric with a ``score`` function, each the max over the references; with ``question``,
-    also every ``score_question`` metric that applies to it."""
+    also every ``score_question`` metric that applies to it, given the raw ``reply`` when there is
+    one (a benchmark's rule reads the reply as its code does, not the option text it chose)."""
     if not references:
         raise lexical.MetricError("a sample has no reference answer")
     out = {
@@ -306,7 +311,8 @@ def answer_scores(
         if m.score is not None
     }
     for m in _LEXICAL:
-        value = m.score_question(prediction, question) if m.score_question and question else None
+        said = prediction if reply is None else reply
+        value = m.score_question(said, question) if m.score_question and question else None
         if value is not None:
             out[m.name] = value
     return out

@@ -129,7 +129,7 @@ class Lexical:
 
     def score(self, pending: Pending, ctx: ScoreContext) -> None:
         for q, r in _scored(pending):
-            scores = registry.answer_scores(answer_text(q, r), references(q), q)
+            scores = registry.answer_scores(answer_text(q, r), references(q), q, r["prediction"])
             for metric, value in scores.items():
                 put(r, metric, value, self.name)
 

@@ -11,7 +11,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memharness.data_prep import beam, mab, msc, msc_e, multihop, novelqa, quality, sample
+from memharness.data_prep import (
+    beam,
+    mab,
+    membench,
+    msc,
+    msc_e,
+    multihop,
+    novelqa,
+    quality,
+    sample,
+)
 from memharness.data_prep.base import DatasetError
 from paths import TESTS
 
@@ -121,6 +131,18 @@ LOADERS: dict[str, tuple[Callable, Callable, Callable | None, str]] = {
         lambda p: beam.load("128k", path=str(p)),
         _jsonl_edit(_set("chat", value="x")),
         "'chat'",
+    ),
+    "membench": (
+        lambda t: _copy(FIX / "membench" / "data" / "ThirdAgentDataLowLevel.json", t),
+        lambda p: membench.load("third", "low", path=str(p)),
+        _json_edit(_set("simple", "roles", 0, "message_list", value="x")),
+        "'message_list'",
+    ),
+    "membench_memdata": (
+        lambda t: _tree(FIX / "membench", t, "MemData/FirstAgent/simple.json"),
+        lambda p: membench.load("first", "low", path=str(p)),
+        _json_edit(_set("roles", 0, "QA", "ground_truth", value=2)),
+        "'ground_truth'",
     ),
     "novelqa_book": (
         lambda t: _tree(FIX / "novelqa", t, "Books/PublicDomain/B01.txt"),
