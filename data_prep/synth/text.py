@@ -1,0 +1,235 @@
+"""Seeded, topic-structured text shared by the generated shapes: topics, sentences, planted facts.
+
+Every topic has its own content words, people and places, so a session, article or chapter written
+on one topic reads as being about it (and a bag-of-words embedding puts it near the others on that
+topic). Sentences are filled from templates written for this generator; a ``Filler`` adds them
+until a token budget is met, counting each sentence once with the harness tokenizer (cl100k_base;
+its pre-tokenizer never merges across the space between two sentences, so the sum is the count of
+the joined text). Planted facts are entity-attribute-value statements whose values come from pools
+no filler sentence draws from, so a question about one has exactly one answer in the text.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from memharness.data_prep.synth.vocabulary import (
+    HELPER_NAMES,
+    VALUE_WORDS_A,
+    VALUE_WORDS_B,
+    Topic,
+)
+from memharness.memsys.services.tokens import get_tokenizer
+
+
+class SynthError(ValueError):
+    """A malformed generation request; the message is one line."""
+
+
+TIMES = (
+    "last weekend",
+    "on Tuesday morning",
+    "this spring",
+    "after lunch",
+    "over the holidays",
+    "yesterday evening",
+    "early on Saturday",
+    "last month",
+    "at the end of the week",
+    "before work",
+)
+NUMBERS = ("two", "three", "four", "five", "ten", "twenty", "forty", "a hundred")
+
+USER_TEMPLATES = (
+    "I {past} the {adj} {noun} near {place} {time}.",
+    "{person} thinks the {noun} works better with a {adj} {noun2}.",
+    "We spent most of the time {time} on the {noun}, and it turned out {adj}.",
+    "The {noun} at {place} was more {adj} than I expected.",
+    "A friend suggested pairing the {noun} with the {noun2}.",
+    "My notes say the {noun} needs about {num} minutes before the {noun2} is ready.",
+    "{person} asked whether the {noun} from {place} was worth it.",
+    "Honestly, the {adj} {noun} is the part I enjoy most.",
+    "There was a short talk at {place} about the {noun} and the {noun2}.",
+    "Next time I want to {base} the {noun} before the {noun2}.",
+    "I am still not sure if the {noun} should be this {adj}.",
+    "Do you think I should {base} the {noun} again {time}?",
+)
+ASSISTANT_TEMPLATES = (
+    "A good rule is to {base} the {noun} before you touch the {noun2}.",
+    "Many people find that a {adj} {noun} lasts longer than expected.",
+    "You could also check whether the {noun2} at {place} fits your plan.",
+    "Keep an eye on the {noun}, since small changes add up over {num} days.",
+    "One option is to compare the {noun} with a {adj} {noun2} side by side.",
+    "In general, the {noun} and the {noun2} work well together when both are {adj}.",
+    "If the {noun} feels too {adj}, try to {base} the {noun2} first and wait a little.",
+    "It is worth writing down how you {past} the {noun}, so you can repeat it.",
+    "{person} often recommends starting with the {noun} and leaving the {noun2} for later.",
+    "That sounds like a sensible plan for the {noun}.",
+)
+NARRATIVE_TEMPLATES = (
+    "{person} {past} the {adj} {noun} at {place} {time}.",
+    "At {place}, the {noun} looked {adj} in the grey light.",
+    "Nobody at {place} had expected the {noun} to be so {adj}.",
+    "{person} said little, but kept an eye on the {noun2}.",
+    "The talk turned to the {noun} and then, slowly, to the {noun2}.",
+    "By evening the {noun} was {adj}, and {person} was pleased.",
+    "{num} people gathered at {place} to see the {noun}.",
+    "It was {time} when {person} first mentioned the {noun2}.",
+    "Some said the {noun} was the reason things at {place} had changed.",
+    "{person} wanted to {base} the {noun} before anyone noticed.",
+)
+
+
+class Filler:
+    """Sentences on one topic until a token budget is met; counts as it goes (cl100k_base)."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self._count = get_tokenizer("cl100k_base").count
+
+    def sentence(self, topic: Topic, templates: tuple[str, ...]) -> str:
+        r = self.rng
+        noun, noun2 = r.sample(topic.nouns, 2)
+        base, past = r.choice(topic.verbs)
+        return r.choice(templates).format(
+            noun=noun,
+            noun2=noun2,
+            base=base,
+            past=past,
+            adj=r.choice(topic.adjectives),
+            person=r.choice(topic.people),
+            place=r.choice(topic.places),
+            time=r.choice(TIMES),
+            num=r.choice(NUMBERS),
+        )
+
+    def count(self, text: str) -> int:
+        return self._count(text)
+
+    def fill(
+        self, topic: Topic, budget: int, templates: tuple[str, ...], lead: str = ""
+    ) -> tuple[str, int]:
+        """``lead`` (if any) then sentences until ``budget`` tokens; the text and its count."""
+        parts = [lead] if lead else []
+        used = self._count(lead) if lead else 0
+        while used < budget or not parts:
+            s = self.sentence(topic, templates)
+            n = self._count(" " + s if parts else s)
+            if parts and used + n - budget > budget - used:  # closer to the budget without it
+                break
+            used += n
+            parts.append(s)
+        return " ".join(parts), used
+
+
+@dataclass(frozen=True)
+class FactKind:
+    """One attribute a fact can state: how it is said (first / third person) and asked."""
+
+    name: str
+    say: str  # {who} {poss} {noun} {value}
+    ask_you: str  # second person, {noun}
+    ask_3rd: str  # third person, {who} {poss} {noun}
+    update: str  # the knowledge update's lead-in, before the new statement
+
+
+FACT_KINDS: tuple[FactKind, ...] = (
+    FactKind(
+        "name",
+        "{who} named {poss} new {noun} {value}.",
+        "What did I name my new {noun}?",
+        "What did {who} name {poss} new {noun}?",
+        "Small change of plan:",
+    ),
+    FactKind(
+        "shop",
+        "{who} bought the {noun} at a small shop called {value}.",
+        "Where did I buy the {noun}?",
+        "Where did {who} buy the {noun}?",
+        "Correction about the {noun}:",
+    ),
+    FactKind(
+        "brand",
+        "The {noun} {who} settled on is made by {value}.",
+        "Which maker's {noun} did I settle on?",
+        "Which maker's {noun} did {who} settle on?",
+        "Update on the {noun}:",
+    ),
+    FactKind(
+        "helper",
+        "{value} helped {who_obj} with the {noun} {time}.",
+        "Who helped me with the {noun}?",
+        "Who helped {who} with the {noun}?",
+        "Actually, the help changed:",
+    ),
+)
+HELPER = FACT_KINDS[3]
+
+
+class Values:
+    """Distinct fact values for one episode: names from HELPER_NAMES, else adjective-noun pairs."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng, self.used = rng, set()
+
+    def draw(self, kind: FactKind) -> str:
+        for _ in range(10_000):
+            if kind.name == "helper":
+                value = self.rng.choice(HELPER_NAMES)
+                if len(self.used) > len(HELPER_NAMES) * 3 // 4:  # the pool is small: add a surname
+                    value = f"{value} {self.rng.choice(VALUE_WORDS_B).title()}"
+            else:
+                a, b = self.rng.choice(VALUE_WORDS_A), self.rng.choice(VALUE_WORDS_B)
+                value = {"name": b.title(), "shop": f"The {a.title()} {b.title()}"}.get(
+                    kind.name, f"{a.title()}{b}"
+                )
+                if kind.name == "name" and value in self.used:
+                    value = f"{a.title()} {b.title()}"
+            if value not in self.used:
+                self.used.add(value)
+                return value
+        raise SynthError("ran out of distinct fact values; ask for fewer questions per episode")
+
+
+def say_fact(kind: FactKind, who: str, noun: str, value: str, rng: random.Random) -> str:
+    """The sentence stating a fact; ``who`` is "I" or a name."""
+    first = who == "I"
+    text = kind.say.format(
+        who=who,
+        who_obj="me" if first else who,
+        poss="my" if first else "their",
+        noun=noun,
+        value=value,
+        time=rng.choice(TIMES),
+    )
+    return text[0].upper() + text[1:]
+
+
+def allocate(n: int, weights: dict[str, int]) -> dict[str, int]:
+    """``n`` split over the keys in proportion to ``weights`` (largest remainder, ties by order)."""
+    total = sum(weights.values())
+    exact = {k: n * w / total for k, w in weights.items()}
+    out = {k: int(v) for k, v in exact.items()}
+    order = sorted(weights, key=lambda k: (out[k] - exact[k], list(weights).index(k)))
+    for k in order[: n - sum(out.values())]:
+        out[k] += 1
+    return out
+
+
+def spread(total: int, parts: int) -> list[int]:
+    """``total`` split into ``parts`` near-equal integers (the first ones one larger)."""
+    q, r = divmod(total, parts)
+    return [q + (i < r) for i in range(parts)]
+
+
+def start_date(rng: random.Random, year: int = 2023) -> datetime:
+    """A seeded start in the first half of ``year`` (never the wall clock)."""
+    return datetime(year, 1, 2, 8, 0) + timedelta(
+        days=rng.randrange(150), minutes=rng.randrange(600)
+    )
+
+
+def hex_id(rng: random.Random, n: int = 8) -> str:
+    return f"{rng.getrandbits(4 * n):0{n}x}"
