@@ -229,12 +229,16 @@ TOPICS: tuple[Topic, ...] = (
 # Fact values: pools no filler template draws from (a value names exactly one planted fact).
 VALUE_WORDS_A = (
     "amber cobalt crimson ivory jade copper silver scarlet olive indigo coral slate "
-    "saffron teal pearl russet violet ochre cedar maple"
+    "saffron teal pearl russet violet ochre cedar maple birch granite lilac rowan "
+    "sable topaz umber walnut aspen bronze"
 ).split()
 VALUE_WORDS_B = (
     "heron lantern otter compass falcon willow anchor thistle beacon harbor meadow quill "
-    "badger juniper sparrow tide ember orchard pebble fox"
+    "badger juniper sparrow tide ember orchard pebble fox kestrel bramble cove lark "
+    "marten osprey plover reed wren yarrow"
 ).split()
+# A third word for when the pairs of one episode run short (a 2,556-query corpus needs ~4,000).
+VALUE_WORDS_C = "Works,Labs,Group,Partners,Studio,Collective,Supply,Co-op,Trading,Guild".split(",")
 HELPER_NAMES = (
     "Annika Voss,Bastian Kole,Cecily Marr,Dmitri Ansel,Esme Falk,Florin Dray,Gwen Ostrom,"
     "Henrik Sale,Isla Penn,Joaquin Rey,Kirsi Lund,Leopold Hart,Marisol Quay,Nils Arden,"
