@@ -31,7 +31,7 @@ TYPES = {"inference_query": 816, "comparison_query": 856, "temporal_query": 583,
 REAL_TOKENS = (
     1_460_000  # corpus.json 6.79 MB over 609 articles: ~10.8k body characters, ~2.4k tokens each
 )
-ARTICLE_TOKENS = 2_400
+ARTICLE_TOKENS = REAL_TOKENS // 609  # 609 articles at the default size
 PARAGRAPH_TOKENS = 150
 SOURCES = (
     "The Cedar Ledger",
