@@ -84,9 +84,16 @@ def plan_queries(n: int, arts: list[dict], rng: random.Random) -> list[dict]:
     types = [t for t, c in allocate(n, TYPES).items() for _ in range(c)]
     rng.shuffle(types)
 
-    def pick(k: int) -> list[dict]:
-        chosen = rng.sample(arts, k)
-        return sorted(chosen, key=lambda a: a["published_at"])
+    by_topic: dict[str, list[dict]] = {}
+    for art in arts:
+        by_topic.setdefault(art["_topic"].name, []).append(art)
+
+    def pick() -> list[dict]:
+        """Two articles, on one topic and from two sources where the corpus has such a pair."""
+        a = rng.choice(arts)
+        same = [x for x in by_topic[a["_topic"].name] if x["source"] != a["source"]]
+        b = rng.choice(same or [x for x in arts if x is not a])
+        return sorted((a, b), key=lambda art: art["published_at"])
 
     def fact(art: dict, text: str) -> dict:
         art["_facts"].append(text)
@@ -101,7 +108,7 @@ def plan_queries(n: int, arts: list[dict], rng: random.Random) -> list[dict]:
                 {"query": q, "answer": NULL_ANSWER, "question_type": qtype, "evidence_list": []}
             )
             continue
-        a, b = pick(2)
+        a, b = pick()
         noun = rng.choice(a["_topic"].nouns)  # the articles' facts are on the first one's topic
         if qtype == "inference_query":
             firm = values.draw(BRAND)
@@ -122,7 +129,7 @@ def plan_queries(n: int, arts: list[dict], rng: random.Random) -> list[dict]:
                 fact(b, f"{firm_b} {'raised' if same else 'cut'} prices for its {noun} products."),
             ]
             q = (
-                f"Do the {a['source']} report on {firm_a} and the {b['source']} report on "
+                f"Do {a['source']}'s report on {firm_a} and {b['source']}'s report on "
                 f"{firm_b} both say that the company raised prices for its {noun} products?"
             )
             answer = "Yes" if same else "No"
@@ -135,8 +142,8 @@ def plan_queries(n: int, arts: list[dict], rng: random.Random) -> list[dict]:
             first, second = (a, b) if rng.random() < 0.5 else (b, a)
             name = {id(a): firm_a, id(b): firm_b}
             q = (
-                f"Was the {first['source']} report about {name[id(first)]} opening a {noun} "
-                f"workshop published before the {second['source']} report about {name[id(second)]}?"
+                f"Was {first['source']}'s report about {name[id(first)]} opening a {noun} "
+                f"workshop published before {second['source']}'s report about {name[id(second)]}?"
             )
             answer = "Yes" if first is a and a["published_at"] < b["published_at"] else "No"
         out.append({"query": q, "answer": answer, "question_type": qtype, "evidence_list": ev})

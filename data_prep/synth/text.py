@@ -101,7 +101,7 @@ class Filler:
         i = int(u() * len(nouns))
         j = (i + 1 + int(u() * (len(nouns) - 1))) % len(nouns)  # a second, different noun
         base, past = pick(topic.verbs)
-        return pick(templates).format(
+        text = pick(templates).format(
             noun=nouns[i],
             noun2=nouns[j],
             base=base,
@@ -112,6 +112,7 @@ class Filler:
             time=pick(TIMES),
             num=pick(NUMBERS),
         )
+        return text[0].upper() + text[1:]
 
     def count(self, text: str) -> int:
         return self._count(text)
