@@ -13,6 +13,7 @@ from memharness.data_prep.synth import SHAPES, cli
 from memharness.data_prep.synth.text import SynthError
 from memharness.eval.run.runner import load_dataset
 from memharness.memsys.services.tokens import get_tokenizer
+from paths import FIXTURES
 
 COUNT = get_tokenizer("cl100k_base").count
 SMALL = {  # (questions, tokens per episode): a few episodes each, seconds in all
@@ -251,3 +252,140 @@ def test_a_malformed_request_is_refused_in_one_line_and_writes_nothing(
     assert message in err and err.count("\n") == 1 and not out.exists()
     with pytest.raises(SynthError):
         cli.check_request(argv[0], *([400, 500] if argv[0] == "locomo" else [0, None]))
+
+
+def _schema(obj, path: str = "") -> set[tuple[str, str]]:
+    """Every (path, type) in a JSON value: list items merged as ``[]``, numbers and speaker names
+    in keys folded (``session_N``, ``events_session_N.<speaker>``)."""
+    if isinstance(obj, dict):
+        out = set()
+        for k, v in obj.items():
+            key = re.sub(r"\d+", "N", k)
+            key = (
+                "<speaker>"
+                if re.search(r"(events_session|_observation)_?N?$", path) and key != "date"
+                else key
+            )
+            out |= _schema(v, f"{path}.{key}")
+        return out
+    if isinstance(obj, list):
+        return {(path, "list")}.union(*(_schema(v, path + "[]") for v in obj))
+    return {(path, type(obj).__name__)}
+
+
+def _rows(file: Path) -> list[dict]:
+    """BEAM rows with their probing questions parsed."""
+    rows = [json.loads(line) for line in file.read_text().splitlines()]
+    return [dict(r, probing_questions=ast.literal_eval(r["probing_questions"])) for r in rows]
+
+
+# BEAM's per-ability fields as the upstream probing_questions.json files write them
+# (mohammadtavakoli78/BEAM chats/100K/1/probing_questions/probing_questions.json).
+BEAM_FIELDS = {
+    "abstention": (
+        "question ideal_response difficulty abstention_type why_unanswerable plan_reference rubric"
+    ),
+    "contradiction_resolution": (
+        "question ideal_answer difficulty contradiction_type topic_questioned "
+        "conversation_references tests_for source_chat_ids rubric"
+    ),
+    "event_ordering": (
+        "question answer difficulty ordering_type total_mentions "
+        "conversation_references ordering_tested source_chat_ids rubric"
+    ),
+    "information_extraction": (
+        "question answer difficulty question_type conversation_reference "
+        "key_facts_tested source_chat_ids rubric"
+    ),
+    "instruction_following": (
+        "question instruction_being_tested expected_compliance "
+        "compliance_indicators non_compliance_signs difficulty instruction_type "
+        "source_chat_ids rubric"
+    ),
+    "knowledge_update": (
+        "question answer difficulty update_type tests_retention_of "
+        "conversation_references potential_confusion source_chat_ids rubric"
+    ),
+    "multi_session_reasoning": (
+        "question answer difficulty reasoning_type sessions_required "
+        "conversation_references reasoning_steps source_chat_ids rubric"
+    ),
+    "preference_following": (
+        "question preference_being_tested expected_compliance "
+        "compliance_indicators non_compliance_signs difficulty preference_type "
+        "source_chat_ids rubric"
+    ),
+    "summarization": (
+        "question ideal_summary difficulty summarization_type "
+        "bullet_points_covered conversation_sessions key_elements_tested "
+        "synthesis_required source_chat_ids rubric"
+    ),
+    "temporal_reasoning": (
+        "question answer difficulty temporal_type time_points "
+        "conversation_references calculation_required source_chat_ids rubric"
+    ),
+}
+
+
+def test_the_files_have_the_exact_schema_of_the_upstream_fixtures(tmp_path):
+    """Same keys, nesting and types as tests/fixtures' exact-schema files; what the fixtures have
+    and the generator does not is only the release's rarer variants (integer golds, null authors)."""
+
+    def read(*parts):
+        return json.loads(Path(*parts).read_text())
+
+    pairs = {
+        "longmemeval_s": (
+            lambda d: read(d, "longmemeval_s_cleaned.json"),
+            read(FIXTURES, "longmemeval", "longmemeval_s_cleaned.json"),
+        ),
+        "locomo": (lambda d: read(d, "locomo10.json"), read(FIXTURES, "locomo", "locomo10.json")),
+        "multihop": (
+            lambda d: [read(d, "multihop", "corpus.json"), read(d, "multihop", "MultiHopRAG.json")],
+            [
+                read(FIXTURES, "multihop", "corpus.json"),
+                read(FIXTURES, "multihop", "MultiHopRAG.json"),
+            ],
+        ),
+        "novelqa": (
+            lambda d: [
+                read(d, "novelqa", "Data", "PublicDomain", "B00.json"),
+                read(d, "novelqa", "bookmeta.json")["B00"],
+            ],
+            [
+                read(FIXTURES, "novelqa", "Data", "PublicDomain", "B01.json"),
+                read(FIXTURES, "novelqa", "bookmeta.json")["B01"],
+            ],
+        ),
+    }
+    variants = {
+        ("[].answer", "int"),
+        ("[].qa[].answer", "int"),
+        ("[][].author", "NoneType"),
+        ("[][].evidence_list[].author", "NoneType"),
+    }
+    for shape, (generated, fixture) in pairs.items():
+        n, t = SMALL[shape]
+        _write(tmp_path, shape, questions=n * 2, tokens=t * 3)  # enough turns for a shared image
+        mine, theirs = _schema(generated(tmp_path / shape)), _schema(fixture)
+        assert mine - theirs == set(), shape
+        assert theirs - mine <= variants, shape
+    for split, tokens in (("100K", 12_000), ("10M", 2_100_000)):
+        cli.synthesize("beam", tmp_path / split, 20, tokens, seed=1)
+        (row,) = _rows(tmp_path / split / f"{split}.jsonl")
+        (fix, *_) = _rows(FIXTURES / "beam" / f"{split}.jsonl")
+        assert list(row) == list(fix)  # the same keys in the same order
+        assert _schema(fix) - _schema(row) == set()
+        for ability, items in row["probing_questions"].items():
+            assert all(list(item) == BEAM_FIELDS[ability].split() for item in items), ability
+
+
+def test_memharness_synth_is_the_contract_make_rehearse_calls(tmp_path, capsys):
+    """`memharness synth SHAPE --out DIR --questions N --tokens T --seed S`, through the one command."""
+    from memharness.eval.cli.command import dispatch
+
+    for shape in ("longmemeval_s", "longmemeval_m", "locomo", "novelqa", "multihop", "beam"):
+        argv = ["synth", shape, "--out", str(tmp_path / shape), "--questions", "3"]
+        assert dispatch([*argv, "--tokens", "12000", "--seed", "7"]) == 0, shape
+        assert json.loads((tmp_path / shape / "synth.json").read_text())["seed"] == 7
+    assert capsys.readouterr().out.count("overrides: dataset=") == 6
