@@ -22,12 +22,13 @@ from itertools import accumulate
 from pathlib import Path
 
 from memharness.data_prep.synth.text import (
-    FACT_KINDS,
     HELPER,
     USER_TEMPLATES,
     Filler,
     Values,
     allocate,
+    fact_kind,
+    gold,
     hex_id,
     say_fact,
     spread,
@@ -76,7 +77,7 @@ def plan_facts(
             turns.append({"speaker": who, "text": f"I went to the {event} today.", "dated": True})
             item["question"] = f"When did {who} go to the {event}?"
         else:
-            kind = rng.choice(FACT_KINDS[:3])
+            kind = fact_kind(rng, values)
             value = values.draw(kind)
             turns.append({"speaker": who, "text": say_fact(kind, "I", noun, value, rng)})
             asked = other if cat == 5 else who  # category 5 asks about the other speaker
@@ -88,7 +89,7 @@ def plan_facts(
                 del item["answer"]
                 item["adversarial_answer"] = value
             else:
-                item["answer"] = value
+                item["answer"] = gold(kind, value)
         for t in turns[start:]:
             t["qa"] = len(qa)
         qa.append(item)

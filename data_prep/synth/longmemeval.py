@@ -26,6 +26,8 @@ from memharness.data_prep.synth.text import (
     Filler,
     Values,
     allocate,
+    fact_kind,
+    gold,
     hex_id,
     say_fact,
     start_date,
@@ -71,7 +73,7 @@ class Plan:
     qid: str
     qtype: str
     question: str
-    answer: str
+    answer: str | int  # a year is an integer gold, as the release has a few
     plants: list[Plant] = field(default_factory=list)
 
 
@@ -79,9 +81,10 @@ def plan_question(qtype: str, abstain: bool, rng: random.Random, values: Values)
     """The question, its gold and the turns stating it (sessions numbered 0.. in time order)."""
     topics = rng.sample(TOPICS, 3)
     nouns = [rng.choice(t.nouns) for t in topics]
-    kind = rng.choice(FACT_KINDS[:3])
+    kind = fact_kind(rng, values)
     qid = hex_id(rng)
     if qtype == "single-session-assistant":
+        kind = rng.choice(FACT_KINDS[:3])  # a suggestion: a name, a shop or a maker
         value = values.draw(kind)
         ask = f"Could you suggest something for my {nouns[0]}? I need a {kind.name} idea."
         reply = f"For the {nouns[0]}, I would go with {value}; it suits what you described."
@@ -124,7 +127,7 @@ def plan_question(qtype: str, abstain: bool, rng: random.Random, values: Values)
                 topics[0],
             ),
         ]
-        plan = Plan(qid, qtype, kind.ask_you.format(noun=nouns[0]), new, plants)
+        plan = Plan(qid, qtype, kind.ask_you.format(noun=nouns[0]), gold(kind, new), plants)
     elif qtype == "multi-session":
         k = 2 + (rng.random() < 0.5)
         names = [values.draw(HELPER) for _ in range(k)]
@@ -139,7 +142,7 @@ def plan_question(qtype: str, abstain: bool, rng: random.Random, values: Values)
             qid,
             qtype,
             kind.ask_you.format(noun=nouns[0]),
-            value,
+            gold(kind, value),
             [Plant(0, say_fact(kind, "I", nouns[0], value, rng), topics[0])],
         )
     if abstain:  # asked about a thing never mentioned; the planted turns stay (as upstream)

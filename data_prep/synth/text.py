@@ -175,6 +175,15 @@ FACT_KINDS: tuple[FactKind, ...] = (
     ),
 )
 HELPER = FACT_KINDS[3]
+# A year: the releases' integer golds (LoCoMo's 2022, LongMemEval's numbers); first person or a name.
+YEAR = FactKind(
+    "year",
+    "{who} got the {noun} back in {value}.",
+    "In what year did I get the {noun}?",
+    "In what year did {who} get the {noun}?",
+    "Correction about the {noun}:",
+)
+YEARS = range(1985, 2023)
 
 
 class Values:
@@ -184,8 +193,17 @@ class Values:
     def __init__(self, rng: random.Random) -> None:
         self.rng, self.used = rng, set()
 
+    def years_left(self) -> int:
+        return sum(str(y) not in self.used for y in YEARS)
+
     def draw(self, kind: FactKind) -> str:
         r = self.rng
+        if kind is YEAR:
+            left = [str(y) for y in YEARS if str(y) not in self.used]
+            if not left:
+                raise SynthError("ran out of distinct years; ask for fewer questions per episode")
+            self.used.add(value := r.choice(left))
+            return value
         for attempt in range(1_000):
             wide = attempt >= 20  # twenty collisions in a row: the narrow space is nearly used up
             if kind.name == "helper":
@@ -206,6 +224,19 @@ class Values:
                 self.used.add(value)
                 return value
         raise SynthError("ran out of distinct fact values; ask for fewer questions per episode")
+
+
+def fact_kind(rng: random.Random, values: Values) -> FactKind:
+    """A kind for a single-fact question: a year one time in ten while two years are left (the
+    integer golds), else a name, a shop or a maker."""
+    if rng.random() < 0.1 and values.years_left() >= 2:
+        return YEAR
+    return rng.choice(FACT_KINDS[:3])
+
+
+def gold(kind: FactKind, value: str) -> str | int:
+    """The gold as the release writes it: a year as an integer."""
+    return int(value) if kind is YEAR else value
 
 
 def say_fact(kind: FactKind, who: str, noun: str, value: str, rng: random.Random) -> str:
