@@ -156,7 +156,7 @@ def write(out: Path, questions: int, tokens: int, seed: int) -> dict:
         "overrides": [
             "dataset=beam",
             f"dataset.loader.scale={scale}",
-            f"dataset.loader.path={file}",
+            f"dataset.loader.path={out}",
         ],
         "tokens": sum(per),
         "tokens_per_episode": {"min": min(per), "max": max(per)},

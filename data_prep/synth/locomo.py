@@ -190,7 +190,7 @@ def write(out: Path, questions: int, tokens: int, seed: int) -> dict:
         "files": [file],
         "overrides": [
             "dataset=locomo",
-            f"dataset.loader.path={file}",
+            f"dataset.loader.path={out}",
             "dataset.loader.sha256=null",
         ],
         "tokens": sum(per),

@@ -243,7 +243,7 @@ def write(out: Path, questions: int, tokens: int, seed: int, split: str = "s") -
         "files": [file],
         "overrides": [
             "dataset=longmemeval",
-            f"dataset.loader.path={file}",
+            f"dataset.loader.path={out}",
             f"dataset.loader.split={split}",
         ],
         "tokens": sum(per_record),

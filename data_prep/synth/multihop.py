@@ -182,7 +182,7 @@ def write_corpus(file: Path, arts: list[dict], tokens: int, rng: random.Random) 
 def write(out: Path, questions: int, tokens: int, seed: int) -> dict:
     """One corpus of ``tokens`` tokens and ``questions`` queries over it."""
     rng = random.Random(f"{seed}:multihop")
-    root = out / "multihop"
+    root = out
     root.mkdir(parents=True, exist_ok=True)
     arts = plan_articles(max(4, round(tokens / ARTICLE_TOKENS)), rng)
     queries = plan_queries(questions, arts, rng)

@@ -1,4 +1,5 @@
-"""NovelQA-shaped books: ``Books/PublicDomain/Bxx.txt``, ``Data/PublicDomain/Bxx.json``, ``bookmeta.json``.
+"""NovelQA-shaped books: ``Books/PublicDomain/Bxx.txt``, ``Data/PublicDomain/Bxx.json``, ``bookmeta.json``
+(in DIR itself, so ``dataset.loader.path=DIR`` loads them).
 
 A book is chapters of narrative on one topic each, with its own cast; planted sentences state what
 its multiple-choice questions ask (``QID``, ``Aspect``, ``Complexity``, ``Question``, ``Options``
@@ -136,7 +137,7 @@ def write_book(
 
 def write(out: Path, questions: int, tokens: int, seed: int) -> dict:
     """``questions`` over ceil(questions / 26) books of ``tokens`` tokens each."""
-    root, n_books = out / "novelqa", math.ceil(questions / PER_BOOK)
+    root, n_books = out, math.ceil(questions / PER_BOOK)
     files, per, meta, aspects = [], [], {}, {}
     for b, n_q in enumerate(spread(questions, n_books)):
         book_files, used, meta[f"B{b:02d}"] = write_book(root, b, n_q, tokens, seed)

@@ -179,14 +179,9 @@ def _episode_tokens(shape: str, root: Path) -> list[int]:
             for r in recs
         ]
     if shape == "novelqa":
-        return [COUNT(p.read_text()) for p in sorted((root / "novelqa" / "Books").rglob("*.txt"))]
+        return [COUNT(p.read_text()) for p in sorted((root / "Books").rglob("*.txt"))]
     if shape == "multihop":
-        return [
-            sum(
-                COUNT(a["body"])
-                for a in json.loads((root / "multihop" / "corpus.json").read_text())
-            )
-        ]
+        return [sum(COUNT(a["body"]) for a in json.loads((root / "corpus.json").read_text()))]
     out = []
     for line in next(root.glob("*.jsonl")).read_text().splitlines():
         row = json.loads(line)
@@ -227,7 +222,7 @@ def test_the_command_writes_synth_json_and_prints_the_overrides(tmp_path, capsys
     summary = json.loads((out / "synth.json").read_text())
     assert code == 0 and summary["questions"] == 3 and summary["seed"] == 2
     assert "overrides: " + " ".join(summary["overrides"]) in printed
-    assert summary["overrides"][1] == f"dataset.loader.path={out / 'longmemeval_s_cleaned.json'}"
+    assert summary["overrides"][1] == f"dataset.loader.path={out}"  # DIR itself, for every shape
     digest = summary["files"]["longmemeval_s_cleaned.json"]["sha256"]
     assert digest in printed and len(digest) == 64
 
@@ -341,7 +336,7 @@ def test_the_files_have_the_exact_schema_of_the_upstream_fixtures(tmp_path):
         ),
         "locomo": (lambda d: read(d, "locomo10.json"), read(FIXTURES, "locomo", "locomo10.json")),
         "multihop": (
-            lambda d: [read(d, "multihop", "corpus.json"), read(d, "multihop", "MultiHopRAG.json")],
+            lambda d: [read(d, "corpus.json"), read(d, "MultiHopRAG.json")],
             [
                 read(FIXTURES, "multihop", "corpus.json"),
                 read(FIXTURES, "multihop", "MultiHopRAG.json"),
@@ -349,8 +344,8 @@ def test_the_files_have_the_exact_schema_of_the_upstream_fixtures(tmp_path):
         ),
         "novelqa": (
             lambda d: [
-                read(d, "novelqa", "Data", "PublicDomain", "B00.json"),
-                read(d, "novelqa", "bookmeta.json")["B00"],
+                read(d, "Data", "PublicDomain", "B00.json"),
+                read(d, "bookmeta.json")["B00"],
             ],
             [
                 read(FIXTURES, "novelqa", "Data", "PublicDomain", "B01.json"),
@@ -373,6 +368,10 @@ def test_the_files_have_the_exact_schema_of_the_upstream_fixtures(tmp_path):
             assert all(list(item) == BEAM_FIELDS[ability].split() for item in items), ability
 
 
+SHAPE_LOADER = {"longmemeval_s": "longmemeval", "longmemeval_m": "longmemeval"}
+SHAPE_LOADER.update({s: s for s in ("locomo", "novelqa", "multihop", "beam")})
+
+
 def test_memharness_synth_is_the_contract_make_rehearse_calls(tmp_path, capsys):
     """`memharness synth SHAPE --out DIR --questions N --tokens T --seed S`, through the one command."""
     from memharness.eval.cli.command import dispatch
@@ -380,5 +379,7 @@ def test_memharness_synth_is_the_contract_make_rehearse_calls(tmp_path, capsys):
     for shape in ("longmemeval_s", "longmemeval_m", "locomo", "novelqa", "multihop", "beam"):
         argv = ["synth", shape, "--out", str(tmp_path / shape), "--questions", "3"]
         assert dispatch([*argv, "--tokens", "12000", "--seed", "7"]) == 0, shape
-        assert json.loads((tmp_path / shape / "synth.json").read_text())["seed"] == 7
+        summary = json.loads((tmp_path / shape / "synth.json").read_text())
+        assert summary["seed"] == 7 and summary["overrides"][0] == f"dataset={SHAPE_LOADER[shape]}"
+        assert f"dataset.loader.path={tmp_path / shape}" in summary["overrides"]  # DIR itself
     assert capsys.readouterr().out.count("overrides: dataset=") == 6
