@@ -33,8 +33,8 @@ def check_request(shape: str, questions: int | None, tokens: int | None) -> tupl
     floor = spec.min_tokens(n)
     if t < floor:
         raise SynthError(
-            f"--tokens {t:,} is too small for {n:,} {shape} questions: {spec.episode} needs at "
-            f"least {floor:,} tokens to hold their evidence"
+            f"--tokens {t:,} is too small for {n:,} {shape} questions: their evidence needs at "
+            f"least {floor:,} tokens per {spec.episode}"
         )
     return n, t
 
@@ -69,7 +69,17 @@ def synthesize(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    shapes = "\n".join(
+        f"  {name:14s} {spec.questions:>5,} questions, {spec.tokens:>9,} tokens per {spec.episode}"
+        for name, spec in SHAPES.items()
+    )
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Seeded files in the upstream schemas at real sizes, for load, scale and cost "
+        "rehearsals (never scores). docs/datasets.md, 'Generated data at real sizes'.",
+        epilog=f"shapes and their released sizes (the defaults):\n{shapes}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("shape", help=f"one of: {', '.join(SHAPES)}")
     parser.add_argument("--out", required=True, type=Path, help="folder to write into")
     parser.add_argument("--questions", type=int, default=None, help="questions in all")
