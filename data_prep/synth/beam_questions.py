@@ -43,8 +43,9 @@ def _ids(probe: dict, key: str | None = None) -> Callable[[int], None]:
 
 def plan_probe(ability: str, topic: Topic, rng: random.Random, values: Values) -> dict:
     """One question of ``ability`` about ``topic`` and the statements that answer it."""
-    noun, noun2, noun3 = rng.sample(topic.nouns, 3)
     kind = rng.choice(FACT_KINDS[:3])
+    what = kind.name if ability in ("information_extraction", "knowledge_update") else ability
+    noun, noun2, noun3 = (values.subject(what, topic.nouns) for _ in range(3))  # none asked twice
     p: dict = {"_ability": ability, "_statements": []}
     say: list[str] = []
     if ability == "abstention":
@@ -85,7 +86,10 @@ def plan_probe(ability: str, topic: Topic, rng: random.Random, values: Values) -
         items = [noun, noun2, noun3]
         say = [f"Today I started working on the {n}." for n in items]
         p.update(
-            question="In what order did I start on the things I mentioned? Mention ONLY three items.",
+            question=(
+                f"In what order did I start on the {', the '.join(sorted(items)[:2])} and the "
+                f"{sorted(items)[2]}? Mention ONLY three items."
+            ),
             answer=" ".join(f"{i + 1}) the {n}" for i, n in enumerate(items)),
             difficulty="medium",
             ordering_type="mention_sequence",
@@ -176,7 +180,7 @@ def plan_probe(ability: str, topic: Topic, rng: random.Random, values: Values) -
         steps = [f"set up the {noun}", f"fixed the {noun2}", f"finished the {noun3}"]
         say = [f"Progress note: I {s}." for s in steps]
         p.update(
-            question=f"Can you summarise my progress on the {topic.name} work?",
+            question=f"Can you summarise my progress on the {noun}, the {noun2} and the {noun3}?",
             ideal_summary=f"You {steps[0]}, then {steps[1]}, and finally {steps[2]}.",
             difficulty="medium",
             summarization_type="chronological_development",

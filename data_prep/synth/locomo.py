@@ -58,8 +58,10 @@ def plan_facts(
         who = rng.choice(speakers)
         other = speakers[1] if who == speakers[0] else speakers[0]
         topic = next(topics)
-        noun = rng.choice(topic.nouns)
-        noun2 = rng.choice([n for n in next(topics).nouns if n != noun]) if cat == 1 else ""
+        kind = fact_kind(rng, values) if cat > 2 else HELPER
+        what = "event" if cat == 2 else kind.name  # one question per subject and kind of fact
+        noun = values.subject(what, topic.nouns)
+        noun2 = values.subject(what, next(topics).nouns) if cat == 1 else ""
         item: dict = {"question": "", "answer": "", "evidence": [], "category": cat}
         start = len(turns)
         if cat == 1:  # two statements, one answer each, comma-joined as the release does
@@ -77,7 +79,6 @@ def plan_facts(
             turns.append({"speaker": who, "text": f"I went to the {event} today.", "dated": True})
             item["question"] = f"When did {who} go to the {event}?"
         else:
-            kind = fact_kind(rng, values)
             value = values.draw(kind)
             turns.append({"speaker": who, "text": say_fact(kind, "I", noun, value, rng)})
             asked = other if cat == 5 else who  # category 5 asks about the other speaker

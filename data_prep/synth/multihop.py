@@ -110,7 +110,8 @@ def plan_queries(n: int, arts: list[dict], rng: random.Random) -> list[dict]:
             continue
         a, b = pick()
         noun = rng.choice(a["_topic"].nouns)  # the articles' facts are on the first one's topic
-        if qtype == "inference_query":
+        if qtype == "inference_query":  # asked by sources and noun: no two may share them
+            noun = values.subject(qtype, a["_topic"].nouns, *sorted((a["source"], b["source"])))
             firm = values.draw(BRAND)
             ev = [
                 fact(a, f"{firm} announced a new {noun} line this week."),

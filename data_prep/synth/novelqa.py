@@ -45,13 +45,19 @@ LETTERS = "ABCD"
 
 
 def plan_book(n_q: int, cast: list[str], topics: list, rng: random.Random) -> tuple[list, list]:
-    """Planted sentences (text, order key) and the question items."""
+    """Planted sentences, in the order they must appear, and the question items."""
     values, plants, items = Values(rng), [], []
+    nouns = tuple(n for t in topics for n in t.nouns)
     aspects = [a for a, n in allocate(n_q, ASPECTS).items() for _ in range(n)]
     rng.shuffle(aspects)
     for q, aspect in enumerate(aspects, start=1):
         who, other = rng.sample(cast, 2)
-        noun = rng.choice(rng.choice(topics).nouns)
+        kind = (
+            HELPER
+            if aspect == "relat"
+            else next((k for k in FACT_KINDS if k.name == KIND_OF.get(aspect)), None)
+        )
+        noun = values.subject(kind.name if kind else aspect, nouns)  # one question a subject
         item = {"QID": f"Q{q:04d}", "Aspect": aspect, "Complexity": COMPLEXITY[aspect]}
         if aspect == "times":
             k = rng.randint(2, 6)
@@ -64,17 +70,13 @@ def plan_book(n_q: int, cast: list[str], topics: list, rng: random.Random) -> tu
         elif aspect == "span":
             a, b = rng.sample(topics, 2)
             first, second = (
-                f"the {rng.choice(t.nouns)} fair at {rng.choice(t.places)}" for t in (a, b)
+                f"the {values.subject('fair', t.nouns)} fair at {rng.choice(t.places)}"
+                for t in (a, b)
             )
             plants += [f"{who} went to {first}.", f"Much later, {who} went to {second}."]
             question = f"Which did {who} visit first: {first} or {second}?"
             gold, wrong = first, [second]
         else:
-            kind = (
-                HELPER
-                if aspect == "relat"
-                else next(k for k in FACT_KINDS if k.name == KIND_OF[aspect])
-            )
             gold = values.draw(kind)
             plants.append(say_fact(kind, who, noun, gold, rng))
             question = kind.ask_3rd.format(who=who, poss="their", noun=noun)

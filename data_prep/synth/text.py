@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 
 from memharness.data_prep.synth.vocabulary import (
     HELPER_NAMES,
+    TOPICS,
     VALUE_WORDS_A,
     VALUE_WORDS_B,
     VALUE_WORDS_C,
@@ -184,14 +185,32 @@ YEAR = FactKind(
     "Correction about the {noun}:",
 )
 YEARS = range(1985, 2023)
+EVENT = FactKind(
+    "event", "", "", "", ""
+)  # a dated visit ("the <noun> meetup at <place>"): a subject key
 
 
 class Values:
     """Distinct fact values for one episode: helper names, else pairs of value words; once the
-    pairs of a kind grow scarce, a third word (helpers: a middle initial) widens the space."""
+    pairs of a kind grow scarce, a third word (helpers: a middle initial) widens the space. Also
+    the subjects already asked about, so no two questions of an episode share one."""
 
     def __init__(self, rng: random.Random) -> None:
-        self.rng, self.used = rng, set()
+        self.rng, self.used, self.asked = rng, set(), set()
+
+    def subject(self, what: str, nouns: tuple[str, ...], *scope: str, spill: bool = True) -> str:
+        """A noun of ``nouns`` (else, with ``spill``, of any topic) no question of this episode
+        has asked ``what`` about within ``scope``; "" when ``spill`` is off and none is left."""
+        pools = [list(nouns)] + ([[n for t in TOPICS for n in t.nouns]] if spill else [])
+        for pool in pools:
+            free = [n for n in pool if (what, n, *scope) not in self.asked]
+            if free:
+                noun = self.rng.choice(free)
+                self.asked.add((what, noun, *scope))
+                return noun
+        if spill:
+            raise SynthError(f"every subject is taken for {what!r}; ask for fewer questions")
+        return ""
 
     def years_left(self) -> int:
         return sum(str(y) not in self.used for y in YEARS)

@@ -153,6 +153,9 @@ def test_each_shape_loads_through_its_loader_with_gold_evidence_and_answers_in_i
     assert ds.num_questions == SMALL[shape][0] == summary["questions"]
     assert ds.metadata["integrity"] == {}  # no duplicate ids, empty texts or dangling evidence
     assert len(ds.episodes) == summary["episodes"]
+    for ep in ds.episodes:  # one question per subject: none asked twice, so each has one gold
+        texts = [q.text for q in ep.questions]
+        assert len(set(texts)) == len(texts), shape
     CHECKS[shape](ds, summary, tmp_path)
     half = make_cfg(*summary["overrides"], f"dataset.limit={SMALL[shape][0] // 2}")
     sub = load_dataset(half)  # a stratified subset of the generated file, as of a real one
