@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -93,15 +94,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         return 2
     took = time.perf_counter() - start  # a measured latency, reported, never written
-    print(
+    lines = [
         f"{PROG} {s['shape']}: {s['questions']:,} questions, {s['episodes']:,} episodes, "
         f"{s['tokens']:,} tokens in {took:.1f} s ({took / max(s['tokens'], 1) * 1e6:.2f} s per "
-        "million tokens)"
-    )
-    for name, f in s["files"].items():
-        print(f"  {name}  sha256 {f['sha256']}  {f['bytes']:,} bytes")
-    print("overrides: " + " ".join(s["overrides"]))
-    print(f"written: {args.out.resolve() / 'synth.json'}")
+        "million tokens)",
+        *(
+            f"  {name}  sha256 {f['sha256']}  {f['bytes']:,} bytes"
+            for name, f in s["files"].items()
+        ),
+        "overrides: " + " ".join(s["overrides"]),
+        f"written: {args.out.resolve() / 'synth.json'}",
+    ]
+    try:
+        print("\n".join(lines), flush=True)
+    except (
+        BrokenPipeError
+    ):  # piped into a reader that stopped early (| head): the files are written
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 
