@@ -43,6 +43,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "hierarchy": ("memharness.memsys.hierarchy.__main__", "build and view one hierarchy"),
     "data-stats": ("memharness.data_prep.stats", "statistics of a dataset"),
     "msc-e": ("memharness.data_prep.msc_e", "generate MSC-E"),
+    "synth": (
+        "memharness.data_prep.synth.cli",
+        "generated files in the upstream schemas at real sizes (rehearsals)",
+    ),
     "models": ("memharness.memsys.services.backends.embedded_models", "assemble the models"),
     "bench": ("memharness.eval.bench.__main__", "speed and memory benchmarks"),
 }
