@@ -1,0 +1,428 @@
+"""The rehearsal backend's replies, one builder per prompt family (rehearsal_families.FAMILIES).
+
+Each builder reads the placeholders' values of the recognised prompt (``f``) and the request
+(``r``: messages, ``max_tokens``, ``choices``) and writes a reply in the format that prompt asks
+for, from the prompt's own words: no model, a pure function of the request.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from memharness.memsys.testing.rehearsal_text import (
+    answer_words,
+    best_sentence,
+    content_words,
+    entities,
+    extractive_summary,
+    overlap,
+    sentences,
+)
+
+_OPTION = re.compile(r"^\s*\(?([A-Z])[\).:]\s*(.+)$", re.MULTILINE)
+_NUMBERED = re.compile(
+    r"(?:Passage|Document)\s+(\d+):\s*(.*?)(?=(?:Passage|Document)\s+\d+:|\Z)", re.S
+)
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What a builder sees: the prompt's fields, the request's messages and its output settings."""
+
+    fields: dict[str, str]
+    messages: tuple[tuple[str, str], ...]
+    max_tokens: int
+    choices: tuple[str, ...] | None = None
+    summary_share: float = 0.4
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, *names: str) -> str:
+        """The first of ``names`` the prompt has, else ""."""
+        return next((self.fields[n] for n in names if self.fields.get(n)), "")
+
+    @property
+    def words(self) -> int:
+        """Words a free-text reply may have: three quarters of its token cap."""
+        return max(1, int(self.max_tokens * 0.75))
+
+    def question(self) -> str:
+        """The question: a field of the prompt, else the last user message (a system-held prompt)."""
+        return self.get("question", "query") or self.messages[-1][1]
+
+
+def _summary(a: Ask) -> str:
+    text = "\n".join(v for k, v in a.fields.items() if len(v) > 20 and k != "max_length")
+    return extractive_summary(text or a.messages[-1][1], a.summary_share, a.words) or "(empty)"
+
+
+def _types(a: Ask) -> list[str]:
+    raw = a.get("entity_types") or "ORGANIZATION,PERSON,GEO,EVENT"
+    return [t.strip().strip("[]'\" ").upper() for t in raw.split(",") if t.strip()]
+
+
+def _describe(name: str, text: str) -> str:
+    low = name.lower()
+    sents = sentences(text)
+    return next((s for s in sents if low in s.lower()), sents[0] if sents else name)
+
+
+def _relations(names: list[str], text: str) -> list[tuple[str, str, str, int]]:
+    """Pairs of names sharing a sentence (strength = shared sentences), plus the chain of names."""
+    sents = [s.lower() for s in sentences(text)]
+    out = {}
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            shared = [s for s in sents if a.lower() in s and b.lower() in s]
+            if shared or b == names[i + 1]:
+                out[(a, b)] = (
+                    a,
+                    b,
+                    (shared or [f"{a} and {b} appear in one text"])[0],
+                    len(shared),
+                )
+    return [(a, b, d[:200], min(10, 2 + 2 * n)) for a, b, d, n in out.values()]
+
+
+def _records(a: Ask, names: list[str], text: str) -> str:
+    td = a.get("tuple_delimiter") or "<|>"
+    rd = a.get("record_delimiter") or "##"
+    end = a.get("completion_delimiter") or "<|COMPLETE|>"
+    types = _types(a)
+    recs = [
+        f'("entity"{td}{n.upper()}{td}{types[len(n) % len(types)]}{td}{_describe(n, text)[:200]})'
+        for n in names
+    ]
+    recs += [
+        f'("relationship"{td}{s.upper()}{td}{t.upper()}{td}{d}{td}{w})'
+        for s, t, d, w in _relations(names, text)
+    ]
+    return f"\n{rd}\n".join(recs) + f"\n{end}"
+
+
+def _graph_records(a: Ask) -> str:
+    text = a.get("input_text")
+    return _records(a, entities(text, 6), text)
+
+
+def _graph_glean(a: Ask) -> str:
+    """The gleaning turn: names of the first extraction's text not yet written (none: just the end)."""
+    first = a.extras.get("first_fields", {})
+    text, said = first.get("input_text", ""), " ".join(c for r, c in a.messages if r == "assistant")
+    new = [n for n in entities(text, 9) if n.upper() not in said.upper()][:3]
+    ask = Ask(first, a.messages, a.max_tokens)
+    return (
+        _records(ask, new, text) if new else (first.get("completion_delimiter") or "<|COMPLETE|>")
+    )
+
+
+def _graph_json(a: Ask) -> str:
+    text, types = a.get("input_text"), _types(a)
+    names = entities(text, 6)
+    return json.dumps(
+        {
+            "entities": [
+                {
+                    "name": n.upper(),
+                    "type": types[len(n) % len(types)],
+                    "description": _describe(n, text),
+                }
+                for n in names
+            ],
+            "relationships": [
+                {"source": s.upper(), "target": t.upper(), "description": d, "strength": w}
+                for s, t, d, w in _relations(names, text)
+            ],
+        }
+    )
+
+
+def _graph_report(a: Ask) -> str:
+    text = a.get("input_text")
+    names = entities(text, 3)
+    findings = [
+        {"summary": " ".join(s.split()[:10]), "explanation": s}
+        for s in sorted(sentences(text), key=lambda s: -len(content_words(s)))[:5]
+    ]
+    return json.dumps(
+        {
+            "title": " and ".join(names) or "Community",
+            "summary": extractive_summary(text, a.summary_share, min(a.words // 2, 200)),
+            "rating": float(min(10, 1 + len(set(content_words(text))) // 20)),
+            "rating_explanation": f"The community links {len(names)} named entities.",
+            "findings": findings,
+        }
+    )
+
+
+def _graph_map(a: Ask) -> str:
+    question, table = a.question(), a.get("context_data")
+    q = content_words(question)
+    rows = sorted(sentences(table), key=lambda s: -overlap(q, content_words(s)))[:3]
+    points = [{"description": s, "score": int(100 * overlap(q, content_words(s)))} for s in rows]
+    return json.dumps({"points": points or [{"description": "Nothing relevant.", "score": 0}]})
+
+
+def _ner(a: Ask) -> str:
+    return json.dumps({"named_entities": entities(a.get("passage", "question"), 8)})
+
+
+def _openie(a: Ask) -> str:
+    passage = a.get("passage")
+    try:
+        names = json.loads(a.get("named_entity_json") or "{}").get("named_entities") or []
+    except (json.JSONDecodeError, AttributeError):
+        names = []
+    names = [str(n) for n in names] or entities(passage, 6)
+    triples = [[s, "related to", t] for s, t, _, _ in _relations(names, passage)][:6]
+    for n in names:  # each name with two content words of its sentence, as "the <word>" phrases
+        words = [w for w in re.findall(r"[A-Za-z]+", _describe(n, passage)) if content_words(w)]
+        for w in [w for w in words if w.lower() not in n.lower()][:2]:
+            triples.append([n, "mentions", f"the {w.lower()}"])
+    return json.dumps({"triples": triples[:12]})
+
+
+def _fact_filter(a: Ask) -> str:
+    try:
+        facts = json.loads(a.get("fact_before_filter") or "{}").get("fact") or []
+    except (json.JSONDecodeError, AttributeError):
+        facts = []
+    q = content_words(a.question())
+    kept = [f for f in facts if overlap(q, content_words(" ".join(map(str, f)))) > 0][:3]
+    return json.dumps({"fact": kept})
+
+
+def _numbered_triples(a: Ask) -> str:
+    lines = []
+    for s in sentences(a.get("text")):
+        words = [w for w in re.findall(r"[A-Za-z0-9][A-Za-z0-9'\-]*", s) if content_words(w)]
+        if len(words) >= 3:
+            lines.append(f"{len(lines) + 1}. {words[0]}; {words[1]}; {' '.join(words[2:5])}")
+    return "\n".join(lines[: max(1, a.words // 8)]) or "1. text; has; no facts"
+
+
+def _atomic_facts(a: Ask) -> str:
+    lines = []
+    for s in sentences(a.get("text")):
+        keys = [w for w in re.findall(r"[A-Za-z0-9][A-Za-z0-9'\-]*", s) if content_words(w)][:4]
+        if keys:
+            lines.append(f"{len(lines) + 1}. {' '.join(s.split()[:25])} | " + " | ".join(keys))
+    return "\n".join(lines[: max(1, a.words // 30)]) or "1. The text states nothing. | text"
+
+
+def _rerank(a: Ask) -> str:
+    q = content_words(a.question())
+    docs = _NUMBERED.findall(a.get("documents"))
+    scores = {int(n): 1 + min(9, round(18 * overlap(q, content_words(t)))) for n, t in docs}
+    ranked = sorted(scores, key=lambda d: (-scores[d], d))
+    if "JSON" in a.get("output_format"):
+        ratings = [{"document": d, "relevance_score": scores[d]} for d in ranked]
+        return json.dumps({"ratings": ratings})
+    return "\n".join(f"Doc: {d}, Relevance Score: {scores[d]}" for d in ranked)
+
+
+def _thought(a: Ask) -> str:
+    context, question = a.get("context"), a.question()
+    return (
+        f"{best_sentence(context, question)} So the answer is: {answer_words(context, question)}."
+    )
+
+
+def _rating(a: Ask) -> str:
+    text = a.get("memory")
+    return str(min(10, 1 + len(set(content_words(text))) // 4 + len(entities(text, 3)) // 2))
+
+
+def _passages(text: str) -> list[tuple[int, str]]:
+    return [(int(n), t) for n, t in _NUMBERED.findall(text)]
+
+
+def _selection(a: Ask) -> str:
+    q = content_words(a.question())
+    scored = [(overlap(q, content_words(t)), n) for n, t in _passages(a.get("passages"))]
+    picked = sorted(n for s, n in sorted(scored, reverse=True)[:3] if s > 0)
+    return str(picked or [min((n for _, n in scored), default=1)])
+
+
+def _page_break(a: Ask) -> str:
+    """The offered label between the two paragraphs that share the fewest content words."""
+    text = "\n".join(a.fields.get(k, "") for k in ("previous", "passage", "next"))
+    parts = re.split(r"<(\d+)>", text)
+    labels = [(int(parts[i]), parts[i - 1], parts[i + 1]) for i in range(1, len(parts) - 1, 2)]
+    if not labels:
+        return "Break point: <1>\nBecause the passage ends there."
+    best = min(labels, key=lambda x: (overlap(content_words(x[1]), content_words(x[2])), -x[0]))
+    return f"Break point: <{best[0]}>\nBecause the topic changes there."
+
+
+def _lookup(a: Ask) -> str:
+    pages = re.split(r"<Page (\d+)>", a.get("gists"))
+    q = content_words(a.question())
+    scored = sorted(
+        (
+            (overlap(q, content_words(pages[i + 1])), int(pages[i]))
+            for i in range(1, len(pages) - 1, 2)
+        ),
+        reverse=True,
+    )
+    read = a.get("read").strip().lower()
+    if "sequential" in a.extras.get("key", "") and read not in ("", "none"):
+        return "STOP"
+    cap = (
+        1
+        if "sequential" in a.extras.get("key", "")
+        else max(1, min(2, int(a.get("max_pages") or 2)))
+    )
+    picked = [n for _, n in scored[:cap]] or [0]
+    return f"I want to look up Page {picked} to check the details."
+
+
+def _agent_call(a: Ask) -> str:
+    """MemGPT's loop: search recall for the question's rarest word, then send an answer from it."""
+    users = [c for r, c in a.messages if r == "user"]
+    question = users[0] if users else ""
+    if not any(r == "assistant" for r, _ in a.messages):
+        words = sorted(
+            set(re.findall(r"[A-Za-z]{4,}", question)) - {"What", "When", "Where"}, key=len
+        )
+        query = words[-1] if words else "memory"
+        call = {"function": "conversation_search", "arguments": {"query": query, "page": 0}}
+        return json.dumps(
+            {"thought": "I should search my history.", **call, "request_heartbeat": True}
+        )
+    message = answer_words("\n".join(users[1:]), question)
+    return json.dumps(
+        {"thought": "I found it.", "function": "send_message", "arguments": {"message": message}}
+    )
+
+
+def _answer(a: Ask) -> str:
+    context = a.get("context", "report_data", "history", "summary")
+    return " ".join(answer_words(context, a.question()).split()[: a.words])
+
+
+def _answer_cot(a: Ask) -> str:
+    context, question = a.get("context"), a.question()
+    return f"The nearest result says: {best_sentence(context, question)}\nAnswer: {answer_words(context, question)}"
+
+
+def _choice(a: Ask) -> str:
+    context = content_words(a.get("context", "report_data"))
+    options = _OPTION.findall(a.get("options"))
+    letter, text = max(
+        options, key=lambda o: overlap(context, content_words(o[1])), default=("A", "")
+    )
+    return letter if a.choices else f"Answer: ({letter}) {text.strip()}"
+
+
+def _claim(a: Ask) -> str:
+    near = overlap(content_words(a.get("claim")), content_words(a.get("context")))
+    return "faithful" if near >= 0.05 else "unfaithful"
+
+
+def _agrees(a: Ask) -> float:
+    """How much of the reference the prediction says (recall of its content words)."""
+    ref = content_words(a.get("reference", "second"))
+    pred = set(content_words(a.get("prediction", "first")))
+    return sum(w in pred for w in ref) / len(ref) if ref else 0.0
+
+
+def _verdict_digit(a: Ask) -> str:
+    return "1" if _agrees(a) >= 0.5 else "0"
+
+
+def _verdict_label(a: Ask) -> str:
+    return "CORRECT" if _agrees(a) >= 0.5 else "WRONG"
+
+
+def _verdict_yes_no(a: Ask) -> str:
+    return "yes" if _agrees(a) >= 0.5 else "no"
+
+
+def _nugget(a: Ask) -> str:
+    score = 1.0 if _agrees(a) >= 0.5 else 0.5 if _agrees(a) >= 0.2 else 0.0
+    return json.dumps({"score": score, "reason": "word overlap of the response with the criterion"})
+
+
+def _wrong_answer(a: Ask) -> str:
+    ref = set(content_words(a.get("reference")))
+    words = [
+        w
+        for w in re.findall(r"[A-Za-z]{3,}", a.question())
+        if content_words(w) and content_words(w)[0] not in ref
+    ]
+    return " ".join(words[:3]) or "none of them"
+
+
+def _dialogue(a: Ask) -> str:
+    lines = sentences(a.get("recent_chat_hist")) or ["Hello there."]
+    n = max(1, int(a.get("n_rounds") or 1))
+    return "\n".join(
+        f"{'Alex' if i % 2 == 0 else 'Bob'}: {lines[i % len(lines)]}" for i in range(2 * n)
+    )
+
+
+def _qa_pairs(a: Ask) -> str:
+    said = [
+        s.split(":", 1)[1].strip() for s in sentences(a.get("chat_hist")) if s.startswith("Alex:")
+    ]
+    n = max(1, int(a.get("n_q") or 1))
+    return json.dumps(
+        [
+            {"question": f"What did you say about {' '.join(content_words(s)[:2])}?", "response": s}
+            for s in said[:n]
+        ]
+    )
+
+
+def _unrecognised(a: Ask) -> str:
+    return extractive_summary(a.messages[-1][1], a.summary_share, a.words) or "(empty)"
+
+
+REPLIES: dict[str, Callable[[Ask], str]] = {
+    "summary": _summary,
+    "graph_records": _graph_records,
+    "graph_json": _graph_json,
+    "graph_glean": _graph_glean,
+    "graph_loop": lambda a: "N",
+    "graph_report": _graph_report,
+    "graph_map": _graph_map,
+    "ner": _ner,
+    "openie": _openie,
+    "fact_filter": _fact_filter,
+    "numbered_triples": _numbered_triples,
+    "atomic_facts": _atomic_facts,
+    "rerank": _rerank,
+    "thought": _thought,
+    "rating": _rating,
+    "selection": _selection,
+    "page_break": _page_break,
+    "lookup": _lookup,
+    "agent_call": _agent_call,
+    "answer": _answer,
+    "answer_cot": _answer_cot,
+    "choice": _choice,
+    "claim": _claim,
+    "verdict_digit": _verdict_digit,
+    "verdict_label": _verdict_label,
+    "verdict_yes_no": _verdict_yes_no,
+    "nugget_score": _nugget,
+    "wrong_answer": _wrong_answer,
+    "dialogue": _dialogue,
+    "qa_pairs": _qa_pairs,
+    "unrecognised": _unrecognised,
+}
+
+
+def constrain(text: str, choices: tuple[str, ...] | None) -> str:
+    """A reply held to the request's allowed outputs: the choice it equals (case aside) or starts
+    with, else the first choice."""
+    if not choices:
+        return text
+    low = text.strip().lower()
+    exact = [c for c in choices if c.lower() == low]
+    starts = [c for c in choices if c and low.startswith(c.lower())]
+    return (exact or starts or [choices[0]])[0]
