@@ -162,7 +162,14 @@ def _graph_map(a: Ask) -> str:
     question, table = a.question(), a.get("context_data")
     q = content_words(question)
     rows = sorted(sentences(table), key=lambda s: -overlap(q, content_words(s)))[:3]
-    points = [{"description": s, "score": int(100 * overlap(q, content_words(s)))} for s in rows]
+    points = [
+        {"description": " ".join(s.split()[:60]), "score": int(100 * overlap(q, content_words(s)))}
+        for s in rows
+    ]
+    # the best row always counts a little (a served model rarely scores every point 0), the rest if relevant
+    points = [p for i, p in enumerate(points) if p["score"] > 0 or i == 0]
+    if points:
+        points[0]["score"] = max(1, points[0]["score"])
     return json.dumps({"points": points or [{"description": "Nothing relevant.", "score": 0}]})
 
 
@@ -286,13 +293,13 @@ def _agent_call(a: Ask) -> str:
     question = users[0] if users else ""
     if not any(r == "assistant" for r, _ in a.messages):
         words = sorted(
-            set(re.findall(r"[A-Za-z]{4,}", question)) - {"What", "When", "Where"}, key=len
+            set(re.findall(r"[A-Za-z]{4,}", question)) - {"What", "When", "Where", "Which"},
+            key=lambda w: (len(w), w),
         )
         query = words[-1] if words else "memory"
-        call = {"function": "conversation_search", "arguments": {"query": query, "page": 0}}
-        return json.dumps(
-            {"thought": "I should search my history.", **call, "request_heartbeat": True}
-        )
+        args = {"query": query, "page": 0, "request_heartbeat": True}
+        call = {"function": "conversation_search", "arguments": args}
+        return json.dumps({"thought": "I should search my history.", **call})
     message = answer_words("\n".join(users[1:]), question)
     return json.dumps(
         {"thought": "I found it.", "function": "send_message", "arguments": {"message": message}}
