@@ -145,7 +145,7 @@ def _graph_report(a: Ask) -> str:
     names = entities(text, 3)
     findings = [
         {"summary": " ".join(s.split()[:10]), "explanation": s}
-        for s in sorted(sentences(text), key=lambda s: -len(content_words(s)))[:5]
+        for s in sorted(sentences(text), key=lambda s: -len(s.split()))[:5]
     ]
     return json.dumps(
         {

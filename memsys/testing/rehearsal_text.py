@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before
@@ -39,16 +40,20 @@ def stem(word: str) -> str:
     return w
 
 
+@lru_cache(maxsize=1 << 18)
+def _content(raw: str) -> str:
+    """A word's content form: its stem, the number itself, or "" for a stopword or a letter."""
+    low = raw.lower().strip("'-")
+    if low.isdigit():
+        return low
+    if len(low) > 1 and low.replace("'", "") not in STOPWORDS:
+        return stem(low)
+    return ""
+
+
 def content_words(text: str) -> list[str]:
     """The text's words that carry content: lower-cased, stemmed, stopwords and 1-letter words out."""
-    out = []
-    for raw in _WORD.findall(text):
-        low = raw.lower().strip("'-")
-        if len(low) > 1 and low.replace("'", "") not in STOPWORDS and not low.isdigit():
-            out.append(stem(low))
-        elif low.isdigit():
-            out.append(low)
-    return out
+    return [c for c in map(_content, _WORD.findall(text)) if c]
 
 
 def sentences(text: str) -> list[str]:
@@ -73,11 +78,12 @@ def extractive_summary(text: str, share: float, max_words: int, min_sentences: i
     sents = sentences(text)
     if not sents:
         return ""
-    freq = Counter(content_words(text))
+    per_sentence = [content_words(s) for s in sents]
+    freq = Counter(w for words in per_sentence for w in words)
     keep = max(min_sentences, round(len(sents) * share))
 
     def score(i: int) -> float:
-        words = content_words(sents[i])
+        words = per_sentence[i]
         return sum(freq[w] for w in set(words)) / (1 + len(words)) ** 0.5
 
     best = sorted(sorted(range(len(sents)), key=score, reverse=True)[:keep])
