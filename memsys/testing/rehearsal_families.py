@@ -117,10 +117,18 @@ class Template:
         return None if match is None else {k: v or "" for k, v in match.groupdict().items()}
 
 
-def _literal(piece: str) -> str:
-    """A regex for a literal piece, as str.format writes it ({{ -> {) or as given."""
-    out = re.escape(piece)
-    return out.replace(r"\{\{", r"\{\{?").replace(r"\}\}", r"\}\}?")
+def _literal(piece: str, dated: bool = False) -> str:
+    """A regex for a literal piece, as str.format writes it ({{ -> {) or as given. ``dated``: the
+    piece ends on the question's line, before which one whole line may be inserted (the answer
+    prompt's ``now_line``, eval/run/answer.py with_now)."""
+
+    def escape(text: str) -> str:
+        return re.escape(text).replace(r"\{\{", r"\{\{?").replace(r"\}\}", r"\}\}?")
+
+    if dated and "\n" in piece:
+        head, tail = piece.rsplit("\n", 1)
+        return escape(head) + r"(?:\n[^\n]*)?\n" + escape(tail)
+    return escape(piece)
 
 
 def compile_template(key: str, family: str, template: str) -> Template:
@@ -130,7 +138,7 @@ def compile_template(key: str, family: str, template: str) -> Template:
     literals, names = parts[0::2], parts[1::2]
     regex, seen = "", set()
     for i, literal in enumerate(literals):
-        regex += _literal(literal)
+        regex += _literal(literal, dated=i < len(names) and names[i] == "question")
         if i < len(names):
             name = re.sub(r"\W", "_", names[i])
             last = i == len(names) - 1 and not literals[-1].strip()
@@ -138,9 +146,10 @@ def compile_template(key: str, family: str, template: str) -> Template:
             regex += f"(?P<{name}>{group})" if name not in seen else group
             seen.add(name)
     pieces = tuple(
-        lit.replace("{{", "{").replace("}}", "}").strip()
+        line.replace("{{", "{").replace("}}", "}").strip()
         for lit in literals
-        if len(lit.strip()) >= 8
+        for line in lit.split("\n")
+        if len(line.strip()) >= 8
     )
     literal_chars = sum(len(p) for p in pieces)
     return Template(key, family, pieces, re.compile(regex, re.DOTALL), literal_chars)

@@ -277,6 +277,21 @@ def test_answers_and_verdicts_parse_and_follow_overlap():
     assert ask(mc, choices=("A", "B"))[1] == "B"
 
 
+def test_answer_prompt_with_the_dated_question_line_is_recognised():
+    """LongMemEval's questions carry a date: eval/run/answer.py with_now inserts a line before the
+    question's line, which must not make the answer prompt unrecognised."""
+    from types import SimpleNamespace
+
+    from memharness.eval.run.answer import with_now
+
+    cfg = yaml.safe_load((CONF / "eval/default.yaml").read_text())["answer"]
+    question = SimpleNamespace(asked_at="2023/05/30 (Tue) 10:00")
+    template = with_now(cfg["prompt"], question, cfg)
+    assert "Current date" in template
+    family, answer = ask(template.format(context=TEXT, question=QUESTION))
+    assert family == "answer" and "Lisbon" in answer
+
+
 def test_unrecognised_prompts_get_a_summary_and_are_counted():
     chat = RehearsalChat()
     out = chat.chat(ChatRequest.user(f"Tell me something.\n{TEXT}", max_tokens=20))
