@@ -162,6 +162,7 @@ class RehearsalEmbedder:
         self.dim, self.spread, self.model_id = dim, spread, model_id
         self.latency = Latency(base_ms, 0.0, capacity)
         self._columns: dict[str, list[tuple[int, float]]] = {}
+        self._lock = threading.Lock()
         self.calls = 0
 
     def _word(self, word: str) -> list[tuple[int, float]]:
@@ -184,7 +185,8 @@ class RehearsalEmbedder:
         return v / np.linalg.norm(v)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        self.calls += 1
+        with self._lock:
+            self.calls += 1
         self.latency.serve(0)
         rows = [self.vector(t) for t in texts]
         return np.asarray(rows, dtype=np.float32).reshape(len(texts), self.dim)

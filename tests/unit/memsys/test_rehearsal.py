@@ -251,6 +251,23 @@ def test_answers_and_verdicts_parse_and_follow_overlap():
         prediction="the Lisbon one",
     )
     assert ask(official)[1] == "yes"
+    label = prompt(
+        "judge/prompts/locomo.yaml",
+        "prompts.default",
+        question=QUESTION,
+        reference="Lisbon",
+        prediction="Paris",
+    )
+    assert ask(label, choices=("CORRECT", "WRONG"))[1] == "WRONG"
+    cot = prompt("answer_prompt/cot.yaml", "prompt", context=TEXT, question=QUESTION)
+    assert ask(cot)[1].splitlines()[-1].startswith("Answer:") and "Lisbon" in ask(cot)[1]
+    wrong = prompt(
+        "eval/default.yaml",
+        "judge_audit.wrong_prompt",
+        question=QUESTION,
+        reference="the Lisbon marathon",
+    )
+    assert "lisbon" not in ask(wrong)[1].lower()
     nugget = prompt(
         "judge/official/beam.yaml",
         "prompts.default",
