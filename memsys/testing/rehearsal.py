@@ -25,8 +25,8 @@ from memharness.memsys.services.types import ChatRequest, Completion
 from memharness.memsys.settings import Range
 from memharness.memsys.testing.doubles import digest
 from memharness.memsys.testing.rehearsal_families import UNRECOGNISED, load_templates, recognise
-from memharness.memsys.testing.rehearsal_replies import REPLIES, Ask, constrain
-from memharness.memsys.testing.rehearsal_text import content_words
+from memharness.memsys.testing.rehearsal_replies import REPLIES, constrain
+from memharness.memsys.testing.rehearsal_text import Ask, content_words
 
 __all__ = ["Latency", "RehearsalChat", "RehearsalEmbedder", "rehearsal_reply"]
 

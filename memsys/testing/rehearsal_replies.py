@@ -1,8 +1,9 @@
 """The rehearsal backend's replies, one builder per prompt family (rehearsal_families.FAMILIES).
 
-Each builder reads the placeholders' values of the recognised prompt (``f``) and the request
-(``r``: messages, ``max_tokens``, ``choices``) and writes a reply in the format that prompt asks
-for, from the prompt's own words: no model, a pure function of the request.
+Each builder reads an ``Ask`` (the recognised prompt's placeholder values, the request's messages,
+``max_tokens`` and ``choices``) and writes a reply in the format that prompt asks for, from the
+prompt's own words: no model, a pure function of the request. The graph builders (GraphRAG-lite,
+HippoRAG) are in rehearsal_graphs.py.
 """
 
 from __future__ import annotations
@@ -10,10 +11,19 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
+from memharness.memsys.testing.rehearsal_graphs import (
+    fact_filter,
+    graph_glean,
+    graph_json,
+    graph_map,
+    graph_records,
+    graph_report,
+    ner,
+    openie,
+)
 from memharness.memsys.testing.rehearsal_text import (
+    Ask,
     answer_words,
     best_sentence,
     content_words,
@@ -29,177 +39,9 @@ _NUMBERED = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Ask:
-    """What a builder sees: the prompt's fields, the request's messages and its output settings."""
-
-    fields: dict[str, str]
-    messages: tuple[tuple[str, str], ...]
-    max_tokens: int
-    choices: tuple[str, ...] | None = None
-    summary_share: float = 0.4
-    extras: dict[str, Any] = field(default_factory=dict)
-
-    def get(self, *names: str) -> str:
-        """The first of ``names`` the prompt has, else ""."""
-        return next((self.fields[n] for n in names if self.fields.get(n)), "")
-
-    @property
-    def words(self) -> int:
-        """Words a free-text reply may have: three quarters of its token cap."""
-        return max(1, int(self.max_tokens * 0.75))
-
-    def question(self) -> str:
-        """The question: a field of the prompt, else the last user message (a system-held prompt)."""
-        return self.get("question", "query") or self.messages[-1][1]
-
-
 def _summary(a: Ask) -> str:
     text = "\n".join(v for k, v in a.fields.items() if len(v) > 20 and k != "max_length")
     return extractive_summary(text or a.messages[-1][1], a.summary_share, a.words) or "(empty)"
-
-
-def _types(a: Ask) -> list[str]:
-    raw = a.get("entity_types") or "ORGANIZATION,PERSON,GEO,EVENT"
-    return [t.strip().strip("[]'\" ").upper() for t in raw.split(",") if t.strip()]
-
-
-def _describe(name: str, text: str) -> str:
-    low = name.lower()
-    sents = sentences(text)
-    return next((s for s in sents if low in s.lower()), sents[0] if sents else name)
-
-
-def _relations(names: list[str], text: str) -> list[tuple[str, str, str, int]]:
-    """Pairs of names sharing a sentence (strength = shared sentences), plus the chain of names."""
-    sents = [s.lower() for s in sentences(text)]
-    out = {}
-    for i, a in enumerate(names):
-        for b in names[i + 1 :]:
-            shared = [s for s in sents if a.lower() in s and b.lower() in s]
-            if shared or b == names[i + 1]:
-                out[(a, b)] = (
-                    a,
-                    b,
-                    (shared or [f"{a} and {b} appear in one text"])[0],
-                    len(shared),
-                )
-    return [(a, b, d[:200], min(10, 2 + 2 * n)) for a, b, d, n in out.values()]
-
-
-def _records(a: Ask, names: list[str], text: str) -> str:
-    td = a.get("tuple_delimiter") or "<|>"
-    rd = a.get("record_delimiter") or "##"
-    end = a.get("completion_delimiter") or "<|COMPLETE|>"
-    types = _types(a)
-    recs = [
-        f'("entity"{td}{n.upper()}{td}{types[len(n) % len(types)]}{td}{_describe(n, text)[:200]})'
-        for n in names
-    ]
-    recs += [
-        f'("relationship"{td}{s.upper()}{td}{t.upper()}{td}{d}{td}{w})'
-        for s, t, d, w in _relations(names, text)
-    ]
-    return f"\n{rd}\n".join(recs) + f"\n{end}"
-
-
-def _graph_records(a: Ask) -> str:
-    text = a.get("input_text")
-    return _records(a, entities(text, 6), text)
-
-
-def _graph_glean(a: Ask) -> str:
-    """The gleaning turn: names of the first extraction's text not yet written (none: just the end)."""
-    first = a.extras.get("first_fields", {})
-    text, said = first.get("input_text", ""), " ".join(c for r, c in a.messages if r == "assistant")
-    new = [n for n in entities(text, 9) if n.upper() not in said.upper()][:3]
-    ask = Ask(first, a.messages, a.max_tokens)
-    return (
-        _records(ask, new, text) if new else (first.get("completion_delimiter") or "<|COMPLETE|>")
-    )
-
-
-def _graph_json(a: Ask) -> str:
-    text, types = a.get("input_text"), _types(a)
-    names = entities(text, 6)
-    return json.dumps(
-        {
-            "entities": [
-                {
-                    "name": n.upper(),
-                    "type": types[len(n) % len(types)],
-                    "description": _describe(n, text),
-                }
-                for n in names
-            ],
-            "relationships": [
-                {"source": s.upper(), "target": t.upper(), "description": d, "strength": w}
-                for s, t, d, w in _relations(names, text)
-            ],
-        }
-    )
-
-
-def _graph_report(a: Ask) -> str:
-    text = a.get("input_text")
-    names = entities(text, 3)
-    findings = [
-        {"summary": " ".join(s.split()[:10]), "explanation": s}
-        for s in sorted(sentences(text), key=lambda s: -len(s.split()))[:5]
-    ]
-    return json.dumps(
-        {
-            "title": " and ".join(names) or "Community",
-            "summary": extractive_summary(text, a.summary_share, min(a.words // 2, 200)),
-            "rating": float(min(10, 1 + len(set(content_words(text))) // 20)),
-            "rating_explanation": f"The community links {len(names)} named entities.",
-            "findings": findings,
-        }
-    )
-
-
-def _graph_map(a: Ask) -> str:
-    question, table = a.question(), a.get("context_data")
-    q = content_words(question)
-    rows = sorted(sentences(table), key=lambda s: -overlap(q, content_words(s)))[:3]
-    points = [
-        {"description": " ".join(s.split()[:60]), "score": int(100 * overlap(q, content_words(s)))}
-        for s in rows
-    ]
-    # the best row always counts a little (a served model rarely scores every point 0), the rest if relevant
-    points = [p for i, p in enumerate(points) if p["score"] > 0 or i == 0]
-    if points:
-        points[0]["score"] = max(1, points[0]["score"])
-    return json.dumps({"points": points or [{"description": "Nothing relevant.", "score": 0}]})
-
-
-def _ner(a: Ask) -> str:
-    return json.dumps({"named_entities": entities(a.get("passage", "question"), 8)})
-
-
-def _openie(a: Ask) -> str:
-    passage = a.get("passage")
-    try:
-        names = json.loads(a.get("named_entity_json") or "{}").get("named_entities") or []
-    except (json.JSONDecodeError, AttributeError):
-        names = []
-    names = [str(n) for n in names] or entities(passage, 6)
-    triples = [[s, "related to", t] for s, t, _, _ in _relations(names, passage)][:6]
-    for n in names:  # each name with two content words of its sentence, as "the <word>" phrases
-        words = [w for w in re.findall(r"[A-Za-z]+", _describe(n, passage)) if content_words(w)]
-        for w in [w for w in words if w.lower() not in n.lower()][:2]:
-            triples.append([n, "mentions", f"the {w.lower()}"])
-    return json.dumps({"triples": triples[:12]})
-
-
-def _fact_filter(a: Ask) -> str:
-    try:
-        facts = json.loads(a.get("fact_before_filter") or "{}").get("fact") or []
-    except (json.JSONDecodeError, AttributeError):
-        facts = []
-    q = content_words(a.question())
-    kept = [f for f in facts if overlap(q, content_words(" ".join(map(str, f)))) > 0][:3]
-    return json.dumps({"fact": kept})
 
 
 def _numbered_triples(a: Ask) -> str:
@@ -391,15 +233,15 @@ def _unrecognised(a: Ask) -> str:
 
 REPLIES: dict[str, Callable[[Ask], str]] = {
     "summary": _summary,
-    "graph_records": _graph_records,
-    "graph_json": _graph_json,
-    "graph_glean": _graph_glean,
+    "graph_records": graph_records,
+    "graph_json": graph_json,
+    "graph_glean": graph_glean,
     "graph_loop": lambda a: "N",
-    "graph_report": _graph_report,
-    "graph_map": _graph_map,
-    "ner": _ner,
-    "openie": _openie,
-    "fact_filter": _fact_filter,
+    "graph_report": graph_report,
+    "graph_map": graph_map,
+    "ner": ner,
+    "openie": openie,
+    "fact_filter": fact_filter,
     "numbered_triples": _numbered_triples,
     "atomic_facts": _atomic_facts,
     "rerank": _rerank,

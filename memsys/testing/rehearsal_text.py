@@ -1,4 +1,5 @@
-"""Text pieces of the rehearsal backend: content words, sentences, extractive summaries, entities.
+"""Text pieces of the rehearsal backend: content words, sentences, extractive summaries, entities,
+and ``Ask``, what a reply builder sees of a request.
 
 Everything here is a pure function of its input (no model, no randomness), so a rehearsal reply is
 a function of the request alone and the call cache serves repeats.
@@ -9,7 +10,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before
@@ -147,3 +150,28 @@ def answer_words(context: str, question: str, max_words: int = 6) -> str:
 def pairs(names: Sequence[str]) -> list[tuple[str, str]]:
     """Consecutive pairs of names (the chain a relation extraction links)."""
     return list(zip(names, names[1:], strict=False))
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What a builder sees: the prompt's fields, the request's messages and its output settings."""
+
+    fields: dict[str, str]
+    messages: tuple[tuple[str, str], ...]
+    max_tokens: int
+    choices: tuple[str, ...] | None = None
+    summary_share: float = 0.4
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, *names: str) -> str:
+        """The first of ``names`` the prompt has, else ""."""
+        return next((self.fields[n] for n in names if self.fields.get(n)), "")
+
+    @property
+    def words(self) -> int:
+        """Words a free-text reply may have: three quarters of its token cap."""
+        return max(1, int(self.max_tokens * 0.75))
+
+    def question(self) -> str:
+        """The question: a field of the prompt, else the last user message (a system-held prompt)."""
+        return self.get("question", "query") or self.messages[-1][1]
