@@ -68,7 +68,11 @@ class _RehearsalHandler(_Handler):
                 "embed": self.server.embedder.stats(),  # type: ignore[attr-defined]
             }
             self._send(200, stats)
-        elif self._authorised():
+        elif not self._authorised():
+            return
+        elif self.path.rstrip("/") in ("/v1/models", "/models"):
+            self._send(200, {"object": "list", "data": [{"id": "rehearsal", "object": "model"}]})
+        else:
             super().do_GET()
 
     def do_POST(self) -> None:  # noqa: N802

@@ -362,6 +362,8 @@ def test_server_answers_as_in_process_and_requires_its_key():
     with RehearsalServer(chat, api_key="k-123") as srv:
         headers = {"Authorization": "Bearer k-123"}
         assert httpx.get(f"{srv.url}/models", timeout=5).status_code == 401
+        models = httpx.get(f"{srv.url}/models", headers=headers, timeout=5).json()
+        assert models["data"][0]["id"] == "rehearsal"
         body = {"messages": [{"role": "user", "content": text}], "max_tokens": 4}
         reply = httpx.post(
             f"{srv.url}/chat/completions", json=body, headers=headers, timeout=5
