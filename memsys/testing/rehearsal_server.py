@@ -19,6 +19,7 @@ import argparse
 import hmac
 import json
 import secrets
+import sys
 import threading
 from typing import Any
 
@@ -186,7 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     embedder = RehearsalEmbedder(
         dim=args.dim, base_ms=args.embed_latency_ms, capacity=args.capacity
     )
-    server = RehearsalServer(chat, embedder, port=args.port, api_key=key)
+    try:
+        server = RehearsalServer(chat, embedder, port=args.port, api_key=key)
+    except OSError as err:
+        print(f"error: cannot listen on {HOST}:{args.port}: {err.strerror or err}", file=sys.stderr)
+        return 1
     print(
         f"rehearsal backend on {server.url} (latency {args.latency_ms:g} ms + "
         f"{args.per_token_ms:g} ms/token, capacity {args.capacity}"

@@ -406,3 +406,16 @@ def test_conf_dir_is_read_for_the_templates(tmp_path: Path):
         conf_dir=str(conf),
     )
     assert family == "rating" and parse_importance(reply) is not None
+
+
+def test_test_backend_command_refuses_bad_options_in_one_line(capsys):
+    from memharness.memsys.testing.rehearsal_server import main
+
+    with pytest.raises(SystemExit) as out:
+        main(["--port", "0", "--capacity", "0"])
+    assert out.value.code == 2 and "--capacity >= 1" in capsys.readouterr().err
+    with RehearsalServer() as busy:
+        port = int(busy.url.rsplit(":", 1)[1].split("/")[0])
+        assert main(["--port", str(port)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: cannot listen on 127.0.0.1:{port}") and "\n" not in err
