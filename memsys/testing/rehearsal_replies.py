@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from typing import Any
 
 from memharness.memsys.testing.rehearsal_graphs import (
     fact_filter,
@@ -129,20 +130,37 @@ def _lookup(a: Ask) -> str:
     return f"I want to look up Page {picked} to check the details."
 
 
+def _queued(content: str) -> list[dict[str, Any]]:
+    """The MemGPT queue entries in a user message (JSON lines written by memsys/memgpt/agent.py
+    packaged; consecutive ones are joined into one message), or the plain text as one."""
+    entries = []
+    for line in content.split("\n"):
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(entry, dict):
+            entries.append(entry)
+    return entries or [{"type": "user_message", "message": content}]
+
+
 def _agent_call(a: Ask) -> str:
-    """MemGPT's loop: search recall for the question's rarest word, then send an answer from it."""
-    users = [c for r, c in a.messages if r == "user"]
-    question = users[0] if users else ""
-    if not any(r == "assistant" for r, _ in a.messages):
+    """MemGPT's loop: for the latest user message, search recall for its longest word; once a
+    function result has come back, send an answer from the results."""
+    entries = [e for r, c in a.messages if r == "user" for e in _queued(c)]
+    asked = [i for i, e in enumerate(entries) if e.get("type") == "user_message"]
+    last = asked[-1] if asked else 0
+    question = str(entries[last].get("message") or "") if entries else ""
+    results = [str(e.get("message") or "") for e in entries[last + 1 :] if "status" in e]
+    if not results:
         words = sorted(
             set(re.findall(r"[A-Za-z]{4,}", question)) - {"What", "When", "Where", "Which"},
             key=lambda w: (len(w), w),
         )
-        query = words[-1] if words else "memory"
-        args = {"query": query, "page": 0, "request_heartbeat": True}
+        args = {"query": words[-1] if words else "memory", "page": 0, "request_heartbeat": True}
         call = {"function": "conversation_search", "arguments": args}
         return json.dumps({"thought": "I should search my history.", **call})
-    message = answer_words("\n".join(users[1:]), question)
+    message = answer_words("\n".join(results), question)
     return json.dumps(
         {"thought": "I found it.", "function": "send_message", "arguments": {"message": message}}
     )

@@ -215,6 +215,9 @@ def test_ratings_selections_pages_and_lookups_parse():
 
 
 def test_memgpt_searches_then_sends_an_answer():
+    """The queue as memsys/memgpt/agent.py writes it: JSON entries, consecutive user ones joined."""
+    from memharness.memsys.memgpt.agent import packaged
+
     system = prompt(
         "memory/memgpt.yaml",
         "prompts.system_prompt",
@@ -223,15 +226,21 @@ def test_memgpt_searches_then_sends_an_answer():
         recall_count="3",
         archival_count="0",
     )
-    first = ChatRequest(messages=(("system", system), ("user", QUESTION)), json_output=True)
+    asked = packaged("user_message", QUESTION, "2024-05-01")
+    first = ChatRequest(messages=(("system", system), ("user", asked)), json_output=True)
     family, reply = rehearsal_reply(first)
     call = parse_call(reply)
     assert family == "agent_call" and call.function == "conversation_search" and call.heartbeat
+    result = packaged("", f"Showing results: {TEXT}", None, status="OK")
+    beat = packaged("heartbeat", "your turn", None)
     found = ChatRequest(
-        messages=(*first.messages, ("assistant", reply), ("user", f"Results: {TEXT}"))
+        messages=(*first.messages, ("assistant", reply), ("user", f"{result}\n{beat}"))
     )
     call = parse_call(rehearsal_reply(found)[1])
     assert call.function == "send_message" and "Lisbon" in call.arguments["message"]
+    again = packaged("user_message", "Where does Tomas live?", None)
+    later = ChatRequest(messages=(*found.messages, ("assistant", "{}"), ("user", again)))
+    assert parse_call(rehearsal_reply(later)[1]).function == "conversation_search"
 
 
 def test_answers_and_verdicts_parse_and_follow_overlap():
