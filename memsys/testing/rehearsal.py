@@ -88,6 +88,7 @@ def rehearsal_reply(
     if family == "graph_glean":  # the gleaning turn reads the first extraction prompt's text
         first, first_fields = recognise(request.messages[:1] or request.messages, templates)
         extras["first_fields"] = first_fields if first else {}
+        extras["first_family"] = first.family if first else ""
     ask = Ask(
         fields=fields,
         messages=request.messages,

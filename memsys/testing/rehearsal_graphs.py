@@ -67,19 +67,23 @@ def graph_records(a: Ask) -> str:
 
 
 def graph_glean(a: Ask) -> str:
-    """The gleaning turn: names of the first extraction's text not yet written (none: just the end)."""
+    """The gleaning turn: names of the first extraction's text not yet written, in that
+    extraction's format (records or JSON; none new: the end marker or an empty object)."""
     first = a.extras.get("first_fields", {})
-    text, said = first.get("input_text", ""), " ".join(c for r, c in a.messages if r == "assistant")
-    new = [n for n in entities(text, 9) if n.upper() not in said.upper()][:3]
+    text = first.get("input_text", "")
+    # the first reply wrote 6 names, each gleaning round 3 more
+    rounds = sum(r == "assistant" and c.strip() not in ("Y", "N") for r, c in a.messages)
+    new = entities(text, 6 + 3 * rounds)[6 + 3 * (rounds - 1) :]
     ask = Ask(first, a.messages, a.max_tokens)
+    if a.extras.get("first_family") == "graph_json":
+        return _json(ask, new, text)
     return (
         _records(ask, new, text) if new else (first.get("completion_delimiter") or "<|COMPLETE|>")
     )
 
 
-def graph_json(a: Ask) -> str:
-    text, types = a.get("input_text"), _types(a)
-    names = entities(text, 6)
+def _json(a: Ask, names: list[str], text: str) -> str:
+    types = _types(a)
     return json.dumps(
         {
             "entities": [
@@ -96,6 +100,11 @@ def graph_json(a: Ask) -> str:
             ],
         }
     )
+
+
+def graph_json(a: Ask) -> str:
+    text = a.get("input_text")
+    return _json(a, entities(text, 6), text)
 
 
 def graph_report(a: Ask) -> str:

@@ -18,7 +18,7 @@ from memharness.eval.metrics.beam import parse_nugget_reply
 from memharness.eval.metrics.claims import parse_verdict
 from memharness.eval.metrics.lexical import parse_choice
 from memharness.memsys.cam.retrieval import parse_selection
-from memharness.memsys.extraction.entities import parse_records
+from memharness.memsys.extraction.entities import parse_json_reply, parse_records
 from memharness.memsys.extraction.parsing import FailureLog, fill, parse_json_object
 from memharness.memsys.graphrag.reports import parse_report
 from memharness.memsys.hipporag.extract import parse_entities
@@ -116,6 +116,18 @@ def test_graphrag_records_glean_and_report_parse():
     family, more = rehearsal_reply(convo)
     new, _ = parse_records(more, "c1", log)
     assert family == "graph_glean" and not log.counts and not names & {e.name for e in new}
+    first = prompt(
+        "memory/graphrag.yaml",
+        "prompts.extract_json_prompt",
+        entity_types="ORGANIZATION,PERSON,GEO,EVENT",
+        input_text=TEXT,
+    )
+    family, reply = ask(first, json_output=True)
+    ents, rels = parse_json_reply(reply, "c1", log)
+    assert family == "graph_json" and ents and rels and not log.counts
+    convo = ChatRequest(messages=(("user", first), ("assistant", reply), ("user", glean)))
+    more, _ = parse_json_reply(rehearsal_reply(convo)[1], "c1", log)  # gleaning in JSON too
+    assert more and not log.counts and not {e.name for e in ents} & {e.name for e in more}
     family, report = ask(
         prompt(
             "memory/graphrag.yaml",
