@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from memharness.memsys.services.types import ConfigError
 
 # <conf file>:<dotted key> -> reply family (memsys/testing/rehearsal_replies.py REPLIES)
 FAMILIES: dict[str, str] = {
@@ -95,6 +96,7 @@ FAMILIES: dict[str, str] = {
     "dataset/msc_e.yaml:generator.qa_prompt": "qa_pairs",
 }
 UNRECOGNISED = "unrecognised"
+MIN_LITERAL_CHARS = 30  # a template recognised by less fixed text would match unrelated prompts
 CONF = Path(__file__).resolve().parents[2] / "conf"
 _PLACEHOLDER = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_\-]*)\}(?!\})")
 
@@ -164,16 +166,25 @@ def _lookup(node: Any, dotted: str) -> Any:
 @lru_cache(maxsize=4)
 def load_templates(conf_dir: str = str(CONF)) -> tuple[Template, ...]:
     """Every template of ``FAMILIES``, read from ``conf_dir``, most literal text first (a template
-    that contains another one's text wins over it). A missing file or key is an error naming it."""
+    that contains another one's text wins over it). A missing file or key, or a template with too
+    little fixed text to be recognised by, is a ConfigError naming it."""
     out, files = [], {}
     for key, family in FAMILIES.items():
         path, dotted = key.split(":", 1)
         if path not in files:
-            files[path] = yaml.safe_load((Path(conf_dir) / path).read_text(encoding="utf-8"))
+            file = Path(conf_dir) / path
+            if not file.is_file():
+                raise ConfigError(
+                    f"llm.backend.conf_dir: {conf_dir} has no {path} (rehearsal: {key})"
+                )
+            files[path] = yaml.safe_load(file.read_text(encoding="utf-8"))
         text = _lookup(files[path], dotted)
         if not isinstance(text, str):
-            raise KeyError(f"rehearsal family table: {key} is not a prompt in {conf_dir}")
-        out.append(compile_template(key, family, text))
+            raise ConfigError(f"llm.backend.conf_dir: {key} is not a prompt in {conf_dir}")
+        template = compile_template(key, family, text)
+        if template.literal_chars < MIN_LITERAL_CHARS:
+            raise ConfigError(f"rehearsal: {key} has too little fixed text to be recognised by")
+        out.append(template)
     return tuple(sorted(out, key=lambda t: -t.literal_chars))
 
 

@@ -440,3 +440,13 @@ def test_test_backend_command_refuses_bad_options_in_one_line(capsys):
         assert main(["--port", str(port)]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: cannot listen on 127.0.0.1:{port}") and "\n" not in err
+
+
+def test_a_conf_dir_without_the_prompts_is_a_config_error(tmp_path: Path):
+    from memharness.memsys.services.types import ConfigError
+    from memharness.memsys.testing.rehearsal_families import load_templates
+
+    with pytest.raises(ConfigError, match="has no memory/memtree.yaml"):
+        load_templates(str(tmp_path))
+    with pytest.raises(ConfigError, match="conf_dir"):
+        RehearsalChat(conf_dir=str(tmp_path))
