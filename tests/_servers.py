@@ -82,6 +82,17 @@ def fault_server(log_dir: Path, **options: float) -> Iterator[str]:
 
 
 @contextlib.contextmanager
+def rehearsal_backend(log_dir: Path, *options: str) -> Iterator[str]:
+    """``memharness test-backend`` (the rehearsal backend) on a free port, stopping itself after
+    10 minutes whatever happens to the test; yields its /v1 URL."""
+    port = free_port()
+    args = ["-m", "memharness.memsys.testing.rehearsal_server", "--port", str(port)]
+    args += ["--exit-after", "600", *options]
+    with serve(args, "/stats", port, log_dir / f"rehearsal-{port}.log", 30) as url:
+        yield url
+
+
+@contextlib.contextmanager
 def llama_server(log_dir: Path, n_ctx: int = 2048) -> Iterator[str]:
     """``python -m llama_cpp.server`` with the bundled SmolLM2 GGUF; yields its /v1 URL."""
     from memharness.memsys.services.backends.embedded_models import bundled_smollm2_path

@@ -49,6 +49,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     ),
     "models": ("memharness.memsys.services.backends.embedded_models", "assemble the models"),
     "bench": ("memharness.eval.bench.__main__", "speed and memory benchmarks"),
+    "test-backend": (
+        "memharness.memsys.testing.rehearsal_server",
+        "the rehearsal backend over HTTP (127.0.0.1)",
+    ),
 }
 
 

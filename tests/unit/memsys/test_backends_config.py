@@ -14,7 +14,14 @@ from memharness.memsys.testing.fault_server import FaultConfig, FaultServer
 from paths import ROOT
 
 CONF = ROOT / "conf"
-MINE = ["llm/openai.yaml", "llm/vllm.yaml", "embedder/openai.yaml", "embedder/vllm.yaml"]
+MINE = [
+    "llm/openai.yaml",
+    "llm/vllm.yaml",
+    "llm/rehearsal.yaml",
+    "embedder/openai.yaml",
+    "embedder/vllm.yaml",
+    "embedder/rehearsal.yaml",
+]
 
 
 def _compose(tmp_path: Path, *overrides: str):
