@@ -1,0 +1,179 @@
+"""The rehearsal's measurements: one run of the real runner in a child process, its own resource
+usage (``os.wait4``: the child's peak RSS and user+sys CPU, not the parent's), the disk it left, and
+the arithmetic of the figures (backend bound, per-unit ratios, estimate gap, growth exponent)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memharness.eval.bench import REPO
+from memharness.eval.bench._rehearsal_data import CLI
+
+
+@dataclass(frozen=True)
+class Child:
+    """What one child process used: wall seconds, user+sys CPU seconds, peak RSS bytes, exit code."""
+
+    wall_s: float
+    cpu_s: float
+    peak_rss_bytes: int
+    returncode: int
+
+
+STARTUP = (
+    "import memharness.eval.run.runner, memharness.memsys.services.tokens as t; "
+    "t.get_tokenizer('cl100k_base').count('warm')"
+)
+
+
+def run_child(args: list[str], log: Path, code: str = CLI) -> Child:
+    """``memharness ARGS`` (or python ``code``) in a child process, output to ``log``; waits with
+    ``os.wait4`` so the usage is that child's alone (and of the processes it waited for: a product's
+    worker)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    with log.open("w", encoding="utf-8") as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, *args], cwd=REPO, stdout=out, stderr=out, env=env
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)  # already reaped: keep Popen from waiting
+    return Child(
+        wall_s=wall,
+        cpu_s=usage.ru_utime + usage.ru_stime,
+        peak_rss_bytes=usage.ru_maxrss * 1024,  # Linux reports kilobytes
+        returncode=proc.returncode,
+    )
+
+
+def folder_bytes(path: Path) -> int:
+    """Bytes of every file under ``path`` (0 when it does not exist)."""
+    if path.is_file():
+        return path.stat().st_size
+    if not path.exists():
+        return 0
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def backend_bound_s(requests: float, latency_s: float, in_flight: int) -> float:
+    """The shortest wall a backend of ``latency_s`` per request and ``in_flight`` slots allows:
+    requests x latency / in-flight (issue 28's throughput bound)."""
+    if in_flight < 1:
+        raise ValueError(f"in_flight must be at least 1, got {in_flight}")
+    return requests * latency_s / in_flight
+
+
+def per(value: float, count: float) -> float | None:
+    """``value / count``, or None when there is nothing to divide by (printed as n/a, never 0)."""
+    return value / count if count else None
+
+
+def relative_gap(estimate: float, actual: float) -> float | None:
+    """|estimate - actual| / actual; None when the actual count is 0 (no ratio to speak of)."""
+    if not actual:
+        return None if estimate else 0.0
+    return abs(estimate - actual) / actual
+
+
+def fit_exponent(xs: list[float], ys: list[float]) -> float:
+    """The least-squares slope of log y on log x: 1 = linear growth, 2 = quadratic."""
+    pairs = [(math.log(x), math.log(y)) for x, y in zip(xs, ys, strict=True) if x > 0 and y > 0]
+    if len(pairs) < 2 or len({p[0] for p in pairs}) < 2:
+        raise ValueError(f"need two points at different positive sizes, got xs={xs}, ys={ys}")
+    mx = sum(p[0] for p in pairs) / len(pairs)
+    my = sum(p[1] for p in pairs) / len(pairs)
+    sxx = sum((p[0] - mx) ** 2 for p in pairs)
+    return sum((p[0] - mx) * (p[1] - my) for p in pairs) / sxx
+
+
+def read_run(folder: Path) -> dict[str, Any]:
+    """The figures a finished run folder holds: calls, requests, tokens, build time, in-flight."""
+    metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
+    total = metrics["intrinsic"]["total"]
+    config = (folder / "config.yaml").read_text(encoding="utf-8")
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.create(config)
+    return {
+        "calls": total["calls"],
+        "embed_requests": total["embed_requests"],
+        "prompt_tokens": total["prompt_tokens"],
+        "completion_tokens": total["completion_tokens"],
+        "build_s": metrics["time"]["build_s"],
+        "in_flight": int(cfg.llm.max_in_flight),
+        "questions": metrics["data"]["questions"],
+        "failed": metrics["outcome"]["failed"],
+        "exit_code": metrics["outcome"]["exit_code"],
+    }
+
+
+def startup_usage(log: Path) -> Child:
+    """A child that only imports the runner and loads the tokenizer: the fixed cost every run
+    pays, subtracted from a run's CPU and RSS to leave the harness's work on the data."""
+    return run_child([], log, code=STARTUP)
+
+
+def system_figures(
+    run: dict[str, Any],
+    child: Child,
+    estimate: dict[str, Any] | None,
+    disk: dict[str, int],
+    latency_s: float,
+    startup: Child | None = None,
+) -> dict[str, Any]:
+    """One system's rehearsal figures from its run, its child's usage, its dry-run estimate;
+    ``startup``'s CPU is subtracted from the harness CPU figures (never below 0)."""
+    requests = run["calls"] + run["embed_requests"]
+    cpu = max(0.0, child.cpu_s - (startup.cpu_s if startup else 0.0))
+    bound = backend_bound_s(requests, latency_s, run["in_flight"])
+    units = (estimate or {}).get("sizes", {}).get("full", {}).get("units") or run.get("units", 0)
+    est_total = (estimate or {}).get("total", {})
+    figures: dict[str, Any] = {
+        "wall_s": child.wall_s,
+        "build_s": run["build_s"],
+        "backend_bound_s": bound,
+        "bound_over_wall": per(bound, child.wall_s),
+        "cpu_s": child.cpu_s,
+        "startup_cpu_s": startup.cpu_s if startup else 0.0,
+        "cpu_ms_per_unit": _ms(per(cpu, units)),
+        "cpu_ms_per_question": _ms(per(cpu, run["questions"])),
+        "cpu_ms_per_request": _ms(per(cpu, requests)),
+        "peak_rss_gb": child.peak_rss_bytes / 1e9,
+        "rss_above_startup_gb": max(
+            0, child.peak_rss_bytes - (startup.peak_rss_bytes if startup else 0)
+        )
+        / 1e9,
+        **{f"disk_{k}_mb": v / 1e6 for k, v in disk.items()},
+        "calls": run["calls"],
+        "embed_requests": run["embed_requests"],
+        "prompt_tokens": run["prompt_tokens"],
+        "completion_tokens": run["completion_tokens"],
+        "units": units,
+    }
+    if estimate is not None:
+        for key in ("calls", "prompt_tokens", "completion_tokens"):
+            figures[f"estimated_{key}"] = est_total.get(key, 0)
+            figures[f"estimate_gap_{key}"] = relative_gap(est_total.get(key, 0), run[key])
+    return figures
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000
+
+
+TARGETS = {
+    "cpu_ms_per_request": "<= 5",
+    "peak_rss_gb": "<= 8",
+    "estimate_gap_calls": "<= 0.15",
+}
+GROWTH_TARGET = "<= 1.1"
