@@ -116,3 +116,49 @@ def make_data(maker: str, out: Path, questions: int, tokens: int, seed: int) -> 
     if maker == "synth" or (maker == "auto" and synth_available()):
         return synth_longmemeval(out, questions, tokens, seed)
     return fixture_longmemeval(out, questions, tokens, seed)
+
+
+LOCOMO_FIXTURE = REPO / "tests" / "fixtures" / "locomo" / "locomo10.json"
+
+
+def fixture_locomo(out: Path, conversations: int, tokens: int, seed: int) -> dict[str, Any]:
+    """Write ``out/locomo10.json``: ``conversations`` LoCoMo samples in the upstream schema, each
+    the fixture's conversation (its sessions, questions and evidence kept) followed by filler
+    sessions of its own speakers up to ~``tokens`` tokens; the questions are asked after it all."""
+    samples = json.loads(LOCOMO_FIXTURE.read_text(encoding="utf-8"))
+    texts = [
+        t["text"]
+        for s in samples
+        for k, v in s["conversation"].items()
+        if k.startswith("session_") and isinstance(v, list)
+        for t in v
+    ]
+    rng = random.Random(seed)
+    grown = []
+    for i in range(conversations):
+        sample = json.loads(json.dumps(samples[i % len(samples)]))
+        sample["sample_id"] = f"{sample['sample_id']}-r{i}"
+        conv = sample["conversation"]
+        numbers = [int(k.split("_")[1]) for k in conv if k.count("_") == 1 and k[8:].isdigit()]
+        have = sum(len(t["text"].split()) for n in numbers for t in conv[f"session_{n}"])
+        missing = max(0, int(tokens * WORDS_PER_TOKEN - have) // TURN_WORDS)
+        last, date = max(numbers), conv[f"session_{max(numbers)}_date_time"]
+        while missing > 0:
+            last += 1
+            n = min(SESSION_TURNS, missing)
+            speakers = (conv["speaker_a"], conv["speaker_b"])
+            conv[f"session_{last}_date_time"] = date
+            conv[f"session_{last}"] = [
+                {"speaker": speakers[t % 2], "dia_id": f"D{last}:{t + 1}", "text": m["content"]}
+                for t, m in enumerate(_filler_session(rng, texts, n, f"f{i}.{last}"))
+            ]
+            missing -= n
+        grown.append(sample)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "locomo10.json"
+    fileio.write_text(path, json.dumps(grown))
+    return {
+        "overrides": ["dataset=locomo", f"dataset.loader.path={path}"],
+        "questions": sum(len(s["qa"]) for s in grown),
+        "maker": "fixture",
+    }

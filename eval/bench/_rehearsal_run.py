@@ -28,12 +28,6 @@ class Child:
     returncode: int
 
 
-STARTUP = (
-    "import memharness.eval.run.runner, memharness.memsys.services.tokens as t; "
-    "t.get_tokenizer('cl100k_base').count('warm')"
-)
-
-
 def run_child(args: list[str], log: Path, code: str = CLI) -> Child:
     """``memharness ARGS`` (or python ``code``) in a child process, output to ``log``; waits with
     ``os.wait4`` so the usage is that child's alone (and of the processes it waited for: a product's
@@ -117,10 +111,16 @@ def read_run(folder: Path) -> dict[str, Any]:
     }
 
 
-def startup_usage(log: Path) -> Child:
-    """A child that only imports the runner and loads the tokenizer: the fixed cost every run
-    pays, subtracted from a run's CPU and RSS to leave the harness's work on the data."""
-    return run_child([], log, code=STARTUP)
+def startup_usage(work: Path, backend: list[str]) -> Child:
+    """The fixed cost every run pays (imports, Hydra, the tokenizer, loading, writing the folder):
+    a whole run of ``memory=full_context`` on one question over a ~200-token haystack with the same
+    backend, subtracted from each run's CPU and RSS to leave the harness's work on the data."""
+    from memharness.eval.bench._rehearsal_data import fixture_longmemeval
+
+    data = fixture_longmemeval(work / "data", questions=1, tokens=200, seed=0)
+    args = ["run", "memory=full_context", *data["overrides"], *backend, "cache.enabled=false"]
+    args += ["snapshots.enabled=false", "progress=false", f"hydra.run.dir={work / 'run'}"]
+    return run_child(args, work / "run.log")
 
 
 def system_figures(

@@ -283,9 +283,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             f"{data.get('units', '?')} units), {' '.join(backend)}, latency {args.latency_ms} ms",
             flush=True,
         )
-        startup = startup_usage(work / "startup.log")
+        startup = startup_usage(work / "startup", [*backend, *COMMON])
         print(
-            f"startup (imports, tokenizer; subtracted from CPU and RSS): {startup.cpu_s:.2f} s CPU, "
+            f"startup (a one-question run; subtracted from CPU and RSS): {startup.cpu_s:.2f} s CPU, "
             f"{startup.peak_rss_bytes / 1e9:.3f} GB RSS",
             flush=True,
         )
