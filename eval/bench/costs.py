@@ -168,8 +168,8 @@ def estimate_sweep(
     args = ["run", "-m", *overrides, "llm=openai", "dry_run=true", "progress=false"]
     if bench.experiment:
         args.insert(2, f"experiment={bench.experiment}")
-    if systems or not bench.experiment:
-        args.append(f"memory={','.join(systems or runnable_systems())}")
+    if systems:
+        args.append(f"memory={','.join(systems)}")
     args.append(f"hydra.sweep.dir={folder}")
     child = run_child(args, folder.parent / f"{folder.name}.log")
     found = {}
@@ -187,10 +187,22 @@ def rows_for(key: str, systems: list[str], work: Path) -> list[dict[str, Any]]:
     pilot = pilot_size(
         [*([f"experiment={bench.experiment}"] if bench.experiment else []), *overrides]
     )
-    estimates = estimate_sweep(bench, overrides, systems, work / key / "sweep")
+    if bench.experiment and not systems:
+        estimates = estimate_sweep(bench, overrides, [], work / key / "sweep")
+    else:  # one child per system: one that fails is a row saying so, not the end of the sweep
+        estimates = {}
+        for name in systems or runnable_systems():
+            try:
+                estimates.update(estimate_sweep(bench, overrides, [name], work / key / name))
+            except RuntimeError as err:
+                print(f"   {bench.label} / {name}: {err}", flush=True)
+                estimates[name] = None
     price = prices()
     rows = []
     for memory, est in estimates.items():
+        if est is None:
+            rows.append({"benchmark": bench.label, "system": memory, "failed": True, "method": ""})
+            continue
         full = scale(est, pilot, bench)
         rows.append(
             {
@@ -218,11 +230,14 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     head += [f"$ {m.split(':')[1]}" for m in MODELS] + ["hours @32"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
+        if r.get("failed"):
+            lines.append(f"| {r['benchmark']} | `{r['system']}` | dry run failed (see its log) |")
+            continue
         cells = [r["benchmark"], f"`{r['system']}`", _n(r["calls"]), _n(r["prompt_tokens"])]
         cells += [_n(r["completion_tokens"])]
         cells += [f"{r['usd_' + m.split(':')[1]]:,.2f}" for m in MODELS] + [f"{r['hours']:,.2f}"]
         lines.append("| " + " | ".join(cells) + " |")
-    methods = sorted({(r["benchmark"], r["method"]) for r in rows})
+    methods = sorted({(r["benchmark"], r["method"]) for r in rows if r["method"]})
     notes = [f"- {b}: {m}" for b, m in methods]
     return "\n".join(lines) + "\n\nMethod per benchmark:\n" + "\n".join(notes) + "\n"
 
@@ -247,6 +262,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--systems", default="", help="memory= names (default: all, or the experiment's)"
     )
     p.add_argument("--write", action="store_true", help="write the table into docs/scaling.md")
+    p.add_argument(
+        "--keep", type=Path, default=None, help="keep the pilots, logs and estimates here"
+    )
     args = p.parse_args(argv)
     keys = [k for k in args.benchmarks.split(",") if k]
     unknown = [k for k in keys if k not in BENCHMARKS]
@@ -258,7 +276,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="memharness-costs-") as tmp:
         for key in keys:
-            rows += rows_for(key, systems, Path(tmp))
+            rows += rows_for(key, systems, args.keep or Path(tmp))
             print(
                 f"-- {BENCHMARKS[key].label}: {sum(r['benchmark'] == BENCHMARKS[key].label for r in rows)} systems",
                 flush=True,

@@ -95,3 +95,18 @@ def test_docs_scaling_holds_the_markers_and_every_benchmark_fixture_exists():
         if bench.experiment:
             assert (REPO / "conf" / "experiment" / f"{bench.experiment}.yaml").exists(), key
         assert bench.questions > 0 and bench.history[0] in ("tokens", "units")
+
+
+@pytest.mark.slow
+@pytest.mark.doubles
+def test_costs_command_prints_a_row_from_a_real_dry_run(tmp_path, capsys):
+    """One cell end to end: the experiment's dry run on the MSC fixture, scaled to 500 sessions."""
+    from memharness.eval.bench.costs import main
+
+    result = main(["--benchmarks=memtree_table1", "--systems=full_context", f"--keep={tmp_path}"])
+    (row,) = result["rows"]
+    assert row["system"] == "full_context" and row["calls"] > 500  # >= one answer a session
+    assert row["usd_gpt-4o"] > row["usd_gpt-4o-mini"] > 0
+    out = capsys.readouterr().out
+    assert "| MemTree Table 1 (MSC) | `full_context` |" in out
+    assert "scaled to 500 sessions" in out
