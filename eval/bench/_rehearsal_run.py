@@ -4,12 +4,16 @@ the arithmetic of the figures (backend bound, per-unit ratios, estimate gap, gro
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -177,3 +181,43 @@ TARGETS = {
     "estimate_gap_calls": "<= 0.15",
 }
 GROWTH_TARGET = "<= 1.1"
+
+
+@contextlib.contextmanager
+def served_backend(latency_ms: float, log: Path) -> Iterator[str]:
+    """An OpenAI-compatible test backend on 127.0.0.1 in its own process, adding ``latency_ms`` a
+    request: ``memharness test-backend`` (issue 46 item 1) when it exists, else the fault server.
+    Yields its ``/v1`` URL; stopped on exit."""
+    from memharness.eval.cli.command import SUBCOMMANDS
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    flags = ["--port", str(port), "--latency-ms", str(latency_ms)]
+    if "test-backend" in SUBCOMMANDS:
+        cmd = [sys.executable, "-c", CLI, "test-backend", *flags]
+    else:
+        cmd = [sys.executable, "-m", "memharness.memsys.testing.fault_server", *flags]
+    url = f"http://127.0.0.1:{port}/v1"
+    with log.open("w", encoding="utf-8") as out:
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=out)
+        try:
+            deadline = time.monotonic() + 30
+            while not _answers(f"{url}/models"):
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError(
+                        f"the test backend did not start: {' '.join(cmd)} (log {log})"
+                    )
+                time.sleep(0.1)
+            yield url
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2):
+            return True
+    except OSError:
+        return False

@@ -11,8 +11,9 @@ online and mem0, with the log-log exponent fitted (target <= 1.1); a system that
 globally (``online = False``) prints its dry-run estimate instead of starting.
 
 Backend: ``--llm``/``--embedder`` name the Hydra groups (default the in-process rehearsal backend
-of issue 46 item 1 when it exists, else ``scripted``/``hashing``); ``--latency-ms`` is the backend's
-latency per request used by the bound (also passed to the rehearsal backend). Data: ``--data``
+of issue 46 item 1 when it exists, else ``scripted``/``hashing``; latency 0), or ``--server``: the
+test backend over HTTP on 127.0.0.1 adding ``--latency-ms`` a request, ``--in-flight`` at once
+(``memharness test-backend`` when it exists, else the fault server); the bound uses both. Data: ``--data``
 (``auto`` = ``memharness synth`` when it exists, else the grown LongMemEval fixture).
 A quick look: ``memharness bench rehearsal --questions 2 --tokens 4000 --systems memtree,full_context
 --no-growth``.
@@ -21,6 +22,7 @@ A quick look: ``memharness bench rehearsal --questions 2 --tokens 4000 --systems
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import tempfile
 from pathlib import Path
@@ -37,6 +39,7 @@ from memharness.eval.bench._rehearsal_run import (
     folder_bytes,
     read_run,
     run_child,
+    served_backend,
     startup_usage,
     system_figures,
 )
@@ -241,6 +244,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--latency-ms", type=float, default=0.0, help="backend latency per request, for the bound"
     )
+    p.add_argument(
+        "--server",
+        action="store_true",
+        help="serve the backend over HTTP on 127.0.0.1 with --latency-ms (test-backend, else the fault server)",
+    )
+    p.add_argument("--in-flight", type=int, default=32, help="llm.max_in_flight with --server")
     p.add_argument("--data", default="auto", choices=("auto", "synth", "fixture"))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--growth-tokens", default=",".join(map(str, GROWTH_TOKENS)))
@@ -258,24 +267,37 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def backend_overrides(args: argparse.Namespace) -> list[str]:
-    out = [f"llm={args.llm}", f"embedder={args.embedder}"]
-    if args.llm == "rehearsal" and args.latency_ms:
-        out.append(f"llm.backend.latency_ms={args.latency_ms}")
-    return [*out, *args.set]
+def backend_overrides(args: argparse.Namespace, url: str | None = None) -> list[str]:
+    """The runs' backend: the in-process groups, or (``--server``) the served test backend at
+    ``url`` for chat and embeddings, ``--in-flight`` requests at once."""
+    if url is None:
+        return [f"llm={args.llm}", f"embedder={args.embedder}", *args.set]
+    served = ["llm=openai", f"llm.backend.base_url={url}", "llm.backend.api_key_env=null"]
+    served += ["llm.backend.model=rehearsal", "llm.backend.structured=guided_choice"]
+    served += ["llm.backend.check_connection=false", "embedder=openai"]
+    served += [f"embedder.backend.base_url={url}", "embedder.backend.api_key_env=null"]
+    return [*served, f"llm.max_in_flight={args.in_flight}", *args.set]
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse(argv)
-    backend = backend_overrides(args)
     systems = [s for s in args.systems.split(",") if s] or memory_systems()
     unknown = sorted(set(systems) - set(memory_systems()))
     if unknown:
         raise SystemExit(
             f"no memory system {', '.join(unknown)}; expected some of: {', '.join(memory_systems())}"
         )
-    with tempfile.TemporaryDirectory(prefix="memharness-rehearsal-") as tmp:
-        work = args.keep or Path(tmp)
+    with contextlib.ExitStack() as stack:
+        work = args.keep or Path(
+            stack.enter_context(tempfile.TemporaryDirectory(prefix="mh-rehearsal-"))
+        )
+        work.mkdir(parents=True, exist_ok=True)
+        url = (
+            stack.enter_context(served_backend(args.latency_ms, work / "server.log"))
+            if args.server
+            else None
+        )
+        backend = backend_overrides(args, url)
         data = make_data(args.data, work / "data" / "main", args.questions, args.tokens, args.seed)
         data["latency_s"] = args.latency_ms / 1000
         print(

@@ -204,3 +204,15 @@ def test_rehearsal_prints_its_table_for_two_systems(tmp_path, monkeypatch, capsy
         assert int(rows[name][6]) == f["calls"]
     assert figures["systems"]["memtree"]["embed_requests"] > 0
     assert "growth" not in figures
+
+
+def test_the_served_backend_carries_chat_and_embeddings_and_the_in_flight_budget():
+    from memharness.eval.bench.rehearsal import backend_overrides, parse
+
+    args = parse(["--server", "--in-flight=16", "--set=run.cpu_workers=1"])
+    served = backend_overrides(args, "http://127.0.0.1:9/v1")
+    assert "llm.backend.base_url=http://127.0.0.1:9/v1" in served
+    assert "embedder.backend.base_url=http://127.0.0.1:9/v1" in served
+    assert "llm.max_in_flight=16" in served and served[-1] == "run.cpu_workers=1"
+    local = backend_overrides(parse(["--llm=scripted", "--embedder=hashing"]))
+    assert local == ["llm=scripted", "embedder=hashing"]
