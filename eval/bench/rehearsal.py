@@ -118,9 +118,15 @@ def run_system(
     est = None
     if estimate:
         dry_dir = folder / "dry"
-        run_child(
-            ["run", *overrides, "dry_run=true", f"hydra.run.dir={dry_dir}"], folder / "dry.log"
-        )
+        # the run's own embedder (in-process: free; served: called for embeddings only), so the
+        # tree and graph shapes the call counts follow are the run's (eval/run/estimate.py)
+        dry = [
+            *overrides,
+            "dry_run=true",
+            "estimate.embedder=configured",
+            f"hydra.run.dir={dry_dir}",
+        ]
+        run_child(["run", *dry], folder / "dry.log")
         if (dry_dir / "estimate.json").exists():
             est = json.loads((dry_dir / "estimate.json").read_text(encoding="utf-8"))
     disk = {
