@@ -10,6 +10,7 @@ filler sessions built from the fixture's own turns to about T tokens, the questi
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import subprocess
@@ -87,10 +88,17 @@ def fixture_longmemeval(out: Path, questions: int, tokens: int, seed: int) -> di
     }
 
 
-def synth_available() -> bool:
-    from memharness.eval.cli.command import SUBCOMMANDS
+@functools.cache
+def cli_has(subcommand: str) -> bool:
+    """Whether ``memharness --help`` lists ``subcommand`` (asked in a child: a bench never imports
+    the command line, which sits beside it)."""
+    done = subprocess.run([sys.executable, "-c", CLI, "--help"], capture_output=True, text=True)
+    listed = [line.split()[0] for line in done.stdout.splitlines() if line.startswith("  ")]
+    return subcommand in listed
 
-    return "synth" in SUBCOMMANDS
+
+def synth_available() -> bool:
+    return cli_has("synth")
 
 
 def synth_longmemeval(out: Path, questions: int, tokens: int, seed: int) -> dict[str, Any]:

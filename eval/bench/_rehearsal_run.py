@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memharness.eval.bench import REPO
-from memharness.eval.bench._rehearsal_data import CLI
+from memharness.eval.bench._rehearsal_data import CLI, cli_has
 
 
 @dataclass(frozen=True)
@@ -188,13 +188,11 @@ def served_backend(latency_ms: float, log: Path) -> Iterator[str]:
     """An OpenAI-compatible test backend on 127.0.0.1 in its own process, adding ``latency_ms`` a
     request: ``memharness test-backend`` (issue 46 item 1) when it exists, else the fault server.
     Yields its ``/v1`` URL; stopped on exit."""
-    from memharness.eval.cli.command import SUBCOMMANDS
-
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     flags = ["--port", str(port), "--latency-ms", str(latency_ms)]
-    if "test-backend" in SUBCOMMANDS:
+    if cli_has("test-backend"):
         cmd = [sys.executable, "-c", CLI, "test-backend", *flags]
     else:
         cmd = [sys.executable, "-m", "memharness.memsys.testing.fault_server", *flags]

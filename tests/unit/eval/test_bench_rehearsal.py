@@ -216,3 +216,10 @@ def test_the_served_backend_carries_chat_and_embeddings_and_the_in_flight_budget
     assert "llm.max_in_flight=16" in served and served[-1] == "run.cpu_workers=1"
     local = backend_overrides(parse(["--llm=scripted", "--embedder=hashing"]))
     assert local == ["llm=scripted", "embedder=hashing"]
+
+
+def test_the_subcommands_of_the_other_items_are_found_by_asking_the_command():
+    from memharness.eval.bench._rehearsal_data import cli_has
+
+    assert cli_has("bench") and cli_has("estimate")
+    assert not cli_has("usage:") and not cli_has("no-such-subcommand")
