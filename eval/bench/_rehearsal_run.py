@@ -110,6 +110,7 @@ def read_run(folder: Path) -> dict[str, Any]:
         "build_s": metrics["time"]["build_s"],
         "in_flight": int(cfg.llm.max_in_flight),
         "questions": metrics["data"]["questions"],
+        "units": _stats_units(folder),
         "failed": metrics["outcome"]["failed"],
         "exit_code": metrics["outcome"]["exit_code"],
     }
@@ -125,6 +126,15 @@ def startup_usage(work: Path, backend: list[str]) -> Child:
     args = ["run", "memory=full_context", *data["overrides"], *backend, "cache.enabled=false"]
     args += ["snapshots.enabled=false", "progress=false", f"hydra.run.dir={work / 'run'}"]
     return run_child(args, work / "run.log")
+
+
+def _stats_units(folder: Path) -> int:
+    """Units inserted, from ``memory_stats.json`` where the memory records them (else 0)."""
+    path = folder / "memory_stats.json"
+    if not path.exists():
+        return 0
+    stats = json.loads(path.read_text(encoding="utf-8"))
+    return sum(s.get("units", 0) for s in stats.values() if isinstance(s.get("units"), int))
 
 
 def system_figures(

@@ -135,7 +135,7 @@ def run_system(
         "call_cache": folder_bytes(cache.parent) - folder_bytes(cache.parent / "snapshots"),
     }
     run = read_run(run_dir)
-    run["units"] = data.get("units", 0)
+    run["units"] = data.get("units") or run["units"]  # the data maker's count, else the memory's
     figures = system_figures(run, child, est, disk, data.get("latency_s", 0.0), startup)
     figures["failed"] = run["failed"]
     return figures
@@ -168,12 +168,17 @@ def growth(
             out[name] = {"skipped": problem}
             continue
         points = []
-        for tokens in sizes:
+        pilot = None  # a global rebuilder's dry run at the smallest size, scaled by tokens
+        for tokens in sorted(sizes):
             tag = f"{name}-{tokens}"
             data = make_data(args.data, work / "data" / f"g{tokens}", 1, tokens, args.seed)
             data["latency_s"] = args.latency_ms / 1000
             if rebuilds_globally(name):
-                est = _estimate_only(name, data, backend, work / "growth" / tag)
+                pilot = pilot or (
+                    tokens,
+                    _estimate_only(name, data, backend, work / "growth" / tag),
+                )
+                est = _scaled_estimate(pilot, tokens)
                 print(
                     f"-- growth {name} @ {tokens:,} tokens: rebuilds globally, not started; {est}"
                 )
@@ -186,7 +191,7 @@ def growth(
             points.append(
                 {
                     "tokens": tokens,
-                    "units": data["units"],
+                    "units": fig["units"],
                     "build_s": fig["build_s"],
                     "peak_rss_gb": fig["peak_rss_gb"],
                     "rss_above_startup_gb": fig["rss_above_startup_gb"],
@@ -208,10 +213,12 @@ def _exponents(name: str, points: list[dict[str, Any]]) -> dict[str, Any]:
     if len(measured) < 2:
         return {}
     units = [p["units"] for p in measured]
-    figures = {
-        "build_exponent": fit_exponent(units, [p["build_s"] for p in measured]),
-        "memory_exponent": fit_exponent(units, [p["rss_above_startup_gb"] for p in measured]),
-    }
+    figures: dict[str, Any] = {}
+    for key, field in (("build_exponent", "build_s"), ("memory_exponent", "rss_above_startup_gb")):
+        try:
+            figures[key] = fit_exponent(units, [p[field] for p in measured])
+        except ValueError:  # a zero at some size (RSS no higher than the startup's): no log
+            figures[key] = f"n/a ({field} not above 0 at two sizes)"
     print_figures(
         {f"{name}_{k}": v for k, v in figures.items()},
         {f"{name}_{k}": GROWTH_TARGET for k in figures},
@@ -220,17 +227,28 @@ def _exponents(name: str, points: list[dict[str, Any]]) -> dict[str, Any]:
     return figures
 
 
-def _estimate_only(name: str, data: dict[str, Any], backend: list[str], folder: Path) -> str:
+def _scaled_estimate(pilot: tuple[int, dict[str, float] | None], tokens: int) -> str:
+    """The pilot's dry-run totals at ``tokens``, scaled by the ratio of tokens (said so)."""
+    at, total = pilot
+    if total is None:
+        return "its dry run failed (see the log)"
+    k = tokens / at
+    return (
+        f"dry run at {at:,} tokens x {k:,.1f}: {total['calls'] * k:,.0f} LLM calls, "
+        f"{total['prompt_tokens'] * k:,.0f} prompt tokens"
+    )
+
+
+def _estimate_only(
+    name: str, data: dict[str, Any], backend: list[str], folder: Path
+) -> dict[str, float] | None:
     overrides = [f"memory={name}", *data["overrides"], *backend, *COMMON]
     run_child(
         ["run", *overrides, "dry_run=true", f"hydra.run.dir={folder}"],
         folder.parent / f"{folder.name}.log",
     )
     path = folder / "estimate.json"
-    if not path.exists():
-        return "its dry run failed too (see the log)"
-    t = json.loads(path.read_text(encoding="utf-8"))["total"]
-    return f"dry run: {t['calls']:,.0f} LLM calls, {t['prompt_tokens']:,.0f} prompt tokens"
+    return json.loads(path.read_text(encoding="utf-8"))["total"] if path.exists() else None
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:

@@ -223,3 +223,24 @@ def test_the_subcommands_of_the_other_items_are_found_by_asking_the_command():
 
     assert cli_has("bench") and cli_has("estimate")
     assert not cli_has("usage:") and not cli_has("no-such-subcommand")
+
+
+def test_a_global_rebuilder_prints_its_pilot_dry_run_scaled_by_tokens():
+    from memharness.eval.bench.rehearsal import _scaled_estimate
+
+    pilot = (128_000, {"calls": 300.0, "prompt_tokens": 1e6})
+    line = _scaled_estimate(pilot, 1_280_000)
+    assert line == "dry run at 128,000 tokens x 10.0: 3,000 LLM calls, 10,000,000 prompt tokens"
+    assert "failed" in _scaled_estimate((128_000, None), 1_000_000)
+
+
+def test_growth_says_n_a_where_a_figure_never_rose_above_zero():
+    from memharness.eval.bench.rehearsal import _exponents
+
+    points = [
+        {"tokens": 1, "units": 16, "build_s": 0.001, "rss_above_startup_gb": 0.0},
+        {"tokens": 2, "units": 33, "build_s": 0.002, "rss_above_startup_gb": 0.0},
+    ]
+    fig = _exponents("y", points)
+    assert fig["build_exponent"] == pytest.approx(1 / (math.log(33 / 16) / math.log(2)))
+    assert fig["memory_exponent"].startswith("n/a")
