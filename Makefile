@@ -13,7 +13,7 @@ DEMO_ARGS := 'dataset.loader.parts=[dialogues]' dataset.budget_tokens=200
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: help setup demo smoke test test-full bench tables papers golden clean clean-cache product-mem0 product-amem product-lightrag
+.PHONY: help setup demo smoke test test-full bench rehearse tables papers golden clean clean-cache product-mem0 product-amem product-lightrag
 
 help:  ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -79,6 +79,9 @@ test-full: test demo  ## the tests, then the whole demo pipeline
 
 bench: setup  ## speed and efficiency ratios, each measured in one run (BENCH="backends raptor": only those)
 	$(MH) bench $(BENCH)
+
+rehearse: setup  ## every memory system at LongMemEval-S size, each in its own process: wall, CPU, RSS, disk, calls vs dry run, growth (REHEARSE="--questions 2 --no-growth": a quick look)
+	$(MH) bench rehearsal $(REHEARSE)
 
 tables: setup  ## tables and plots from every run and sweep folder under results/
 	$(MH) report results/runs results/sweeps --out results/tables --name comparison

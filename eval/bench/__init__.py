@@ -7,6 +7,13 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]  # the checkout: its conf/ holds the runner's defaults
 CONF = REPO / "conf"
 
+# benches that ``make bench`` (no names) leaves out: minutes long or writing docs; run them by name
+# (``memharness bench rehearsal --questions 2``, ``make rehearse``); the only ones that take flags
+ON_DEMAND = {
+    "rehearsal": "every memory system at LongMemEval-S size, each in its own process (make rehearse)",
+    "costs": "what a full run costs per system x benchmark, from the dry-run estimator",
+}
+
 _COMPARE = {
     ">=": operator.ge,
     "<=": operator.le,
