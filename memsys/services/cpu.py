@@ -107,6 +107,12 @@ def run_cpu_many(fn: Callable[..., T], calls: Sequence[Sequence[Any]]) -> list[T
     return in_thread(fn, calls) if pool is None else pool.run_many(fn, calls)
 
 
+def cpu_workers() -> int:
+    """The open pool's workers (1 when none is open): how many parts a step may split into."""
+    pool = _active
+    return 1 if pool is None else pool.workers
+
+
 def in_thread(fn: Callable[..., T], calls: Sequence[Sequence[Any]]) -> list[T]:
     """``[fn(*args) for args in calls]`` in this thread (``run_cpu_many``'s signature)."""
     return [fn(*args) for args in calls]

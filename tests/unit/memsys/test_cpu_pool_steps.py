@@ -6,10 +6,12 @@ from __future__ import annotations
 import dataclasses
 import random
 
+import numpy as np
 import pytest
 from graphrag_fakes import TEXTS, StepLLM, responder, unit
 from memharness.memsys.graphrag import GraphRAG
 from memharness.memsys.graphrag.communities import hierarchical_leiden
+from memharness.memsys.hipporag.graph import PhraseGraph, add_synonym_edges
 from memharness.memsys.services.cpu import cpu_pool, run_cpu
 from memharness.memsys.testing.doubles import HashingEmbedder, WordTokenizer
 
@@ -64,3 +66,29 @@ def test_graphrag_sends_its_leiden_step_to_the_open_pool_with_the_same_communiti
     with cpu_pool(2) as pool:
         there = _graphrag_communities()
     assert pool.steps == 1 and there == here and len({level for level, _ in here}) >= 2
+
+
+def phrase_vectors(n: int = 2600, topics: int = 300, seed: int = 9) -> np.ndarray:
+    """Seeded unit vectors in tight topics (cosines within a topic mostly above 0.8)."""
+    rng = np.random.default_rng(seed)
+    rows = rng.standard_normal((topics, 64))[rng.integers(0, topics, n)]
+    rows = rows + 0.25 * rng.standard_normal((n, 64))
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("directed_keys", [False, True])
+def test_hipporag_synonym_edges_split_over_a_pool_equal_the_one_pass_edges(directed_keys):
+    vectors = phrase_vectors()
+    phrases = [f"phrase {i}" if i % 50 else "ab" for i in range(len(vectors))]  # some ineligible
+
+    def edges() -> list:
+        g = PhraseGraph(phrases, [], [], [])
+        g.edges[(0, 1)], g.kinds[(0, 1)] = 2.0, "triple"  # a triple edge a synonym may replace
+        add_synonym_edges(g, vectors, 0.8, 5, directed_keys=directed_keys)
+        return [(k, v, g.kinds[k]) for k, v in g.edges.items()]  # in insertion order
+
+    here = edges()
+    with cpu_pool(2) as pool:
+        there = edges()
+    assert pool.steps == 2  # 2,600 rows = 3 blocks: two parts, one per worker
+    assert there == here and len(here) > 2 * len(vectors)  # most phrases have synonyms
