@@ -20,6 +20,7 @@ from memharness.memsys.graphrag.merge import SummarySettings, merge_graph, summa
 from memharness.memsys.graphrag.reports import ContextBuilder, ReportSettings, generate_reports
 from memharness.memsys.graphrag.to_store import add_communities, add_entities
 from memharness.memsys.hierarchy.store import HierarchyStore
+from memharness.memsys.services.cpu import run_cpu
 from memharness.memsys.types import Unit
 
 
@@ -139,7 +140,9 @@ def build_graph(
     timings["merge_s"] = time.perf_counter() - start - timings["extract_s"]
     edges = [(r.source, r.target, _positive(r.weight, log, r.id)) for r in graph.relations]
     lei = settings.leiden
-    communities, leiden = hierarchical_leiden(
+    # Leiden's levels and their Python bookkeeping hold the interpreter: in the run's CPU pool
+    communities, leiden = run_cpu(
+        hierarchical_leiden,
         len(graph.entities),
         edges,
         lei.max_cluster_size,

@@ -30,6 +30,7 @@ import igraph as ig
 import numpy as np
 from memharness.memsys.hipporag.extract import PassageTriples, Triple
 from memharness.memsys.hipporag.ppr import DEFAULTS, PPRSettings, Result, Transition
+from memharness.memsys.services.cpu import cpu_workers, run_cpu_many
 
 TRIPLE, SYNONYM, PASSAGE = "triple", "synonym", "passage"
 _BLOCK = 1024  # rows of the phrase-similarity matrix held at once
@@ -213,6 +214,32 @@ def collect(records: Sequence[PassageTriples], passage_nodes: bool) -> PhraseGra
     return g
 
 
+def synonym_neighbours(
+    vectors: np.ndarray,
+    eligible: Sequence[bool],
+    rows: range,
+    threshold: float,
+    max_neighbours: int,
+) -> list[tuple[int, int, float]]:
+    """(phrase, neighbour, cosine) for the phrases of ``rows``, row by row, nearest first: a unit
+    of work for the run's CPU pool (a row reads only its own similarities)."""
+    out: list[tuple[int, int, float]] = []
+    for start in range(rows.start, rows.stop, _BLOCK):
+        sims = vectors[start : min(start + _BLOCK, rows.stop)] @ vectors.T
+        for r, row in enumerate(sims):
+            i = start + r
+            if not eligible[i]:
+                continue
+            taken = 0
+            for j in np.argsort(-row, kind="stable"):
+                if taken >= max_neighbours or row[j] < threshold:
+                    break
+                if j != i:
+                    out.append((i, int(j), float(row[j])))
+                    taken += 1
+    return out
+
+
 def add_synonym_edges(
     g: PhraseGraph,
     vectors: np.ndarray,
@@ -222,31 +249,29 @@ def add_synonym_edges(
     directed_keys: bool = False,
 ) -> None:
     """Synonym edges from the phrases' (unit-norm) embeddings; see the module docstring
-    (``directed_keys``: v2's two keys per pair)."""
+    (``directed_keys``: v2's two keys per pair). The similarity rows (n² work) are split into one
+    run of whole blocks per worker of the run's CPU pool and applied in row order, as one pass
+    would."""
     n = len(g.phrases)
     if n < 2:
         return
-    chosen: dict[tuple[int, int], float] = {}  # v2: (phrase, its neighbour) -> cosine
     eligible = [len(re.sub(r"[^A-Za-z0-9]", "", p)) >= min_alnum for p in g.phrases]
-    for start in range(0, n, _BLOCK):
-        sims = vectors[start : start + _BLOCK] @ vectors.T
-        for r, row in enumerate(sims):
-            i = start + r
-            if not eligible[i]:
-                continue
-            order = np.argsort(-row, kind="stable")
-            taken = 0
-            for j in order:
-                if taken >= max_neighbours or row[j] < threshold:
-                    break
-                if j == i:
-                    continue
-                if directed_keys:
-                    chosen[(i, int(j))] = float(row[j])
-                else:
-                    key = (min(i, int(j)), max(i, int(j)))
-                    g.edges[key], g.kinds[key] = float(row[j]), SYNONYM
-                taken += 1
+    # whole blocks per part: every block's product is the same matrix wherever it is computed
+    blocks = -(-n // _BLOCK)
+    parts = min(cpu_workers(), blocks)
+    cuts = [min(n, _BLOCK * (blocks * k // parts)) for k in range(parts + 1)]
+    calls = [
+        (vectors, eligible, range(a, b), threshold, max_neighbours)
+        for a, b in zip(cuts[:-1], cuts[1:], strict=False)
+    ]
+    chosen: dict[tuple[int, int], float] = {}  # v2: (phrase, its neighbour) -> cosine
+    for part in run_cpu_many(synonym_neighbours, calls):
+        for i, j, sim in part:
+            if directed_keys:
+                chosen[(i, j)] = sim
+            else:
+                key = (min(i, j), max(i, j))
+                g.edges[key], g.kinds[key] = sim, SYNONYM
     for a, b in sorted({(min(k), max(k)) for k in chosen}):
         # a direction keeps its triple count (half of the pair's v2 triple weight) unless chosen
         half = g.edges.get((a, b), 0.0) / 2 if g.kinds.get((a, b)) == TRIPLE else 0.0

@@ -42,9 +42,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from memharness.memsys.services.cpu import in_thread
 from memharness.memsys.types import content_id
 
 Reducer = Callable[[np.ndarray, int, int, str, int], np.ndarray]
+Steps = Callable[..., list]  # run_cpu_many's signature: (fn, [args, ...]) -> [fn(*args), ...]
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,17 @@ class ClusterLog:
     def to_json(self) -> dict[str, Any]:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
 
+    def absorb(self, other: ClusterLog) -> None:
+        """Add ``other``'s counts, seeds and times (a step's log computed elsewhere) to this one."""
+        for key, value in other.__dict__.items():
+            mine = getattr(self, key)
+            if isinstance(value, dict):
+                mine.update(value)
+            elif isinstance(value, list):
+                mine.extend(value)
+            else:
+                setattr(self, key, mine + value)
+
 
 def step_seed(seed: int, path: str, step: str) -> int:
     """The seed of one random step, derived from the memory's seed and where the step runs."""
@@ -129,11 +142,24 @@ def _fit_gmm(points: np.ndarray, k: int, seed: int, log: ClusterLog) -> Any:
     return gmm
 
 
-def bic_components(points: np.ndarray, max_clusters: int, seed: int, log: ClusterLog) -> int:
-    """k in ``1 .. min(max_clusters, n) - 1`` with the lowest BIC (1 when n < 3)."""
+def bic_of_fit(points: np.ndarray, k: int, seed: int) -> tuple[float, ClusterLog]:
+    """The BIC of one seeded k-component mixture and its fit's log: a unit of the BIC sweep."""
+    log = ClusterLog()
+    with _one_thread():
+        bic = float(_fit_gmm(points, k, seed, log).bic(points))
+    return bic, log
+
+
+def bic_components(
+    points: np.ndarray, max_clusters: int, seed: int, log: ClusterLog, steps: Steps = in_thread
+) -> int:
+    """k in ``1 .. min(max_clusters, n) - 1`` with the lowest BIC (1 when n < 3). Every fit has its
+    own ``random_state=seed``, so the fits are independent and ``steps`` may run them anywhere."""
     candidates = range(1, max(2, min(max_clusters, len(points))))
-    bics = [_fit_gmm(points, k, seed, log).bic(points) for k in candidates]
-    return int(candidates[int(np.argmin(bics))])
+    fits = steps(bic_of_fit, [(points, k, seed) for k in candidates])
+    for _, fit_log in fits:
+        log.absorb(fit_log)
+    return int(candidates[int(np.argmin([bic for bic, _ in fits]))])
 
 
 def _one_thread() -> Any:
@@ -147,12 +173,17 @@ def _one_thread() -> Any:
 
 
 def gmm_soft_labels(
-    points: np.ndarray, threshold: float, max_clusters: int, seeds: dict[str, int], log: ClusterLog
+    points: np.ndarray,
+    threshold: float,
+    max_clusters: int,
+    seeds: dict[str, int],
+    log: ClusterLog,
+    steps: Steps = in_thread,
 ) -> tuple[list[list[int]], int]:
     """Each point's components (posterior > threshold; else its most probable one) and k."""
     start = time.perf_counter()
     with _one_thread():
-        k = bic_components(points, max_clusters, seeds["gmm_bic"], log)
+        k = bic_components(points, max_clusters, seeds["gmm_bic"], log, steps)
         probs = _fit_gmm(points, k, seeds["gmm"], log).predict_proba(points)
     labels = []
     for row in probs:
@@ -174,14 +205,31 @@ def _reduce_and_label(
     path: str,
     log: ClusterLog,
     reduce: Reducer,
+    steps: Steps = in_thread,
 ) -> tuple[list[list[int]], int]:
     seeds = {step: step_seed(seed, path, step) for step in ("umap", "gmm_bic", "gmm")}
     log.seeds[path] = seeds
     start = time.perf_counter()
-    reduced = reduce(vectors, n_components, n_neighbors, settings.metric, seeds["umap"])
+    reduced = steps(reduce, [(vectors, n_components, n_neighbors, settings.metric, seeds["umap"])])
     log.umap_calls += 1
     log.umap_s += time.perf_counter() - start
-    return gmm_soft_labels(reduced, settings.threshold, settings.max_clusters, seeds, log)
+    return gmm_soft_labels(reduced[0], settings.threshold, settings.max_clusters, seeds, log, steps)
+
+
+def local_labels(
+    vectors: np.ndarray,
+    n_neighbors: int,
+    settings: ClusterSettings,
+    seed: int,
+    path: str,
+    reduce: Reducer,
+) -> tuple[list[list[int]], int, ClusterLog]:
+    """The local step for one global cluster's members (a unit of work: its own log, own seeds)."""
+    log = ClusterLog()
+    labels, k = _reduce_and_label(
+        vectors, settings.reduction_dimension, n_neighbors, settings, seed, path, log, reduce
+    )
+    return labels, k, log
 
 
 def too_small(n: int, settings: ClusterSettings) -> bool:
@@ -198,8 +246,13 @@ def soft_clusters(
     path: str,
     log: ClusterLog,
     reduce: Reducer = umap_reduce,
+    steps: Steps = in_thread,
 ) -> list[list[int]]:
-    """One pass of global then local clustering; clusters as lists of row indices, in label order."""
+    """One pass of global then local clustering; clusters as lists of row indices, in label order.
+
+    ``steps`` runs the global reduction, the global BIC sweep's fits and then the local steps of
+    all global clusters at once (each with seeds derived from its own path, so where and in which
+    order they run changes nothing); their logs are added in global-cluster order."""
     n, dim = len(vectors), settings.reduction_dimension
     n_components, n_neighbors = min(dim, n - 2), int(math.sqrt(n - 1)) if n > 1 else 0
     if too_small(n, settings):
@@ -207,28 +260,32 @@ def soft_clusters(
             log.too_small += 1
         return [list(range(n))] if n else []
     global_labels, k_global = _reduce_and_label(
-        vectors, n_components, n_neighbors, settings, seed, f"{path}/global", log, reduce
+        vectors, n_components, n_neighbors, settings, seed, f"{path}/global", log, reduce, steps
     )
-    clusters: list[list[int]] = []
-    for g in range(k_global):
-        members = [i for i, labels in enumerate(global_labels) if g in labels]
-        if not members:
-            continue
-        if len(members) <= dim + 1:
-            clusters.append(members)
-            continue
-        local_labels, k_local = _reduce_and_label(
-            vectors[members],
-            dim,
-            min(settings.local_n_neighbors, len(members) - 1),
+    groups = [[i for i, labels in enumerate(global_labels) if g in labels] for g in range(k_global)]
+    split = [g for g, members in enumerate(groups) if len(members) > dim + 1]
+    calls = [
+        (
+            vectors[groups[g]],
+            min(settings.local_n_neighbors, len(groups[g]) - 1),
             settings,
             seed,
             f"{path}/local{g}",
-            log,
             reduce,
         )
+        for g in split
+    ]
+    locals_of = dict(zip(split, steps(local_labels, calls), strict=True))
+    clusters: list[list[int]] = []
+    for g, members in enumerate(groups):
+        if g not in locals_of:
+            if members:
+                clusters.append(members)
+            continue
+        labels_of, k_local, local_log = locals_of[g]
+        log.absorb(local_log)
         for j in range(k_local):
-            local = [members[i] for i, labels in enumerate(local_labels) if j in labels]
+            local = [members[i] for i, labels in enumerate(labels_of) if j in labels]
             if local:
                 clusters.append(local)
     return clusters
@@ -243,6 +300,7 @@ def raptor_clusters(
     path: str = "L1",
     reduce: Reducer = umap_reduce,
     retry: bool = False,
+    steps: Steps = in_thread,
 ) -> list[list[int]]:
     """RAPTOR's clusters of one layer: soft global/local clusters, re-clustered over the token limit.
 
@@ -256,7 +314,7 @@ def raptor_clusters(
     out: list[list[int]] = []
     seen: set[tuple[int, ...]] = set()
     tried: set[tuple[int, ...]] = set()
-    for i, members in enumerate(soft_clusters(vectors, settings, seed, path, log, reduce)):
+    for i, members in enumerate(soft_clusters(vectors, settings, seed, path, log, reduce, steps)):
         if tuple(members) in tried:  # soft membership can give the same cluster twice
             log.duplicate_clusters += 1
             continue
@@ -279,6 +337,7 @@ def raptor_clusters(
                     f"{path}/r{i}",
                     reduce,
                     retry=whole,
+                    steps=steps,
                 )
                 parts = [[members[j] for j in s] for s in sub]
         else:
@@ -300,8 +359,15 @@ def cluster_layer(
     seed: int,
     path: str,
     reduce: Reducer = umap_reduce,
+    steps: Steps = in_thread,
 ) -> tuple[list[list[int]], ClusterLog]:
-    """``raptor_clusters`` of one layer with a fresh log, returned with it: the unit of work sent
-    to the run's CPU pool (plain arrays and settings in, lists and a dataclass out)."""
+    """``raptor_clusters`` of one layer with a fresh log, returned with it. Either the whole call is
+    one unit of work for the run's CPU pool (plain arrays and settings in, lists and a dataclass
+    out), or, called in the episode's thread with ``steps=run_cpu_many``, it spreads its own steps
+    over the pool (the global reduction, the BIC sweep's fits, the local clusterings): the same
+    clusters and counts either way."""
     log = ClusterLog()
-    return raptor_clusters(vectors, tokens, settings, seed, log, path=path, reduce=reduce), log
+    clusters = raptor_clusters(
+        vectors, tokens, settings, seed, log, path=path, reduce=reduce, steps=steps
+    )
+    return clusters, log

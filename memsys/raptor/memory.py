@@ -56,7 +56,7 @@ from memharness.memsys.raptor.clustering import (
     umap_reduce,
 )
 from memharness.memsys.raptor.settings import Chunks, Clustering, Summaries
-from memharness.memsys.services.cpu import run_cpu
+from memharness.memsys.services.cpu import in_thread, run_cpu_many
 from memharness.memsys.services.types import ChatRequest
 from memharness.memsys.settings import Range, group
 from memharness.memsys.types import Unit, content_id
@@ -187,13 +187,11 @@ class Raptor(HierarchicalMemory):
         tokens = [store.tokens(v, self.tokenizer) for v in nodes]
         args = (store.embeddings[nodes], tokens, self.settings, self.seed, f"L{layer}")
         reduce = type(self).reduce
-        # UMAP + mixtures hold the interpreter: in the run's process pool (run.cpu_workers); a
-        # swapped-in reducer (tests) may not be picklable, so it stays in this thread
-        clusters, log = (
-            run_cpu(cluster_layer, *args)
-            if reduce is umap_reduce
-            else cluster_layer(*args, reduce=reduce)
-        )
+        # UMAP + mixtures hold the interpreter: their steps go to the run's process pool
+        # (run.cpu_workers), the local clusterings of a layer side by side; a swapped-in reducer
+        # (tests) may not be picklable, so it stays in this thread
+        steps = run_cpu_many if reduce is umap_reduce else in_thread
+        clusters, log = cluster_layer(*args, reduce=reduce, steps=steps)
         clustering_s = time.perf_counter() - start
         members = [[nodes[i] for i in c] for c in clusters]
         contexts = [

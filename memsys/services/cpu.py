@@ -7,6 +7,9 @@ and closes it on every exit path); a memory sends a step there with ``run_cpu(fn
 ``fn`` is a module-level function and ``args`` are plain arrays and settings (picklable: never the
 memory object). With one worker, or with no pool open (tests, notebooks), ``fn`` runs in the
 calling thread: the same function on the same inputs, so the results are the same either way.
+``run_cpu_many(fn, calls)`` sends independent steps at once (RAPTOR's local clusterings of one
+layer, the mixture fits of a BIC sweep) and returns their results in the order of ``calls``; a
+step running in a worker has no pool open there, so whatever it spreads runs in that worker.
 
 Workers are started with ``spawn`` (no fork of a process with running threads) and only when the
 first step is submitted, so a run whose memory has no such step starts no process.
@@ -18,7 +21,7 @@ import contextlib
 import multiprocessing
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
@@ -47,10 +50,14 @@ class CpuPool:
 
     def run(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` in a worker process (in this thread when the pool has one worker)."""
+        return self.run_many(fn, [args])[0]
+
+    def run_many(self, fn: Callable[..., T], calls: Sequence[Sequence[Any]]) -> list[T]:
+        """``[fn(*args) for args in calls]``, the calls spread over the workers; results in order."""
         with self._lock:
-            self.steps += 1
+            self.steps += len(calls)
         if self.workers == 1:
-            return fn(*args)
+            return in_thread(fn, calls)
         with self._lock:
             if self._closed:
                 raise RuntimeError("the CPU pool is closed")
@@ -59,7 +66,8 @@ class CpuPool:
                     max_workers=self.workers, mp_context=multiprocessing.get_context("spawn")
                 )
             executor = self._executor
-        return executor.submit(fn, *args).result()
+        futures = [executor.submit(fn, *args) for args in calls]
+        return [f.result() for f in futures]
 
     def close(self) -> None:
         """Stop the workers (steps not started are cancelled); later ``run`` calls raise."""
@@ -90,3 +98,21 @@ def run_cpu(fn: Callable[..., T], *args: Any) -> T:
     """``fn(*args)`` in the open pool; in this thread when none is open."""
     pool = _active
     return fn(*args) if pool is None else pool.run(fn, *args)
+
+
+def run_cpu_many(fn: Callable[..., T], calls: Sequence[Sequence[Any]]) -> list[T]:
+    """``fn(*args)`` for every ``args`` of ``calls``, at once in the open pool (in this thread when
+    none is open); results in the order of ``calls``."""
+    pool = _active
+    return in_thread(fn, calls) if pool is None else pool.run_many(fn, calls)
+
+
+def cpu_workers() -> int:
+    """The open pool's workers (1 when none is open): how many parts a step may split into."""
+    pool = _active
+    return 1 if pool is None else pool.workers
+
+
+def in_thread(fn: Callable[..., T], calls: Sequence[Sequence[Any]]) -> list[T]:
+    """``[fn(*args) for args in calls]`` in this thread (``run_cpu_many``'s signature)."""
+    return [fn(*args) for args in calls]

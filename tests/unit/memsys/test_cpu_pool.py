@@ -12,7 +12,7 @@ import pytest
 from memharness.memsys.raptor.clustering import ClusterSettings, cluster_layer
 from memharness.memsys.raptor.memory import Raptor
 from memharness.memsys.services import cpu
-from memharness.memsys.services.cpu import CpuPool, cpu_pool, run_cpu
+from memharness.memsys.services.cpu import CpuPool, cpu_pool, in_thread, run_cpu, run_cpu_many
 from raptor_fakes import identity_reduce, make_raptor, units
 
 
@@ -62,6 +62,29 @@ def test_a_layer_clustered_in_a_worker_equals_the_in_thread_clusters_and_log():
         there, there_log = run_cpu(cluster_layer, *args)
     assert here_log.reclustered > 0 and len(here) >= 4
     assert there == here and _counts(there_log) == _counts(here_log)
+
+
+def test_a_layer_spreading_its_steps_over_a_pool_equals_the_in_thread_clusters_and_log():
+    vectors = topic_vectors(topics=2, per=24, dim=4)  # global clusters over 11 nodes: local steps
+    settings = ClusterSettings(max_clusters=6, max_length_in_cluster=300)
+    args = (vectors, [40] * len(vectors), settings, 11, "L1", identity_reduce)
+    here, here_log = cluster_layer(*args)
+    with cpu_pool(2) as pool:
+        there, there_log = cluster_layer(*args, steps=run_cpu_many)
+    local = [p for p in here_log.seeds if "/local" in p]
+    assert len(local) >= 2 and here_log.reclustered > 0  # local steps and re-clustering ran
+    # each global reduction and BIC fit, and each local step, was a step of the pool
+    assert len(here_log.seeds) < pool.steps < here_log.umap_calls + here_log.gmm_fits
+    assert there == here and _counts(there_log) == _counts(here_log)
+    assert list(there_log.seeds) == list(here_log.seeds)  # seeds logged in the same order
+
+
+def test_run_cpu_many_keeps_the_order_of_the_calls_and_counts_its_steps():
+    calls = [(n,) for n in (5, 1, 4, 2, 3)]
+    with cpu_pool(2) as pool:
+        assert run_cpu_many(abs, [(-n,) for (n,) in calls]) == [5, 1, 4, 2, 3]
+        assert pool.steps == 5
+    assert run_cpu_many(abs, [(-2,), (3,)]) == [2, 3] and in_thread(abs, []) == []
 
 
 @pytest.mark.slow  # real UMAP: numba compiles in this process and in each worker (~15 s each); one worker is started

@@ -188,7 +188,7 @@ def test_umap_and_mixtures_recover_planted_clusters_deterministically_with_recor
 def test_global_clusters_over_reduction_dimension_plus_one_are_split_locally(monkeypatch):
     calls = []
 
-    def labels(points, threshold, max_clusters, seeds, log):
+    def labels(points, threshold, max_clusters, seeds, log, steps=None):
         calls.append(len(points))
         if len(points) == 14:  # global: 12 nodes in cluster 0, 2 in cluster 1
             return [[0]] * 12 + [[1]] * 2, 2
@@ -214,7 +214,7 @@ def test_clusters_over_the_token_limit_are_clustered_again(monkeypatch):
     script = {8: [[0, 1, 2, 3, 4, 5], [6, 7]], 6: [[0, 1, 2], [3, 4, 5]]}
     inputs = []
 
-    def fake(vectors, settings, seed, path, log, reduce):
+    def fake(vectors, settings, seed, path, log, reduce, steps=None):
         inputs.append((len(vectors), path))
         return script[len(vectors)]
 
@@ -241,7 +241,7 @@ def test_a_cluster_equal_to_its_whole_input_is_clustered_again_once_under_a_deri
     paths = []
 
     def fake(
-        vectors, settings, seed, path, log, reduce
+        vectors, settings, seed, path, log, reduce, steps=None
     ):  # whole on the first pass, split on the retry
         paths.append(path)
         return [[0, 1, 2], [3, 4, 5]] if path == "L1/r0" else [list(range(len(vectors)))]
@@ -261,7 +261,7 @@ def test_a_cluster_that_stays_whole_on_its_retry_is_kept_and_counted_and_duplica
 ):
     paths = []
 
-    def fake(vectors, settings, seed, path, log, reduce):
+    def fake(vectors, settings, seed, path, log, reduce, steps=None):
         paths.append(path)
         return [list(range(len(vectors))), list(range(len(vectors)))]
 
@@ -345,7 +345,9 @@ def test_a_point_between_two_clusters_gets_two_parents_and_each_layer_is_one_bat
 def test_layers_are_built_until_the_stop_rule_or_num_layers(monkeypatch):
     import memharness.memsys.raptor.memory as raptor_module
 
-    def pairs(vectors, tokens, settings, seed, path, reduce):  # clusters of two consecutive nodes
+    def pairs(
+        vectors, tokens, settings, seed, path, reduce, steps=None
+    ):  # clusters of two consecutive nodes
         return [[i, i + 1] for i in range(0, len(vectors), 2)], ClusterLog()
 
     monkeypatch.setattr(raptor_module, "cluster_layer", pairs)
