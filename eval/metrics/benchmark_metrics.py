@@ -161,7 +161,15 @@ FORGETTING: tuple[Metric, ...] = (
         False,
         "accuracy",
         "scores",
-        "the judge finds the answer states the deleted fact (eval/judge/forgetting.py)",
+        "the judge finds the answer still gives the deleted fact (eval/judge/forgetting.py)",
+        scorer="forget_judge",
+    ),
+    Metric(
+        "forget_abstain_judge",
+        True,
+        "accuracy",
+        "scores",
+        "the judge finds the answer to a question about a deleted fact declines to answer",
         scorer="forget_judge",
     ),
     Metric(

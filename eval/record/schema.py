@@ -67,7 +67,7 @@ class Score(_Record):
         "(parsed | unclear | judge_failed | answer_empty); judge_audit: status; closed_book: "
         "prediction, status, criterion, judge_status, error; evidence (on evidence_recall): "
         "gold_items (indices of the retrieved items covering gold evidence), gold_units (the gold "
-        "unit ids they cover); forget_judge: status, error",
+        "unit ids they cover); forget_judge: reply, status, error",
     )
 
 

@@ -18,6 +18,7 @@ METRICS = (
     "forget_answer_leak",
     "forget_answer_leak_judge",
     "forget_abstain",
+    "forget_abstain_judge",
     "stale_answer",
     "stale_answer_judge",
 )
@@ -73,8 +74,8 @@ def sections(wide: pd.DataFrame, best: set[tuple[int, str]]) -> list[fmt.Section
             "(dataset.forget). forget_leak: a retrieved item's provenance, derived items "
             "included, holds a deleted unit (target 0); stale_retrieval: the superseded unit "
             "retrieved with the current one absent or below it; forget_answer_leak / "
-            "stale_answer: the answer states the old value (lexical; _judge: the harness judge's "
-            "verdict, audited with it); forget_abstain: it says it does not know.",
+            "stale_answer: the answer states the old value; forget_abstain: it says it does not "
+            "know (lexical; _judge: the judge model's verdict with the eval.forget_judge prompts).",
         ),
         fmt.column_section(
             "Letting go: cost of forgetting",

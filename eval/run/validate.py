@@ -193,6 +193,15 @@ class JudgeAuditSettings(TypedDict):
     wrong_prompt: Annotated[str, Placeholders("question", "reference")]
 
 
+class ForgetJudgeSettings(TypedDict):
+    """``eval.forget_judge``: the judged readings of the forgetting metrics (eval/judge/forgetting.py)."""
+
+    max_tokens: Positive
+    quote: NotRequired[bool]  # wrap predictions in double quotes too (eval/judge/injection.py)
+    leak_prompt: Annotated[str, Placeholders("question", "reference", "prediction")]
+    abstain_prompt: Annotated[str, Placeholders("question", "prediction")]
+
+
 class BootstrapSettings(TypedDict):
     resamples: Positive
     confidence: Annotated[float, Range(0, 1, lo_open=True, hi_open=True)]
@@ -214,6 +223,7 @@ class EvalSettings(TypedDict):
     evidence: NotRequired[EvidenceSettings]
     closed_book: NotRequired[ClosedBookSettings]
     judge_audit: NotRequired[JudgeAuditSettings]
+    forget_judge: NotRequired[ForgetJudgeSettings]
 
 
 class OfficialJudgeSettings(TypedDict):

@@ -12,6 +12,9 @@ from memharness.eval.metrics.forgetting import Forgetting, answer_scores, retrie
 from memharness.eval.record.scores import value
 from memharness.memsys.testing.doubles import WordTokenizer
 from memharness.memsys.types import FORGET_KEY, Question, RetrievedItem, Update
+from paths import ROOT
+
+CONF_EVAL = ROOT / "conf" / "eval" / "default.yaml"
 
 
 def streamed(memory_class):
@@ -107,7 +110,9 @@ def test_the_scorer_writes_registered_metrics_and_skips_failed_retrievals():
     assert registry.direction("forget_leak") is False and registry.direction("forget_abstain")
 
 
-def test_the_judged_readings_ask_whether_the_answer_means_the_old_value():
+def forget_judged(predictions, questions, reply):
+    """Run the judged readings over (question, prediction) pairs with a scripted judge; returns
+    the records, the prompts the judge saw and the meter."""
     from types import SimpleNamespace
 
     from memharness.eval.judge.forgetting import ForgetJudge
@@ -116,10 +121,11 @@ def test_the_judged_readings_ask_whether_the_answer_means_the_old_value():
     from memharness.memsys.testing.doubles import ScriptedChat
     from omegaconf import OmegaConf
 
-    def judge(request):  # "1" when the answer (after P:) names the reference (after R:)
-        prompt = request.messages[-1][1]
-        reference, answer = prompt.split("R: ")[1].split(" P: ")
-        return "1" if reference.split(",")[0] in answer else "0"
+    seen = []
+
+    def judge(request):
+        seen.append(request.messages[-1][1])
+        return reply(seen[-1])
 
     meter = Meter()
     services = SimpleNamespace(
@@ -128,28 +134,77 @@ def test_the_judged_readings_ask_whether_the_answer_means_the_old_value():
     cfg = OmegaConf.create(
         {
             "eval": {
-                "judge": {"prompt": "Q: {question} R: {reference} P: {prediction}", "max_tokens": 2}
+                "judge": {"prompt": "ACCURACY Q: {question} R: {reference} P: {prediction}"},
+                "forget_judge": {
+                    "max_tokens": 2,
+                    "leak_prompt": "LEAK Q: {question} R: {reference} P: {prediction}",
+                    "abstain_prompt": "ABSTAIN Q: {question} P: {prediction}",
+                },
             }
         }
     )
-    deletion = Question(
-        "d",
-        "Dog's name?",
-        ("I don't know",),
-        9,
-        update=Update("deletion", ("u",), (), (), "Pepper"),
-    )
-    plain = Question("p", "?", ("a",), 0)
-    records = [
-        {"status": "scored", "mode": "generative", "prediction": p}
-        for p in ("It is Pepper.", "No idea.", "He lives in Medellin.", "Porto.", "a")
-    ]
-    questions = [deletion, deletion, CORRECTION, CORRECTION, plain]
+    records = [{"status": "scored", "mode": "generative", "prediction": p} for p in predictions]
     ForgetJudge().score(
         [(q, [], r) for q, r in zip(questions, records, strict=True)],
         SimpleNamespace(cfg=cfg, services=services, judges=None),
     )
+    return records, seen, meter
+
+
+def scripted_forget_judge(prompt: str) -> str:
+    """LEAK: "1" when the answer (after P:) names the old value (after R:); ABSTAIN: "1" when it
+    says "No idea"; "maybe" for the answer "Garbled." (an unparsable verdict)."""
+    answer = prompt.split(" P: ")[1]
+    if answer == "Garbled.":
+        return "maybe"
+    if prompt.startswith("ABSTAIN"):
+        return "1" if "No idea" in answer else "0"
+    reference = prompt.split("R: ")[1].split(" P: ")[0]
+    return "1" if reference.split(",")[0] in answer else "0"
+
+
+DELETION = Question(
+    "d", "Dog's name?", ("I don't know",), 9, update=Update("deletion", ("u",), (), (), "Pepper")
+)
+
+
+def test_the_judged_readings_ask_the_forget_prompts_not_the_accuracy_one():
+    """The old code sent eval.judge.prompt ("is this answer correct?" against the deleted value):
+    Qwen said 1 to "The dog was named Max." against "Pepper, a grey greyhound", so every system
+    read 0.5. The leak and abstain verdicts must come from eval.forget_judge's own prompts."""
+    plain = Question("p", "?", ("a",), 0)
+    predictions = ("It is Pepper.", "No idea.", "He lives in Medellin.", "Porto.", "a")
+    questions = [DELETION, DELETION, CORRECTION, CORRECTION, plain]
+    records, seen, meter = forget_judged(predictions, questions, scripted_forget_judge)
+    assert not [p for p in seen if p.startswith("ACCURACY")]
+    assert sorted(p.split()[0] for p in seen) == ["ABSTAIN", "ABSTAIN"] + ["LEAK"] * 4
     assert [value(r, "forget_answer_leak_judge") for r in records[:2]] == [1.0, 0.0]
+    assert [value(r, "forget_abstain_judge") for r in records[:2]] == [0.0, 1.0]
     assert [value(r, "stale_answer_judge") for r in records[2:4]] == [1.0, 0.0]
+    assert "forget_abstain_judge" not in records[2]["scores"]  # corrections: nothing to decline
     assert "scores" not in records[4]  # no update: never asked
-    assert meter.intrinsic["judge"].calls == 4
+    assert records[0]["scores"]["forget_answer_leak_judge"]["details"]["reply"] == "1"
+    assert meter.intrinsic["judge"].calls == 6
+
+
+def test_an_unparsable_forget_verdict_is_recorded_without_a_value():
+    records, _, _ = forget_judged(("Garbled.",), [DELETION], scripted_forget_judge)
+    for metric in ("forget_answer_leak_judge", "forget_abstain_judge"):
+        score = records[0]["scores"][metric]
+        assert score["value"] is None and score["details"]["status"] == "judge_unparsed"
+        assert score["details"]["reply"] == "maybe"
+
+
+def test_the_shipped_forget_prompts_are_their_own_and_registered():
+    from omegaconf import OmegaConf
+
+    conf = OmegaConf.load(CONF_EVAL)
+    section = conf.forget_judge
+    for name, fields in (("leak_prompt", 3), ("abstain_prompt", 2)):
+        text = section[name]
+        assert text != conf.judge.prompt
+        assert (
+            len({f for f in ("{question}", "{reference}", "{prediction}") if f in text}) == fields
+        )
+    assert registry.lookup("forget_abstain_judge").scorer == "forget_judge"
+    assert registry.direction("forget_abstain_judge") is True
