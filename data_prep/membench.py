@@ -39,11 +39,12 @@ import re
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from memharness.data_prep import hub
 from memharness.data_prep.base import Dataset, DatasetError
 from memharness.memsys.services.tokens import get_tokenizer
+from memharness.memsys.settings import Range
 from memharness.memsys.types import Episode, Evidence, Question, Unit, content_id
 
 SOURCE = "https://github.com/import-myself/Membench"
@@ -261,7 +262,7 @@ def load(
     data_dir: str | None = None,
     suffix_format: str = " (place: {place}; time: {time})",
     turn_format: str = "'user': {user}; 'agent': {agent}",
-    capacity_bucket: int | None = None,
+    capacity_bucket: Annotated[int, Range(1)] | None = None,  # tokens per bucket; None: asked once
     integrity: hub.Integrity = "warn",
 ) -> Dataset:
     """Load one MemBench perspective x level from ``path`` (a merged file, or a folder holding one
