@@ -266,14 +266,22 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--llm", default=llm, help=f"llm= group (default {llm})")
     p.add_argument("--embedder", default=embedder, help=f"embedder= group (default {embedder})")
     p.add_argument(
-        "--latency-ms", type=float, default=0.0, help="backend latency per request, for the bound"
+        "--latency-ms",
+        type=float,
+        default=0.0,
+        help="backend latency per request: the served or in-process rehearsal backend waits this long; the bound uses it",
     )
     p.add_argument(
         "--server",
         action="store_true",
         help="serve the backend over HTTP on 127.0.0.1 with --latency-ms (test-backend, else the fault server)",
     )
-    p.add_argument("--in-flight", type=int, default=32, help="llm.max_in_flight with --server")
+    p.add_argument(
+        "--in-flight",
+        type=int,
+        default=32,
+        help="llm.max_in_flight, and the backend's capacity (requests served at once)",
+    )
     p.add_argument("--data", default="auto", choices=("auto", "synth", "fixture"))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--growth-tokens", default=",".join(map(str, GROWTH_TOKENS)))
@@ -291,11 +299,24 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def _has_latency(llm: str) -> bool:
+    """Whether ``conf/llm/<llm>.yaml``'s backend takes a latency (``base_ms``: the rehearsal's)."""
+    path = CONF / "llm" / f"{llm}.yaml"
+    return path.exists() and "base_ms" in (OmegaConf.load(path).get("backend") or {})
+
+
 def backend_overrides(args: argparse.Namespace, url: str | None = None) -> list[str]:
     """The runs' backend: the in-process groups, or (``--server``) the served test backend at
     ``url`` for chat and embeddings, ``--in-flight`` requests at once."""
     if url is None:
-        return [f"llm={args.llm}", f"embedder={args.embedder}", *args.set]
+        local = [f"llm={args.llm}", f"embedder={args.embedder}"]
+        if _has_latency(args.llm):  # the in-process rehearsal backend waits as a server would
+            local += [f"llm.backend.base_ms={args.latency_ms:g}"]
+            local += [
+                f"llm.backend.capacity={args.in_flight}",
+                f"llm.max_in_flight={args.in_flight}",
+            ]
+        return [*local, *args.set]
     served = ["llm=openai", f"llm.backend.base_url={url}", "llm.backend.api_key_env=null"]
     served += ["llm.backend.model=rehearsal", "llm.backend.structured=guided_choice"]
     served += ["llm.backend.check_connection=false", "embedder=openai"]
@@ -317,7 +338,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         )
         work.mkdir(parents=True, exist_ok=True)
         url = (
-            stack.enter_context(served_backend(args.latency_ms, work / "server.log"))
+            stack.enter_context(
+                served_backend(args.latency_ms, work / "server.log", args.in_flight)
+            )
             if args.server
             else None
         )
