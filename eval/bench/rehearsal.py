@@ -269,7 +269,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--latency-ms",
         type=float,
         default=0.0,
-        help="backend latency per request: the served or in-process rehearsal backend waits this long; the bound uses it",
+        help="backend latency per request: the (served or in-process) rehearsal backend waits it; so does the bound",
     )
     p.add_argument(
         "--server",
