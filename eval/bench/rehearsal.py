@@ -48,6 +48,12 @@ from omegaconf import OmegaConf
 
 GROWTH_SYSTEMS = ("full_context", "memorystream", "memtree", "structmem", "cam", "mem0")
 GROWTH_TOKENS = (128_000, 1_000_000, 10_000_000)
+# CAM "online" in the growth section means the paper's online batch update: without a batch size the
+# runner hands the whole haystack over as one insert batch, and CAM's similarity of the new chunks to
+# every chunk (eq. 2) is then units x units float64 matrices (21 GB at 10M tokens: killed by the OOM
+# killer on a 24 GB machine; memory exponent 2.1 from 128K to 1M); a session's worth at a time keeps
+# them batch x units
+GROWTH_OVERRIDES = {"cam": ["dataset.insert_batch_size=64"]}
 # settings every rehearsal run shares: no judge calibration pass or lenient re-judge (they add judge
 # calls that say nothing about the memory), no progress lines
 COMMON = ["eval.judge.calibration_max=0", "eval.judge_audit.lenient=false", "progress=false"]
@@ -103,11 +109,14 @@ def run_system(
     work: Path,
     estimate: bool = True,
     startup: Child | None = None,
+    extra: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """One system: the real run in a child, then its dry run in another; the figures of both."""
+    """One system: the real run in a child, then its dry run in another; the figures of both.
+    ``extra``: Hydra overrides for this system's runs only."""
     folder = work / name
     cache = folder / "cache" / "calls.sqlite"
-    overrides = [f"memory={name}", *data["overrides"], *backend, *COMMON, f"cache.path={cache}"]
+    overrides = [f"memory={name}", *data["overrides"], *backend, *COMMON, *extra]
+    overrides.append(f"cache.path={cache}")
     run_dir = folder / "run"
     child = run_child(
         ["run", *overrides, "cache.enabled=false", f"hydra.run.dir={run_dir}"], folder / "run.log"
@@ -184,7 +193,8 @@ def growth(
                 )
                 points.append({"tokens": tokens, "estimate": est})
                 continue
-            fig = run_system(name, data, backend, work / "growth" / tag, False, startup)
+            extra = tuple(GROWTH_OVERRIDES.get(name, ()))
+            fig = run_system(name, data, backend, work / "growth" / tag, False, startup, extra)
             if "error" in fig:
                 print(f"-- growth {name} @ {tokens:,}: {fig['error']}")
                 break

@@ -279,3 +279,23 @@ def test_auto_data_is_the_synth_generator_and_its_overrides(tmp_path):
     written = json.loads((tmp_path / "d" / "synth.json").read_text(encoding="utf-8"))
     assert data["overrides"] == written["overrides"]
     assert "dataset=longmemeval" in data["overrides"]
+
+
+def test_cam_grows_online_in_batches_not_as_one_haystack_sized_batch(tmp_path, monkeypatch):
+    """Growth used to hand CAM each haystack as one insert batch: units x units similarity
+    matrices (memory exponent 2.1 from 128K to 1M tokens, OOM-killed at 10M). Its growth runs now
+    carry an insert batch size; the other systems' runs do not."""
+    from memharness.eval.bench import rehearsal
+
+    seen: dict[str, list[str]] = {}
+
+    def fake_run_system(name, data, backend, work, estimate, startup, extra=()):
+        seen[name] = list(extra)
+        return {"error": "not run"}
+
+    monkeypatch.setattr(rehearsal, "run_system", fake_run_system)
+    monkeypatch.setattr(rehearsal, "make_data", lambda *a: {"overrides": []})
+    args = rehearsal.parse(["--growth-tokens=1000"])
+    rehearsal.growth(["cam", "memtree"], [1000], args, [], tmp_path, None)
+    assert seen["cam"] == ["dataset.insert_batch_size=64"]
+    assert seen["memtree"] == []
