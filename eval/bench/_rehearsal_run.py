@@ -194,16 +194,16 @@ GROWTH_TARGET = "<= 1.1"
 
 
 @contextlib.contextmanager
-def served_backend(latency_ms: float, log: Path) -> Iterator[str]:
+def served_backend(latency_ms: float, log: Path, capacity: int = 32) -> Iterator[str]:
     """An OpenAI-compatible test backend on 127.0.0.1 in its own process, adding ``latency_ms`` a
-    request: ``memharness test-backend`` (issue 46 item 1) when it exists, else the fault server.
-    Yields its ``/v1`` URL; stopped on exit."""
+    request and serving ``capacity`` at once: ``memharness test-backend`` (issue 46 item 1) when it
+    exists, else the fault server (no capacity limit). Yields its ``/v1`` URL; stopped on exit."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     flags = ["--port", str(port), "--latency-ms", str(latency_ms)]
     if cli_has("test-backend"):
-        cmd = [sys.executable, "-c", CLI, "test-backend", *flags]
+        cmd = [sys.executable, "-c", CLI, "test-backend", *flags, "--capacity", str(capacity)]
     else:
         cmd = [sys.executable, "-m", "memharness.memsys.testing.fault_server", *flags]
     url = f"http://127.0.0.1:{port}/v1"

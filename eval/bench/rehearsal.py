@@ -48,6 +48,12 @@ from omegaconf import OmegaConf
 
 GROWTH_SYSTEMS = ("full_context", "memorystream", "memtree", "structmem", "cam", "mem0")
 GROWTH_TOKENS = (128_000, 1_000_000, 10_000_000)
+# CAM "online" in the growth section means the paper's online batch update: without a batch size the
+# runner hands the whole haystack over as one insert batch, and CAM's similarity of the new chunks to
+# every chunk (eq. 2) is then units x units float64 matrices (21 GB at 10M tokens: killed by the OOM
+# killer on a 24 GB machine; memory exponent 2.1 from 128K to 1M); a session's worth at a time keeps
+# them batch x units
+GROWTH_OVERRIDES = {"cam": ["dataset.insert_batch_size=64"]}
 # settings every rehearsal run shares: no judge calibration pass or lenient re-judge (they add judge
 # calls that say nothing about the memory), no progress lines
 COMMON = ["eval.judge.calibration_max=0", "eval.judge_audit.lenient=false", "progress=false"]
@@ -103,11 +109,14 @@ def run_system(
     work: Path,
     estimate: bool = True,
     startup: Child | None = None,
+    extra: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """One system: the real run in a child, then its dry run in another; the figures of both."""
+    """One system: the real run in a child, then its dry run in another; the figures of both.
+    ``extra``: Hydra overrides for this system's runs only."""
     folder = work / name
     cache = folder / "cache" / "calls.sqlite"
-    overrides = [f"memory={name}", *data["overrides"], *backend, *COMMON, f"cache.path={cache}"]
+    overrides = [f"memory={name}", *data["overrides"], *backend, *COMMON, *extra]
+    overrides.append(f"cache.path={cache}")
     run_dir = folder / "run"
     child = run_child(
         ["run", *overrides, "cache.enabled=false", f"hydra.run.dir={run_dir}"], folder / "run.log"
@@ -184,7 +193,8 @@ def growth(
                 )
                 points.append({"tokens": tokens, "estimate": est})
                 continue
-            fig = run_system(name, data, backend, work / "growth" / tag, False, startup)
+            extra = tuple(GROWTH_OVERRIDES.get(name, ()))
+            fig = run_system(name, data, backend, work / "growth" / tag, False, startup, extra)
             if "error" in fig:
                 print(f"-- growth {name} @ {tokens:,}: {fig['error']}")
                 break
@@ -266,14 +276,22 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--llm", default=llm, help=f"llm= group (default {llm})")
     p.add_argument("--embedder", default=embedder, help=f"embedder= group (default {embedder})")
     p.add_argument(
-        "--latency-ms", type=float, default=0.0, help="backend latency per request, for the bound"
+        "--latency-ms",
+        type=float,
+        default=0.0,
+        help="backend latency per request: the (served or in-process) rehearsal backend waits it; so does the bound",
     )
     p.add_argument(
         "--server",
         action="store_true",
         help="serve the backend over HTTP on 127.0.0.1 with --latency-ms (test-backend, else the fault server)",
     )
-    p.add_argument("--in-flight", type=int, default=32, help="llm.max_in_flight with --server")
+    p.add_argument(
+        "--in-flight",
+        type=int,
+        default=32,
+        help="llm.max_in_flight, and the backend's capacity (requests served at once)",
+    )
     p.add_argument("--data", default="auto", choices=("auto", "synth", "fixture"))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--growth-tokens", default=",".join(map(str, GROWTH_TOKENS)))
@@ -291,11 +309,24 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def _has_latency(llm: str) -> bool:
+    """Whether ``conf/llm/<llm>.yaml``'s backend takes a latency (``base_ms``: the rehearsal's)."""
+    path = CONF / "llm" / f"{llm}.yaml"
+    return path.exists() and "base_ms" in (OmegaConf.load(path).get("backend") or {})
+
+
 def backend_overrides(args: argparse.Namespace, url: str | None = None) -> list[str]:
     """The runs' backend: the in-process groups, or (``--server``) the served test backend at
     ``url`` for chat and embeddings, ``--in-flight`` requests at once."""
     if url is None:
-        return [f"llm={args.llm}", f"embedder={args.embedder}", *args.set]
+        local = [f"llm={args.llm}", f"embedder={args.embedder}"]
+        if _has_latency(args.llm):  # the in-process rehearsal backend waits as a server would
+            local += [f"llm.backend.base_ms={args.latency_ms:g}"]
+            local += [
+                f"llm.backend.capacity={args.in_flight}",
+                f"llm.max_in_flight={args.in_flight}",
+            ]
+        return [*local, *args.set]
     served = ["llm=openai", f"llm.backend.base_url={url}", "llm.backend.api_key_env=null"]
     served += ["llm.backend.model=rehearsal", "llm.backend.structured=guided_choice"]
     served += ["llm.backend.check_connection=false", "embedder=openai"]
@@ -317,7 +348,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         )
         work.mkdir(parents=True, exist_ok=True)
         url = (
-            stack.enter_context(served_backend(args.latency_ms, work / "server.log"))
+            stack.enter_context(
+                served_backend(args.latency_ms, work / "server.log", args.in_flight)
+            )
             if args.server
             else None
         )

@@ -244,3 +244,58 @@ def test_growth_says_n_a_where_a_figure_never_rose_above_zero():
     fig = _exponents("y", points)
     assert fig["build_exponent"] == pytest.approx(1 / (math.log(33 / 16) / math.log(2)))
     assert fig["memory_exponent"].startswith("n/a")
+
+
+def test_the_in_process_rehearsal_backend_waits_the_latency_the_bound_assumes():
+    """Without --server, --latency-ms used to reach the bound only: the in-process backend answered
+    at once, so wall vs bound compared a 0 ms backend against a 20 ms bound."""
+    from memharness.eval.bench.rehearsal import backend_overrides, parse
+
+    local = backend_overrides(parse(["--latency-ms=20", "--in-flight=8"]))
+    assert local[:2] == ["llm=rehearsal", "embedder=rehearsal"]
+    assert "llm.backend.base_ms=20" in local and "llm.backend.capacity=8" in local
+    assert "llm.max_in_flight=8" in local
+
+
+def test_the_served_test_backend_serves_as_many_at_once_as_the_harness_sends(tmp_path):
+    """--server starts ``memharness test-backend`` on 127.0.0.1 with --in-flight as its capacity
+    (it used to keep its own default of 32 whatever --in-flight said)."""
+    import urllib.request
+
+    from memharness.eval.bench._rehearsal_run import served_backend
+
+    log = tmp_path / "server.log"
+    with served_backend(5, log, capacity=3) as url:
+        with urllib.request.urlopen(url.removesuffix("/v1") + "/stats", timeout=5) as r:
+            stats = json.loads(r.read())
+    assert url.startswith("http://127.0.0.1:")
+    assert "capacity 3" in log.read_text(encoding="utf-8")
+    assert stats["rehearsal"]["chat"]["capacity"] == 3
+
+
+def test_auto_data_is_the_synth_generator_and_its_overrides(tmp_path):
+    data = make_data("auto", tmp_path / "d", questions=1, tokens=2500, seed=0)
+    assert data["maker"] == "synth"
+    written = json.loads((tmp_path / "d" / "synth.json").read_text(encoding="utf-8"))
+    assert data["overrides"] == written["overrides"]
+    assert "dataset=longmemeval" in data["overrides"]
+
+
+def test_cam_grows_online_in_batches_not_as_one_haystack_sized_batch(tmp_path, monkeypatch):
+    """Growth used to hand CAM each haystack as one insert batch: units x units similarity
+    matrices (memory exponent 2.1 from 128K to 1M tokens, OOM-killed at 10M). Its growth runs now
+    carry an insert batch size; the other systems' runs do not."""
+    from memharness.eval.bench import rehearsal
+
+    seen: dict[str, list[str]] = {}
+
+    def fake_run_system(name, data, backend, work, estimate, startup, extra=()):
+        seen[name] = list(extra)
+        return {"error": "not run"}
+
+    monkeypatch.setattr(rehearsal, "run_system", fake_run_system)
+    monkeypatch.setattr(rehearsal, "make_data", lambda *a: {"overrides": []})
+    args = rehearsal.parse(["--growth-tokens=1000"])
+    rehearsal.growth(["cam", "memtree"], [1000], args, [], tmp_path, None)
+    assert seen["cam"] == ["dataset.insert_batch_size=64"]
+    assert seen["memtree"] == []
