@@ -19,7 +19,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO
 
-from memharness.data_prep.synth.beam_questions import ABILITIES, plan_probe
+from memharness.data_prep.beam import ABILITIES  # the loader's ten abilities: one list
+from memharness.data_prep.synth.beam_questions import plan_probe
 from memharness.data_prep.synth.text import (
     ASSISTANT_TEMPLATES,
     USER_TEMPLATES,

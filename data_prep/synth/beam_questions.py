@@ -14,18 +14,6 @@ from datetime import date, timedelta
 from memharness.data_prep.synth.text import FACT_KINDS, HELPER, Values, say_fact
 from memharness.data_prep.synth.vocabulary import TOPICS, Topic
 
-ABILITIES = (
-    "abstention",
-    "contradiction_resolution",
-    "event_ordering",
-    "information_extraction",
-    "instruction_following",
-    "knowledge_update",
-    "multi_session_reasoning",
-    "preference_following",
-    "summarization",
-    "temporal_reasoning",
-)
 Statement = tuple[str, Callable[[int], None]]
 
 
