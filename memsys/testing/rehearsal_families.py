@@ -79,6 +79,8 @@ FAMILIES: dict[str, str] = {
     # judges
     "eval/default.yaml:judge.prompt": "verdict_digit",
     "eval/default.yaml:judge_audit.lenient_prompt": "verdict_digit",
+    "eval/default.yaml:forget_judge.leak_prompt": "verdict_digit",
+    "eval/default.yaml:forget_judge.abstain_prompt": "verdict_abstain",
     "eval/default.yaml:judge_audit.wrong_prompt": "wrong_answer",
     "judge/prompts/locomo.yaml:prompts.default": "verdict_label",
     "judge/official/longmemeval.yaml:prompts.single-session-user": "verdict_yes_no",

@@ -209,6 +209,23 @@ def _verdict_yes_no(a: Ask) -> str:
     return "yes" if _agrees(a) >= 0.5 else "no"
 
 
+_DECLINES = (
+    "not know",
+    "don't know",
+    "no idea",
+    "not mentioned",
+    "not available",
+    "cannot",
+    "can't",
+)
+
+
+def _verdict_abstain(a: Ask) -> str:
+    """1 when the answer declines (a few fixed phrases), else 0: the forget abstain judge's digit."""
+    said = a.get("prediction", "first").lower()
+    return "1" if any(p in said for p in _DECLINES) else "0"
+
+
 def _nugget(a: Ask) -> str:
     score = 1.0 if _agrees(a) >= 0.5 else 0.5 if _agrees(a) >= 0.2 else 0.0
     return json.dumps({"score": score, "reason": "word overlap of the response with the criterion"})
@@ -276,6 +293,7 @@ REPLIES: dict[str, Callable[[Ask], str]] = {
     "verdict_digit": _verdict_digit,
     "verdict_label": _verdict_label,
     "verdict_yes_no": _verdict_yes_no,
+    "verdict_abstain": _verdict_abstain,
     "nugget_score": _nugget,
     "wrong_answer": _wrong_answer,
     "dialogue": _dialogue,

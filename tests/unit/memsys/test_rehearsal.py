@@ -77,6 +77,19 @@ def test_family_table_covers_every_prompt_key_of_conf():
     assert set(FAMILIES.values()) - {"fragment"} <= set(REPLIES)
 
 
+def test_the_forget_judges_get_their_digits():
+    """The forgetting judges (eval.forget_judge): a leak when the answer says the old value, an
+    abstention when it declines; recognised as their own families, not the harness judge's."""
+    leak = "eval/default.yaml", "forget_judge.leak_prompt"
+    said = prompt(*leak, question=QUESTION, prediction="The Lisbon marathon.", reference="Lisbon")
+    kept = prompt(*leak, question=QUESTION, prediction="Porto.", reference="Lisbon")
+    assert ask(said) == ("verdict_digit", "1") and ask(kept) == ("verdict_digit", "0")
+    abstain = "eval/default.yaml", "forget_judge.abstain_prompt"
+    declined = prompt(*abstain, question=QUESTION, prediction="I don't know.")
+    answered = prompt(*abstain, question=QUESTION, prediction="Porto.")
+    assert ask(declined) == ("verdict_abstain", "1") and ask(answered) == ("verdict_abstain", "0")
+
+
 def test_summaries_keep_a_share_of_their_input_within_the_cap():
     family, reply = ask(prompt("memory/raptor.yaml", "summaries.prompt", context=TEXT * 3))
     assert family == "summary" and reply and len(reply.split()) <= 75  # 100 tokens x 0.75
