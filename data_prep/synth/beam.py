@@ -27,6 +27,7 @@ from memharness.data_prep.synth.text import (
     Filler,
     Values,
     spread,
+    written,
 )
 from memharness.data_prep.synth.vocabulary import FIRST_NAMES, TOPICS
 
@@ -152,19 +153,8 @@ def write(out: Path, questions: int, tokens: int, seed: int) -> dict:
             per.append(used)
             for a, n in abilities.items():
                 tally[a] = tally.get(a, 0) + n
-    return {
-        "files": [file],
-        "overrides": [
-            "dataset=beam",
-            f"dataset.loader.scale={scale}",
-            f"dataset.loader.path={out}",
-        ],
-        "tokens": sum(per),
-        "tokens_per_episode": {"min": min(per), "max": max(per)},
-        "questions": questions,
-        "episodes": n_conv,
-        "strata": dict(sorted(tally.items())),
-    }
+    overrides = ["dataset=beam", f"dataset.loader.scale={scale}", f"dataset.loader.path={out}"]
+    return written([file], overrides, per, questions, tally)
 
 
 def min_tokens(questions: int) -> int:

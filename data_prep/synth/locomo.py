@@ -33,6 +33,7 @@ from memharness.data_prep.synth.text import (
     say_fact,
     spread,
     start_date,
+    written,
 )
 from memharness.data_prep.synth.vocabulary import FIRST_NAMES, TOPICS, Topic
 
@@ -187,19 +188,8 @@ def write(out: Path, questions: int, tokens: int, seed: int) -> dict:
             for item in record["qa"]:
                 cats[str(item["category"])] = cats.get(str(item["category"]), 0) + 1
         f.write("\n]\n")
-    return {
-        "files": [file],
-        "overrides": [
-            "dataset=locomo",
-            f"dataset.loader.path={out}",
-            "dataset.loader.sha256=null",
-        ],
-        "tokens": sum(per),
-        "tokens_per_episode": {"min": min(per), "max": max(per)},
-        "questions": questions,
-        "episodes": n_conv,
-        "strata": dict(sorted(cats.items())),
-    }
+    overrides = ["dataset=locomo", f"dataset.loader.path={out}", "dataset.loader.sha256=null"]
+    return written([file], overrides, per, questions, cats)
 
 
 def min_tokens(questions: int) -> int:

@@ -31,6 +31,7 @@ from memharness.data_prep.synth.text import (
     hex_id,
     say_fact,
     start_date,
+    written,
 )
 from memharness.data_prep.synth.vocabulary import TOPICS, Topic
 
@@ -239,19 +240,12 @@ def write(out: Path, questions: int, tokens: int, seed: int, split: str = "s") -
             for k, v in kinds.items():
                 tally[k] = tally.get(k, 0) + v
         f.write("\n]\n")
-    return {
-        "files": [file],
-        "overrides": [
-            "dataset=longmemeval",
-            f"dataset.loader.path={out}",
-            f"dataset.loader.split={split}",
-        ],
-        "tokens": sum(per_record),
-        "tokens_per_episode": {"min": min(per_record), "max": max(per_record)},
-        "questions": questions,
-        "episodes": questions,
-        "strata": dict(sorted(tally.items())),
-    }
+    overrides = [
+        "dataset=longmemeval",
+        f"dataset.loader.path={out}",
+        f"dataset.loader.split={split}",
+    ]
+    return written([file], overrides, per_record, questions, tally)
 
 
 def min_tokens(questions: int) -> int:

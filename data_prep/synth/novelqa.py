@@ -24,6 +24,7 @@ from memharness.data_prep.synth.text import (
     allocate,
     say_fact,
     spread,
+    written,
 )
 from memharness.data_prep.synth.vocabulary import FIRST_NAMES, TOPICS
 
@@ -148,15 +149,8 @@ def write(out: Path, questions: int, tokens: int, seed: int) -> dict:
         for item in json.loads(book_files[1].read_text(encoding="utf-8")):
             aspects[item["Aspect"]] = aspects.get(item["Aspect"], 0) + 1
     (root / "bookmeta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
-    return {
-        "files": [*files, root / "bookmeta.json"],
-        "overrides": ["dataset=novelqa", f"dataset.loader.path={root}"],
-        "tokens": sum(per),
-        "tokens_per_episode": {"min": min(per), "max": max(per)},
-        "questions": questions,
-        "episodes": n_books,
-        "strata": dict(sorted(aspects.items())),
-    }
+    overrides = ["dataset=novelqa", f"dataset.loader.path={root}"]
+    return written([*files, root / "bookmeta.json"], overrides, per, questions, aspects)
 
 
 def min_tokens(questions: int) -> int:

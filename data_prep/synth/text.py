@@ -298,3 +298,19 @@ def start_date(rng: random.Random, year: int = 2023) -> datetime:
 
 def hex_id(rng: random.Random, n: int = 8) -> str:
     return f"{rng.getrandbits(4 * n):0{n}x}"
+
+
+def written(
+    files: list, overrides: list[str], per_episode: list[int], questions: int, strata: dict
+) -> dict:
+    """What a shape's writer returns to ``memharness synth``: its files, the Hydra overrides that
+    load them, the tokens written (in all and per episode) and the questions per stratum."""
+    return {
+        "files": files,
+        "overrides": overrides,
+        "tokens": sum(per_episode),
+        "tokens_per_episode": {"min": min(per_episode), "max": max(per_episode)},
+        "questions": questions,
+        "episodes": len(per_episode),
+        "strata": dict(sorted(strata.items())),
+    }
